@@ -60,6 +60,16 @@
 //   the caller may recycle it at once. Producers never traverse, so there is no
 //   stale-traversal hazard and no need for epochs or hazard pointers.
 //
+// Backlog polling (PollMode::kLeaveLast): taking the newest node requires
+//   linking the stub behind it with a second exchange on tail_, the one line
+//   every producer writes; a consumer that keeps up would do that on nearly
+//   every Poll and the two sides would serialize on tail_. kLeaveLast returns
+//   nullptr instead whenever the oldest node has no linked successor, so under
+//   load the consumer reads only `next` links and never writes shared state.
+//   It is a relaxed operation outside the linearizable contract (it may report
+//   nothing while one node is queued); the recorder uses it while busy and a
+//   kAll Poll when idle or stopping, so every node is still taken.
+//
 // Why this shape is the default: the seed's CAS-on-last-next queue with tail
 //   slack needs producers to traverse from a tail hint; in C++ that requires
 //   epoch or hazard-pointer reclamation (a fence or a shared counter on every
@@ -78,6 +88,11 @@
 
 namespace perld {
 
+// kAll: the linearizable Poll. kLeaveLast: take the oldest node only if its
+// successor is already linked, leaving the newest node in place; it never
+// touches the producers' tail_ (see "Backlog polling" above).
+enum class PollMode { kAll, kLeaveLast };
+
 class TimeStampMpscQueue {
  public:
   TimeStampMpscQueue() : tail_(&stub_), head_(&stub_) {}
@@ -95,15 +110,17 @@ class TimeStampMpscQueue {
     Link(node);
   }
 
-  // Removes and returns the oldest node, or nullptr when the queue is empty.
-  // Consumer thread only. The returned node is no longer referenced by the
-  // queue or by any producer and may be reused immediately.
-  TimeStampNode* Poll() {
+  // Removes and returns the oldest node, or nullptr when the queue is empty
+  // (kAll) or holds no node with a linked successor (kLeaveLast). Consumer
+  // thread only. The returned node is no longer referenced by the queue or by
+  // any producer and may be reused immediately.
+  TimeStampNode* Poll(PollMode mode = PollMode::kAll) {
     CheckConsumer();
     TimeStampNode* head = head_;
     TimeStampNode* next = head->next.load(std::memory_order_acquire);
     if (head == &stub_) {
       if (next == nullptr) {
+        if (mode == PollMode::kLeaveLast) return nullptr;
         if (tail_.load(std::memory_order_acquire) == &stub_) return nullptr;  // empty
         next = AwaitLink(head);  // a producer is between its exchange and link (I4)
       }
@@ -112,11 +129,13 @@ class TimeStampMpscQueue {
       next = head->next.load(std::memory_order_acquire);
     }
     if (next == nullptr) {
+      if (mode == PollMode::kLeaveLast) return nullptr;
       // head may be the last node: put the stub behind it so it can be returned.
       if (tail_.load(std::memory_order_acquire) == head) Link(&stub_);
       next = AwaitLink(head);
     }
     head_ = next;
+    __builtin_prefetch(next);  // the next Poll reads next->next: start the miss now
 #ifndef NDEBUG
     head->debug_in_queue.store(false, std::memory_order_relaxed);
 #endif

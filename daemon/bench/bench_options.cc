@@ -1,0 +1,263 @@
+#include "daemon/bench/bench_options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace perld::bench {
+namespace {
+
+absl::Status Bad(const std::string& option, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("option -", option, ": ", why));
+}
+
+absl::StatusOr<int64_t> ParseInt(const std::string& option, const std::string& text, int64_t lo,
+                                 int64_t hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) {
+    return Bad(option, absl::StrCat("'", text, "' is not an integer"));
+  }
+  if (v < lo || v > hi) {
+    return Bad(option, absl::StrCat(v, " is out of range [", lo, ", ", hi, "]"));
+  }
+  return static_cast<int64_t>(v);
+}
+
+absl::StatusOr<double> ParseDouble(const std::string& option, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
+    return Bad(option, absl::StrCat("'", text, "' is not a number"));
+  }
+  return v;
+}
+
+absl::StatusOr<bool> ParseBool(const std::string& option, const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return Bad(option, absl::StrCat("'", text, "' must be true or false"));
+}
+
+}  // namespace
+
+const char* TimeUnitName(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kMs:
+      return "ms";
+    case TimeUnit::kUs:
+      return "mcs";
+    case TimeUnit::kNs:
+      return "ns";
+  }
+  return "?";
+}
+
+std::string BenchUsage() {
+  return R"(usage: perld bench [options]   (SBK spellings: -name value; also --name value, --name=value)
+  -writers N          writer workers (write completes immediately)
+  -readers N          reader workers (return a preallocated payload)
+  -size BYTES         bytes per record (default 0)
+  -records N          exact mode: record exactly N in total; with -seconds: per-run cap
+  -seconds S          timed mode: stop at a hard deadline after S seconds
+  -throughput MBPS    -1 (default): saturation; > 0: rate-controlled MB/s (1 MB = 2^20 B)
+  -time ms|mcs|ns     latency time unit (default ms)
+  -minlatency N       lowest recorded latency in the time unit (default 0)
+  -maxlatency N       highest recorded latency in the time unit (default 180000 ms)
+  -mpscqueue B        true (default): intrusive MPSC queue; false: library queue baseline
+  -csvfile PATH       also write SBK-layout CSV rows to PATH ('no' disables; default no)
+  -interval S         reporting interval in seconds (default 5)
+  -class perlbench    accepted for SBK compatibility (perlbench is the only class)
+  --maxQs N           0 (default): per-worker queues; N > 0: N queues shared by all workers
+  --qPerWorker N      queues per worker when maxQs is 0 (default 10)
+  --maxPendingPerWorker N  pending-timestamp bound per worker (default 65536)
+  --overflow block|drop    policy at the bound (default block); drops are counted
+  --idleNS N          recorder's first idle park in ns (default 10000)
+  --clock auto|tsc|monotonic  timestamp clock (auto: calibrated TSC when invariant)
+  --progress B        live progress line on stderr (default: when stderr is a terminal)
+  -help               this text
+Exit status: 0 on success; in exact mode only if every requested record was recorded
+with zero invalid latencies and zero drops; 2 on a usage error; 1 otherwise.
+)";
+}
+
+absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args) {
+  BenchOptions o;
+  std::set<std::string> seen;
+  using Setter = std::function<absl::Status(const std::string& name, const std::string& value)>;
+  auto set_int = [](auto* field, int64_t lo, int64_t hi) -> Setter {
+    return [=](const std::string& name, const std::string& v) {
+      absl::StatusOr<int64_t> n = ParseInt(name, v, lo, hi);
+      if (!n.ok()) return n.status();
+      *field = static_cast<std::remove_pointer_t<decltype(field)>>(*n);
+      return absl::OkStatus();
+    };
+  };
+  std::optional<int64_t> min_latency, max_latency;
+  const std::map<std::string, Setter> options = {
+      {"writers", set_int(&o.writers, 0, 1024)},
+      {"readers", set_int(&o.readers, 0, 1024)},
+      {"size", set_int(&o.size, 0, INT32_MAX)},
+      {"records", set_int(&o.records, 1, INT64_MAX / 2)},
+      {"seconds",
+       [&](const std::string& name, const std::string& v) {
+         absl::StatusOr<double> s = ParseDouble(name, v);
+         if (!s.ok()) return s.status();
+         if (*s <= 0 || *s > 365.0 * 86400) return Bad(name, "must be > 0 and at most a year");
+         o.seconds = *s;
+         return absl::OkStatus();
+       }},
+      {"throughput",
+       [&](const std::string& name, const std::string& v) {
+         absl::StatusOr<double> t = ParseDouble(name, v);
+         if (!t.ok()) return t.status();
+         if (*t != -1 && *t <= 0) return Bad(name, "must be -1 (saturation) or > 0 MB/s");
+         o.throughput_mbps = *t;
+         return absl::OkStatus();
+       }},
+      {"time",
+       [&](const std::string& name, const std::string& v) {
+         if (v == "ms") {
+           o.time_unit = TimeUnit::kMs;
+         } else if (v == "mcs" || v == "us") {
+           o.time_unit = TimeUnit::kUs;
+         } else if (v == "ns") {
+           o.time_unit = TimeUnit::kNs;
+         } else {
+           return Bad(name, absl::StrCat("'", v, "' must be ms, mcs or ns"));
+         }
+         return absl::OkStatus();
+       }},
+      {"minlatency",
+       [&](const std::string& name, const std::string& v) {
+         absl::StatusOr<int64_t> n = ParseInt(name, v, 0, INT64_MAX / 4);
+         if (!n.ok()) return n.status();
+         min_latency = *n;
+         return absl::OkStatus();
+       }},
+      {"maxlatency",
+       [&](const std::string& name, const std::string& v) {
+         absl::StatusOr<int64_t> n = ParseInt(name, v, 0, INT64_MAX / 4);
+         if (!n.ok()) return n.status();
+         max_latency = *n;
+         return absl::OkStatus();
+       }},
+      {"mpscqueue",
+       [&](const std::string& name, const std::string& v) {
+         absl::StatusOr<bool> b = ParseBool(name, v);
+         if (!b.ok()) return b.status();
+         o.channels.queue = *b ? QueueKind::kMpsc : QueueKind::kLibrary;
+         return absl::OkStatus();
+       }},
+      {"csvfile",
+       [&](const std::string& name, const std::string& v) {
+         if (v.empty()) return Bad(name, "needs a path or 'no'");
+         o.csv_file = (v == "no") ? "" : v;
+         return absl::OkStatus();
+       }},
+      {"interval", set_int(&o.interval_seconds, 1, 86400)},
+      {"class",
+       [&](const std::string& name, const std::string& v) {
+         if (v != "perlbench") return Bad(name, absl::StrCat("'", v, "': only perlbench is built in"));
+         return absl::OkStatus();
+       }},
+      {"maxQs", set_int(&o.channels.max_qs, 0, 4096)},
+      {"qPerWorker", set_int(&o.channels.q_per_worker, 1, 4096)},
+      {"maxPendingPerWorker", set_int(&o.channels.max_pending_per_worker, 2, int64_t{1} << 32)},
+      {"overflow",
+       [&](const std::string& name, const std::string& v) {
+         if (v == "block") {
+           o.channels.overflow = OverflowPolicy::kBlock;
+         } else if (v == "drop") {
+           o.channels.overflow = OverflowPolicy::kDrop;
+         } else {
+           return Bad(name, absl::StrCat("'", v, "' must be block or drop"));
+         }
+         return absl::OkStatus();
+       }},
+      {"idleNS", set_int(&o.idle_ns, 1, 1'000'000'000)},
+      {"clock",
+       [&](const std::string& name, const std::string& v) {
+         if (v == "auto") {
+           o.clock = ClockSource::kAuto;
+         } else if (v == "tsc") {
+           o.clock = ClockSource::kTsc;
+         } else if (v == "monotonic") {
+           o.clock = ClockSource::kMonotonic;
+         } else {
+           return Bad(name, absl::StrCat("'", v, "' must be auto, tsc or monotonic"));
+         }
+         return absl::OkStatus();
+       }},
+      {"progress",
+       [&](const std::string& name, const std::string& v) {
+         absl::StatusOr<bool> b = ParseBool(name, v);
+         if (!b.ok()) return b.status();
+         o.progress = *b;
+         return absl::OkStatus();
+       }},
+  };
+
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    std::string name, value;
+    bool has_value = false;
+    if (arg.rfind("--", 0) == 0) {
+      name = arg.substr(2);
+      if (size_t eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        has_value = true;
+      }
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      name = arg.substr(1);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+    if (name == "help" || name == "h") {
+      o.help = true;
+      continue;
+    }
+    auto it = options.find(name);
+    if (it == options.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown option '", arg, "'"));
+    }
+    if (!seen.insert(name).second) return Bad(name, "given more than once");
+    if (!has_value) {
+      if (i + 1 >= args.size()) return Bad(name, "needs a value");
+      value = args[++i];
+    }
+    if (absl::Status s = it->second(name, value); !s.ok()) return s;
+  }
+  if (o.help) return o;
+
+  if (o.workers() < 1) return absl::InvalidArgumentError("give -writers N and/or -readers N (N >= 1)");
+  if (o.records == 0 && o.seconds == 0) {
+    return absl::InvalidArgumentError("give -records N (exact mode) or -seconds S (timed mode)");
+  }
+  if (o.records > 0 && o.seconds == 0 && o.records < o.workers()) {
+    // Allowed: some workers get zero records. Nothing to reject.
+  }
+  if (o.throughput_mbps > 0 && o.size <= 0) {
+    return Bad("throughput", "rate control needs -size > 0 (records/s = MB/s * 2^20 / size)");
+  }
+  LatencyConfig defaults = LatencyConfig::ForUnit(o.time_unit);
+  o.min_latency = min_latency.value_or(defaults.min_latency);
+  o.max_latency = max_latency.value_or(defaults.max_latency);
+  if (*o.min_latency >= *o.max_latency) {
+    return absl::InvalidArgumentError(absl::StrCat("-minlatency (", *o.min_latency,
+                                                   ") must be below -maxlatency (",
+                                                   *o.max_latency, ")"));
+  }
+  return o;
+}
+
+}  // namespace perld::bench

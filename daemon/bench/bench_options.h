@@ -1,0 +1,65 @@
+// BenchOptions: the `perld bench` command line, parsed with SBK's spellings
+// (`-writers 4`) and GNU long forms (`--writers 4`, `--writers=4`), so an SBK
+// user's PerlBench command line works unchanged.
+//
+// Modes (SBK semantics):
+//   * exact:  -records N without -seconds. N is split across workers, the first
+//             N % workers workers take one extra record; the run waits until
+//             every timestamp has been consumed.
+//   * timed:  -seconds S (with -throughput -1, the default): saturation with a
+//             hard deadline; -records, if also given, caps each worker.
+//   * rate:   -throughput MBPS > 0: each worker is paced at
+//             MBPS * 2^20 / size / workers records per second (1 MB = 2^20 B).
+// ParseBenchArgs never exits or prints: it returns InvalidArgument naming the
+// bad option, and the caller prints it with the usage text.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/core/latency_config.h"
+#include "daemon/core/timestamp_channels.h"
+
+namespace perld::bench {
+
+enum class ClockSource { kAuto, kTsc, kMonotonic };
+enum class BenchMode { kExact, kTimed, kRate };
+
+struct BenchOptions {
+  int writers = 0;
+  int readers = 0;
+  int32_t size = 0;           // bytes per record
+  int64_t records = 0;        // 0: not given
+  double seconds = 0;         // 0: not given
+  double throughput_mbps = -1;
+  TimeUnit time_unit = TimeUnit::kMs;  // SBK default
+  std::optional<int64_t> min_latency;  // in time_unit; default from LatencyConfig
+  std::optional<int64_t> max_latency;
+  std::string csv_file;       // empty: no CSV
+  int interval_seconds = 5;
+  ChannelOptions channels;    // -mpscqueue, --maxQs, --qPerWorker, --maxPendingPerWorker, --overflow
+  int64_t idle_ns = 10'000;   // --idleNS: recorder's first park
+  ClockSource clock = ClockSource::kAuto;
+  std::optional<bool> progress;  // --progress true|false; default: when stderr is a TTY
+  bool help = false;
+
+  BenchMode mode() const {
+    if (throughput_mbps > 0) return BenchMode::kRate;
+    return seconds > 0 ? BenchMode::kTimed : BenchMode::kExact;
+  }
+  int workers() const { return writers + readers; }
+};
+
+// Parses argv (without the program name and the "bench" word).
+absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args);
+
+// The usage text printed for --help and after a usage error.
+std::string BenchUsage();
+
+// "ms", "mcs" or "ns": SBK's -time spellings.
+const char* TimeUnitName(TimeUnit unit);
+
+}  // namespace perld::bench

@@ -1,0 +1,104 @@
+#include "daemon/bench/perlbench_worker.h"
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "daemon/core/clock.h"
+#include "daemon/core/cpu_relax.h"
+
+namespace perld::bench {
+namespace {
+
+// Keeps the compiler from removing the no-op operation or its payload.
+inline void Consume(const void* p) { asm volatile("" : : "r"(p) : "memory"); }
+
+// Waits until the clock reaches `due_ns` (or `deadline_ns`, if earlier).
+template <class Clock>
+void PaceUntil(const Clock& clock, int64_t due_ns, int64_t deadline_ns) {
+  if (deadline_ns > 0 && due_ns > deadline_ns) due_ns = deadline_ns;
+  for (;;) {
+    const int64_t ahead = due_ns - clock.NowNanos();
+    if (ahead <= 0) return;
+    if (ahead > 200'000) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(ahead - 100'000));
+    } else if (ahead > 20'000) {
+      std::this_thread::yield();
+    } else {
+      CpuRelax();
+    }
+  }
+}
+
+template <int64_t kNsPerUnit, bool kReader, bool kPaced, class Clock>
+WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer& producer,
+                  const std::atomic<bool>& stop) {
+  // Worker-owned payload: allocated once, returned by every read.
+  std::vector<char> payload(static_cast<size_t>(plan.size) + 1);
+  const int64_t limit = plan.records > 0 ? plan.records : INT64_MAX;
+  const int64_t deadline = plan.deadline_ns > 0 ? plan.deadline_ns : INT64_MAX;
+  const double period_ns = kPaced ? 1e9 / plan.records_per_second : 0;
+  const int64_t t0 = clock.NowNanos();
+  WorkerResult r;
+  for (int64_t i = 0; i < limit; ++i) {
+    if (i % kStopCheckInterval == 0 && stop.load(std::memory_order_relaxed)) break;
+    const int64_t start = clock.NowNanos();
+    if (start >= deadline) break;  // hard deadline
+    if constexpr (kReader) {
+      Consume(payload.data());  // read: the same preallocated payload
+    } else {
+      Consume(payload.data());  // write: completes immediately
+    }
+    const int64_t end = clock.NowNanos();
+    ++r.attempted;
+    r.sent += producer.Send(start / kNsPerUnit, end / kNsPerUnit, 1, plan.size) ? 1 : 0;
+    if constexpr (kPaced) {
+      PaceUntil(clock, t0 + static_cast<int64_t>(static_cast<double>(i + 1) * period_ns),
+                plan.deadline_ns);
+    }
+  }
+  return r;
+}
+
+template <int64_t kNsPerUnit, class Clock>
+WorkerResult Dispatch(const WorkerPlan& plan, const Clock& clock, TimeStampProducer& producer,
+                      const std::atomic<bool>& stop) {
+  const bool paced = plan.records_per_second > 0;
+  if (plan.reader) {
+    return paced ? Loop<kNsPerUnit, true, true>(plan, clock, producer, stop)
+                 : Loop<kNsPerUnit, true, false>(plan, clock, producer, stop);
+  }
+  return paced ? Loop<kNsPerUnit, false, true>(plan, clock, producer, stop)
+               : Loop<kNsPerUnit, false, false>(plan, clock, producer, stop);
+}
+
+struct MonotonicSource {
+  int64_t NowNanos() const { return MonotonicNanos(); }
+};
+
+template <class Clock>
+WorkerResult DispatchUnit(const WorkerPlan& plan, TimeUnit unit, const Clock& clock,
+                          TimeStampProducer& producer, const std::atomic<bool>& stop) {
+  switch (unit) {
+    case TimeUnit::kNs:
+      return Dispatch<1>(plan, clock, producer, stop);
+    case TimeUnit::kUs:
+      return Dispatch<1'000>(plan, clock, producer, stop);
+    case TimeUnit::kMs:
+      break;
+  }
+  return Dispatch<1'000'000>(plan, clock, producer, stop);
+}
+
+}  // namespace
+
+int64_t BenchClock::NowNanos() const { return tsc_ ? tsc_->NowNanos() : MonotonicNanos(); }
+
+WorkerResult RunWorker(const WorkerPlan& plan, TimeUnit unit, const BenchClock& clock,
+                       TimeStampProducer& producer, const std::atomic<bool>& stop) {
+  // Specialize the loop on the clock so the hot path has no clock branch.
+  if (clock.tsc() != nullptr) return DispatchUnit(plan, unit, *clock.tsc(), producer, stop);
+  return DispatchUnit(plan, unit, MonotonicSource{}, producer, stop);
+}
+
+}  // namespace perld::bench

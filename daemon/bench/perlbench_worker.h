@@ -1,0 +1,54 @@
+// PerlBench workers: the synthetic operations whose only cost is the
+// measurement pipeline itself. A writer's write completes immediately; a
+// reader returns the same worker-owned, preallocated payload every time. The
+// operation path allocates nothing, takes no lock and touches no shared driver
+// state: each worker reads the clock, runs the no-op, reads the clock again and
+// publishes (start, end, 1, size) through its own TimeStampProducer.
+//
+// Timestamps are in the run's time unit: each clock reading (ns) is divided by
+// the unit (a compile-time constant) before publishing, as SBK's per-unit
+// clocks do, so latency = end - start in that unit.
+//
+// Threads: RunWorker runs on the worker's own thread; `stop` may be set by any
+// thread (checked every kStopCheckInterval records).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "daemon/bench/bench_options.h"
+#include "daemon/core/timestamp_channels.h"
+#include "daemon/core/tsc_clock.h"
+
+namespace perld::bench {
+
+struct WorkerPlan {
+  bool reader = false;
+  int32_t size = 0;
+  int64_t records = 0;            // records to run; 0 = until the deadline
+  int64_t deadline_ns = 0;        // clock ns at which to stop; 0 = none
+  double records_per_second = 0;  // pacing; 0 = saturation
+};
+
+struct WorkerResult {
+  int64_t attempted = 0;  // operations run (timestamps offered to Send)
+  int64_t sent = 0;       // timestamps accepted by the channel
+};
+
+// The clock a run uses: calibrated TSC when available, else CLOCK_MONOTONIC.
+class BenchClock {
+ public:
+  explicit BenchClock(const TscClock* tsc) : tsc_(tsc) {}
+  int64_t NowNanos() const;
+  const TscClock* tsc() const { return tsc_; }
+
+ private:
+  const TscClock* tsc_;
+};
+
+inline constexpr int64_t kStopCheckInterval = 1024;
+
+WorkerResult RunWorker(const WorkerPlan& plan, TimeUnit unit, const BenchClock& clock,
+                       TimeStampProducer& producer, const std::atomic<bool>& stop);
+
+}  // namespace perld::bench

@@ -1,0 +1,244 @@
+#include "daemon/core/hybrid_paged_latency_recorder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace perld {
+
+absl::StatusOr<std::unique_ptr<HybridPagedLatencyRecorder>> HybridPagedLatencyRecorder::Create(
+    int64_t min_latency, int64_t max_latency, int64_t max_memory_mb, int page_bits,
+    int sparse_entry_limit, HybridMemoryPolicy policy) {
+  if (min_latency < 0 || max_latency < min_latency) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hybrid recorder bounds [", min_latency, ", ", max_latency, "] are invalid"));
+  }
+  if (max_memory_mb < 1 || max_memory_mb > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hybrid recorder budget ", max_memory_mb, " MB is invalid"));
+  }
+  if (page_bits < 1 || page_bits > kMaxPageBits) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hybrid page bits ", page_bits, " outside [1, ", kMaxPageBits, "]"));
+  }
+  if (sparse_entry_limit < 1 || sparse_entry_limit >= (1 << page_bits)) {
+    return absl::InvalidArgumentError(absl::StrCat("hybrid sparse entry limit ", sparse_entry_limit,
+                                                   " outside [1, ", (1 << page_bits) - 1, "]"));
+  }
+  return std::unique_ptr<HybridPagedLatencyRecorder>(new HybridPagedLatencyRecorder(
+      min_latency, max_latency, max_memory_mb << 20, page_bits, sparse_entry_limit, policy));
+}
+
+HybridPagedLatencyRecorder::HybridPagedLatencyRecorder(int64_t min_latency, int64_t max_latency,
+                                                       int64_t max_memory_bytes, int page_bits,
+                                                       int sparse_entry_limit,
+                                                       HybridMemoryPolicy policy)
+    : LatencyRecorder(RecorderKind::kHybridPaged, min_latency, max_latency),
+      page_bits_(page_bits),
+      page_size_(int64_t{1} << page_bits),
+      page_mask_((int64_t{1} << page_bits) - 1),
+      sparse_limit_(sparse_entry_limit),
+      policy_(policy),
+      max_memory_bytes_(max_memory_bytes) {}
+
+size_t HybridPagedLatencyRecorder::dense_pages() const {
+  return static_cast<size_t>(std::count_if(pages_.begin(), pages_.end(),
+                                           [](const Page& p) { return p.dense != nullptr; }));
+}
+
+int64_t HybridPagedLatencyRecorder::ArrayBytes(const Page& page) const {
+  if (page.dense != nullptr) {
+    return kArrayObjectBytes + page_size_ * 8;
+  }
+  return 2 * kArrayObjectBytes + int64_t{page.sparse_capacity} * kSparseEntryBytes;
+}
+
+uint32_t HybridPagedLatencyRecorder::NewPage(int64_t page_id) {
+  const auto index = static_cast<uint32_t>(pages_.size());
+  Page& page = pages_.emplace_back();
+  page.id = page_id;
+  page.sparse_capacity =
+      static_cast<int32_t>(std::min<int64_t>(kInitialSparseCapacity, sparse_limit_));
+  page.offsets = std::make_unique<uint16_t[]>(static_cast<size_t>(page.sparse_capacity));
+  page.sparse_counts = std::make_unique<int64_t[]>(static_cast<size_t>(page.sparse_capacity));
+  page_index_.emplace(page_id, index);
+  retained_bytes_ += kPageObjectBytes + kPageMapEntryBytes + ArrayBytes(page);
+  return index;
+}
+
+HybridPagedLatencyRecorder::Page& HybridPagedLatencyRecorder::PageFor(int64_t page_id) {
+  if (page_id != cached_id_) {
+    auto it = page_index_.find(page_id);
+    cached_index_ = it != page_index_.end() ? it->second : NewPage(page_id);
+    cached_id_ = page_id;
+  }
+  Page& page = pages_[cached_index_];
+  if (!page.active) {
+    Activate(cached_index_);
+  }
+  return page;
+}
+
+void HybridPagedLatencyRecorder::Activate(uint32_t index) {
+  if (static_cast<int64_t>(active_.size()) == active_capacity_) {
+    const int64_t grown = std::max(kInitialSparseCapacity, active_capacity_ * 2);
+    retained_bytes_ += (grown - active_capacity_) * kActiveIdBytes;
+    if (active_capacity_ == 0) {
+      retained_bytes_ += kArrayObjectBytes;
+    }
+    active_capacity_ = grown;
+    active_.reserve(static_cast<size_t>(grown));
+  }
+  active_.push_back(index);
+  pages_[index].active = true;
+}
+
+inline void HybridPagedLatencyRecorder::Add(int64_t latency, int64_t count) {
+  Page& page = PageFor(latency >> page_bits_);
+  const auto offset = static_cast<uint16_t>(latency & page_mask_);
+  if (page.dense != nullptr) {
+    page.dense[offset] += count;
+  } else {
+    AddSparse(page, offset, count);
+  }
+}
+
+void HybridPagedLatencyRecorder::AddSparse(Page& page, uint16_t offset, int64_t count) {
+  uint16_t* const offsets = page.offsets.get();
+  const int32_t size = page.sparse_size;
+  const int32_t pos =
+      static_cast<int32_t>(std::lower_bound(offsets, offsets + size, offset) - offsets);
+  if (pos < size && offsets[pos] == offset) {
+    page.sparse_counts[pos] += count;
+    return;
+  }
+  if (size == sparse_limit_) {
+    Promote(page);
+    page.dense[offset] += count;
+    return;
+  }
+  if (size == page.sparse_capacity) {
+    const int32_t grown = std::min(sparse_limit_, page.sparse_capacity * 2);
+    auto new_offsets = std::make_unique<uint16_t[]>(static_cast<size_t>(grown));
+    auto new_counts = std::make_unique<int64_t[]>(static_cast<size_t>(grown));
+    std::memcpy(new_offsets.get(), offsets, static_cast<size_t>(size) * sizeof(uint16_t));
+    std::memcpy(new_counts.get(), page.sparse_counts.get(),
+                static_cast<size_t>(size) * sizeof(int64_t));
+    page.offsets = std::move(new_offsets);
+    page.sparse_counts = std::move(new_counts);
+    retained_bytes_ += int64_t{grown - page.sparse_capacity} * kSparseEntryBytes;
+    page.sparse_capacity = grown;
+  }
+  uint16_t* const o = page.offsets.get();
+  int64_t* const c = page.sparse_counts.get();
+  const auto tail = static_cast<size_t>(size - pos);
+  std::memmove(o + pos + 1, o + pos, tail * sizeof(uint16_t));
+  std::memmove(c + pos + 1, c + pos, tail * sizeof(int64_t));
+  o[pos] = offset;
+  c[pos] = count;
+  page.sparse_size = size + 1;
+}
+
+void HybridPagedLatencyRecorder::Promote(Page& page) {
+  const int64_t before = ArrayBytes(page);
+  page.dense = std::make_unique<int64_t[]>(static_cast<size_t>(page_size_));
+  for (int32_t i = 0; i < page.sparse_size; ++i) {
+    page.dense[page.offsets[i]] = page.sparse_counts[i];
+  }
+  page.offsets.reset();
+  page.sparse_counts.reset();
+  page.sparse_size = 0;
+  page.sparse_capacity = 0;
+  retained_bytes_ += ArrayBytes(page) - before;
+}
+
+void HybridPagedLatencyRecorder::RecordBatch(const TimeStamp* ts, size_t n) {
+  RecordBatchWith(ts, n, [this](int64_t latency, int64_t count) { Add(latency, count); });
+}
+
+void HybridPagedLatencyRecorder::ReportLatency(int64_t latency, int64_t count) {
+  CheckUnchecked(latency, count);
+  Add(latency, count);
+}
+
+void HybridPagedLatencyRecorder::ReportBuckets(const LatencyBucket* buckets, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    ReportLatency(buckets[i].latency, buckets[i].count);
+  }
+}
+
+void HybridPagedLatencyRecorder::ExtractAscending(internal::ExtractionVisitor& visitor) {
+  std::sort(active_.begin(), active_.end(),
+            [this](uint32_t a, uint32_t b) { return pages_[a].id < pages_[b].id; });
+  for (uint32_t index : active_) {
+    Page& page = pages_[index];
+    const int64_t base = page.id << page_bits_;
+    if (page.dense == nullptr) {
+      for (int32_t i = 0; i < page.sparse_size; ++i) {
+        visitor.Add(base + page.offsets[i], page.sparse_counts[i]);
+      }
+      page.sparse_size = 0;
+    } else {
+      int64_t* const dense = page.dense.get();
+      for (int64_t offset = 0; offset < page_size_; ++offset) {
+        if (dense[offset] != 0) {
+          visitor.Add(base + offset, dense[offset]);
+          dense[offset] = 0;
+        }
+      }
+    }
+    page.active = false;
+  }
+  active_.clear();
+}
+
+void HybridPagedLatencyRecorder::ForEachBucket(internal::BucketForwarder& out) const {
+  for (uint32_t index : active_) {
+    const Page& page = pages_[index];
+    const int64_t base = page.id << page_bits_;
+    if (page.dense == nullptr) {
+      for (int32_t i = 0; i < page.sparse_size; ++i) {
+        out.Add(base + page.offsets[i], page.sparse_counts[i]);
+      }
+    } else {
+      for (int64_t offset = 0; offset < page_size_; ++offset) {
+        if (page.dense[offset] != 0) {
+          out.Add(base + offset, page.dense[offset]);
+        }
+      }
+    }
+  }
+}
+
+void HybridPagedLatencyRecorder::ClearPage(Page& page) {
+  if (page.dense == nullptr) {
+    page.sparse_size = 0;
+  } else {
+    std::memset(page.dense.get(), 0, static_cast<size_t>(page_size_) * sizeof(int64_t));
+  }
+  page.active = false;
+}
+
+void HybridPagedLatencyRecorder::ClearDistribution() {
+  for (uint32_t index : active_) {
+    ClearPage(pages_[index]);
+  }
+  active_.clear();
+  ReleaseIfOversized();
+}
+
+void HybridPagedLatencyRecorder::ReleaseIfOversized() {
+  if (retained_bytes_ <= max_memory_bytes_) {
+    return;
+  }
+  PERLD_CONTRACT(active_.empty(), "hybrid cache released while a window holds data");
+  std::vector<Page>().swap(pages_);
+  absl::flat_hash_map<int64_t, uint32_t>().swap(page_index_);
+  std::vector<uint32_t>().swap(active_);
+  active_capacity_ = 0;
+  retained_bytes_ = 0;
+  cached_id_ = -1;
+}
+
+}  // namespace perld

@@ -1,0 +1,121 @@
+// HybridPagedLatencyRecorder: exact distribution in power-of-two pages of
+// 2^page_bits latencies (page id = latency >> page_bits), SBM's aggregator
+// recorder for dense-plus-sparse nanosecond distributions (seed section 6.6).
+//
+// Each page starts as sorted parallel arrays of 16-bit offsets and int64
+// counts (capacity 4, doubling up to sparse_entry_limit), and is promoted to
+// a dense 2^page_bits counter array on its (limit + 1)-th distinct value; a
+// dense page stays dense (no promotion/demotion churn). Only active page ids
+// are sorted at report time; sparse pages are already ordered and dense
+// pages are scanned directly, zeroing visited slots in the same pass.
+// Pages are retained and reused by later windows; a one-entry cache of the
+// last page keeps clustered input off the page table.
+//
+// Memory accounting mirrors SBM's estimate exactly: per page 32 B object +
+// 32 B map entry + arrays (16 B header each; 10 B per sparse entry of
+// capacity; 8 B per dense slot), plus 8 B per active-id slot (+16 B header).
+// After the natural report of a window (and on Reset) the whole retained
+// cache is released if the estimate exceeds max_memory_mb. With policy
+// kResetWindowWhenFull (total windows) IsFull() also turns true above the
+// limit, so the owner prints and resets the window before the release.
+//
+// Threads: single owner (see LatencyRecorder). Hot path: page-cache hit or
+// one hash probe, then a binary search of <= limit offsets or a dense
+// increment; allocation only for a new page, sparse growth or promotion.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "daemon/core/latency_recorder.h"
+
+namespace perld {
+
+enum class HybridMemoryPolicy {
+  kReleaseAfterWindow,   // periodic: never cut a window short, release after its report
+  kResetWindowWhenFull,  // total: IsFull() above the limit, report + reset + release
+};
+
+class HybridPagedLatencyRecorder final : public LatencyRecorder {
+ public:
+  static constexpr int kMaxPageBits = 16;
+  static constexpr int64_t kInitialSparseCapacity = 4;
+  static constexpr int64_t kPageObjectBytes = 32;
+  static constexpr int64_t kPageMapEntryBytes = 32;
+  static constexpr int64_t kArrayObjectBytes = 16;
+  static constexpr int64_t kSparseEntryBytes = 2 + 8;  // offset + count
+  static constexpr int64_t kActiveIdBytes = 8;
+
+  // InvalidArgument unless 0 <= min_latency <= max_latency, max_memory_mb >=
+  // 1, 1 <= page_bits <= 16 and 1 <= sparse_entry_limit < 2^page_bits.
+  static absl::StatusOr<std::unique_ptr<HybridPagedLatencyRecorder>> Create(
+      int64_t min_latency, int64_t max_latency, int64_t max_memory_mb, int page_bits,
+      int sparse_entry_limit, HybridMemoryPolicy policy);
+
+  void RecordBatch(const TimeStamp* ts, size_t n) override;
+  bool IsFull() const override {
+    return (policy_ == HybridMemoryPolicy::kResetWindowWhenFull &&
+            retained_bytes_ > max_memory_bytes_) ||
+           window().IsOverflow();
+  }
+  size_t RetainedBytes() const override { return static_cast<size_t>(retained_bytes_); }
+  size_t BudgetBytes() const override { return static_cast<size_t>(max_memory_bytes_); }
+
+  int page_bits() const { return page_bits_; }
+  int sparse_entry_limit() const { return sparse_limit_; }
+  HybridMemoryPolicy policy() const { return policy_; }
+  size_t retained_pages() const { return pages_.size(); }
+  size_t active_pages() const { return active_.size(); }
+  size_t dense_pages() const;
+
+ private:
+  struct Page {
+    int64_t id = 0;
+    std::unique_ptr<uint16_t[]> offsets;       // sorted, sparse form only
+    std::unique_ptr<int64_t[]> sparse_counts;  // parallel to offsets
+    int32_t sparse_size = 0;
+    int32_t sparse_capacity = 0;
+    std::unique_ptr<int64_t[]> dense;  // 2^page_bits counters once promoted
+    bool active = false;               // holds data in the current window
+  };
+
+  HybridPagedLatencyRecorder(int64_t min_latency, int64_t max_latency, int64_t max_memory_bytes,
+                             int page_bits, int sparse_entry_limit, HybridMemoryPolicy policy);
+
+  void Add(int64_t latency, int64_t count);
+  Page& PageFor(int64_t page_id);
+  uint32_t NewPage(int64_t page_id);
+  void Activate(uint32_t index);
+  void AddSparse(Page& page, uint16_t offset, int64_t count);
+  void Promote(Page& page);
+  int64_t ArrayBytes(const Page& page) const;
+  void ClearPage(Page& page);
+  void ReleaseIfOversized();
+
+  void ReportLatency(int64_t latency, int64_t count) override;
+  void ReportBuckets(const LatencyBucket* buckets, size_t n) override;
+  void ExtractAscending(internal::ExtractionVisitor& visitor) override;
+  void ForEachBucket(internal::BucketForwarder& out) const override;
+  void ClearDistribution() override;
+  void AfterReport() override { ReleaseIfOversized(); }
+
+  const int page_bits_;
+  const int64_t page_size_;
+  const int64_t page_mask_;
+  const int sparse_limit_;
+  const HybridMemoryPolicy policy_;
+  const int64_t max_memory_bytes_;
+
+  std::vector<Page> pages_;                            // retained pages, reused across windows
+  absl::flat_hash_map<int64_t, uint32_t> page_index_;  // page id -> index in pages_
+  std::vector<uint32_t> active_;                       // pages with data this window
+  int64_t active_capacity_ = 0;                        // SBM's activePageIds length (accounting)
+  int64_t retained_bytes_ = 0;                         // SBM's retainedMemoryBytes
+  int64_t cached_id_ = -1;                             // last page used (ids are >= 0)
+  uint32_t cached_index_ = 0;
+};
+
+}  // namespace perld

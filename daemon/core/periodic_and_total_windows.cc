@@ -1,0 +1,152 @@
+#include "daemon/core/periodic_and_total_windows.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "daemon/core/contract.h"
+#include "daemon/core/latency_recorder_builder.h"
+
+namespace perld {
+
+absl::StatusOr<PeriodicAndTotalWindows> PeriodicAndTotalWindows::Create(const LatencyConfig& config,
+                                                                        int64_t start_time) {
+  auto percentiles = PercentileSet::Create(config.percentiles);
+  if (!percentiles.ok()) {
+    return percentiles.status();
+  }
+  auto periodic = BuildPeriodicRecorder(config);
+  if (!periodic.ok()) {
+    return periodic.status();
+  }
+  auto total = BuildTotalRecorder(config);
+  if (!total.ok()) {
+    return total.status();
+  }
+  return Create(std::move(*periodic), std::move(*total), std::move(*percentiles), start_time);
+}
+
+absl::StatusOr<PeriodicAndTotalWindows> PeriodicAndTotalWindows::CreateHybrid(
+    const LatencyConfig& config, int64_t start_time) {
+  auto percentiles = PercentileSet::Create(config.percentiles);
+  if (!percentiles.ok()) {
+    return percentiles.status();
+  }
+  auto periodic = BuildHybridRecorder(config, HybridRole::kPeriodic);
+  if (!periodic.ok()) {
+    return periodic.status();
+  }
+  auto total = BuildHybridRecorder(config, HybridRole::kTotal);
+  if (!total.ok()) {
+    return total.status();
+  }
+  return Create(std::move(*periodic), std::move(*total), std::move(*percentiles), start_time);
+}
+
+absl::StatusOr<PeriodicAndTotalWindows> PeriodicAndTotalWindows::Create(
+    std::unique_ptr<LatencyRecorder> periodic, std::unique_ptr<LatencyRecorder> total,
+    PercentileSet percentiles, int64_t start_time) {
+  if (periodic == nullptr || total == nullptr) {
+    return absl::FailedPreconditionError("periodic and total recorders are required");
+  }
+  if (!periodic->window().SameBounds(total->window())) {
+    return absl::FailedPreconditionError("periodic and total recorders need identical bounds");
+  }
+  return PeriodicAndTotalWindows(std::move(periodic), std::move(total), std::move(percentiles),
+                                 start_time);
+}
+
+PeriodicAndTotalWindows::PeriodicAndTotalWindows(std::unique_ptr<LatencyRecorder> periodic,
+                                                 std::unique_ptr<LatencyRecorder> total,
+                                                 PercentileSet percentiles, int64_t start_time)
+    : periodic_(std::move(periodic)),
+      total_(std::move(total)),
+      percentiles_(std::move(percentiles)) {
+  periodic_->Reset(start_time);
+  total_->Reset(start_time);
+}
+
+void PeriodicAndTotalWindows::RecordBatch(const TimeStamp* ts, size_t n, int64_t now) {
+  while (n > 0) {
+    const size_t chunk = std::min(n, kFullCheckInterval);
+    periodic_->RecordBatch(ts, chunk);
+    if (periodic_->IsFull()) [[unlikely]] {
+      ClosePeriodicFull(now);
+    }
+    ts += chunk;
+    n -= chunk;
+  }
+}
+
+absl::Status PeriodicAndTotalWindows::MergeWindow(const LatencyCounters& counters,
+                                                  std::span<const LatencyBucket> buckets,
+                                                  int64_t now) {
+  if (absl::Status s = periodic_->MergeBuckets(counters, buckets); !s.ok()) {
+    return s;
+  }
+  if (periodic_->IsFull()) {
+    ClosePeriodicFull(now);
+  }
+  return absl::OkStatus();
+}
+
+void PeriodicAndTotalWindows::ClosePeriodicInto(int64_t now, LatencySnapshot* out) {
+  periodic_->SetEndTime(now);
+  const absl::Status s = periodic_->CopyPercentiles(percentiles_, out, total_.get());
+  // Bounds were checked in Create, so the copy cannot be refused.
+  PERLD_CONTRACT(s.ok(), "periodic -> total copy refused");
+  static_cast<void>(s);
+  periodic_->Reset(now);
+}
+
+void PeriodicAndTotalWindows::ClosePeriodicFull(int64_t now) {
+  WindowReport& report = pending_.emplace_back();
+  report.scope = WindowReport::Scope::kPeriodic;
+  ClosePeriodicInto(now, &report.snapshot);
+  report.snapshot.closed_full = true;
+  report.snapshot.full_closes = ++periodic_full_closes_;
+  CheckTotalFull(now);
+}
+
+void PeriodicAndTotalWindows::CheckTotalFull(int64_t now) {
+  if (!total_->IsFull()) {
+    return;
+  }
+  WindowReport& report = pending_.emplace_back();
+  report.scope = WindowReport::Scope::kTotal;
+  total_->SetEndTime(now);
+  const absl::Status s = total_->CopyPercentiles(percentiles_, &report.snapshot);
+  PERLD_CONTRACT(s.ok(), "total extraction refused");
+  static_cast<void>(s);
+  report.snapshot.closed_full = true;
+  report.snapshot.full_closes = ++total_full_closes_;
+  total_->Reset(now);
+}
+
+void PeriodicAndTotalWindows::CloseWindow(int64_t now, LatencySnapshot* out) {
+  ClosePeriodicInto(now, out);
+  out->full_closes = periodic_full_closes_;
+  CheckTotalFull(now);
+}
+
+void PeriodicAndTotalWindows::CloseTotal(int64_t now, LatencySnapshot* out) {
+  if (periodic_->counters().records > 0 || periodic_->counters().rejected > 0) {
+    const absl::Status s = total_->MergeFrom(*periodic_);
+    PERLD_CONTRACT(s.ok(), "periodic -> total merge refused");
+    static_cast<void>(s);
+  }
+  periodic_->Reset(now);
+  total_->SetEndTime(now);
+  const absl::Status s = total_->CopyPercentiles(percentiles_, out);
+  PERLD_CONTRACT(s.ok(), "total extraction refused");
+  static_cast<void>(s);
+  out->full_closes = total_full_closes_;
+  total_->Reset(now);
+}
+
+std::vector<WindowReport> PeriodicAndTotalWindows::TakePendingReports() {
+  std::vector<WindowReport> out;
+  out.swap(pending_);
+  return out;
+}
+
+}  // namespace perld

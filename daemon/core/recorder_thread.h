@@ -1,0 +1,64 @@
+// RecorderThread: the single consumer. It drains every queue of a
+// TimeStampChannels into a TimeStampSink (the latency windows it owns), calls
+// the sink's Tick at least every tick_ns, and idles with an elastic wait
+// (spin -> yield -> park from idle_ns up to max_park_ns) so an idle recorder
+// does not burn a core.
+//
+// Threads: Start/StopAndDrain from one controlling thread; the sink and the
+// channels' consumer side are used only by the recorder's own thread.
+// Shutdown: StopAndDrain() REQUIRES that every producer has finished sending
+// (joined); the recorder then drains until every queue is empty, so every
+// queued timestamp reaches the sink before the call returns.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "daemon/core/idle_waiter.h"
+#include "daemon/core/timestamp_channels.h"
+#include "daemon/core/timestamp_sink.h"
+
+namespace perld {
+
+struct RecorderOptions {
+  int64_t idle_ns = IdleWaiter::kDefaultIdleNs;        // first park when idle (SBK idleNS)
+  int64_t max_park_ns = IdleWaiter::kDefaultMaxParkNs;  // longest park when idle
+  int64_t tick_ns = 10'000'000;                         // Tick at least every 10 ms
+};
+
+class RecorderThread {
+ public:
+  // Empty busy-path passes before the recorder also takes each queue's newest
+  // node (PollMode::kAll); a lone last timestamp waits at most a few
+  // microseconds of spinning.
+  static constexpr int kTakeAllAfterEmptyRounds = 4;
+
+  RecorderThread(TimeStampChannels& channels, TimeStampSink& sink, RecorderOptions options = {});
+  ~RecorderThread();  // stops and drains if still running
+  RecorderThread(const RecorderThread&) = delete;
+  RecorderThread& operator=(const RecorderThread&) = delete;
+
+  // Starts the recorder thread. REQUIRES: called once (a queue has exactly one
+  // consumer thread for its lifetime).
+  void Start();
+  // Stops after every queued timestamp reached the sink; a final Tick is
+  // delivered. REQUIRES: all producers have stopped sending.
+  void StopAndDrain();
+
+  // Timestamps delivered to the sink so far (any thread).
+  uint64_t consumed() const { return consumed_.load(std::memory_order_relaxed); }
+
+ private:
+  void Run();
+
+  TimeStampChannels& channels_;
+  TimeStampSink& sink_;
+  const RecorderOptions options_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  bool started_ = false;
+  std::atomic<uint64_t> consumed_{0};
+};
+
+}  // namespace perld

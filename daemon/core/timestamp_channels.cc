@@ -1,0 +1,233 @@
+#include "daemon/core/timestamp_channels.h"
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "daemon/core/idle_waiter.h"
+
+namespace perld {
+namespace {
+// A producer blocked at the pending bound parks at most this long between
+// checks: the recorder frees a batch within microseconds of draining.
+constexpr int64_t kProducerMaxParkNs = 50'000;
+}  // namespace
+
+// A library-queue element: the timestamp plus its producer, so the recorder
+// can return credit to the right producer (the pending bound).
+struct TimeStampProducer::LibraryItem {
+  TimeStamp ts;
+  TimeStampProducer* origin = nullptr;
+};
+
+TimeStampProducer::TimeStampProducer(const ChannelOptions& options,
+                                     std::vector<TimeStampMpscQueue*> mpsc,
+                                     std::vector<LibraryQueue*> library)
+    : kind_(options.queue),
+      overflow_(options.overflow),
+      max_pending_(std::max<size_t>(options.max_pending_per_worker, 1)),
+      idle_ns_(options.producer_idle_ns),
+      queue_count_(static_cast<uint32_t>(std::max(mpsc.size(), library.size()))),
+      mpsc_(std::move(mpsc)),
+      library_(std::move(library)),
+      // The library path never takes nodes from the pool; capacity stays unallocated.
+      pool_(options.max_pending_per_worker, options.return_batch) {
+  for (LibraryQueue* q : library_) tokens_.push_back(std::make_unique<moodycamel::ProducerToken>(*q));
+}
+
+TimeStampProducer::~TimeStampProducer() = default;
+
+TimeStampNode* TimeStampProducer::AcquireSlow() {
+  if (overflow_ == OverflowPolicy::kDrop) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  blocked_.fetch_add(1, std::memory_order_relaxed);
+  IdleWaiter waiter(idle_ns_, kProducerMaxParkNs);
+  for (;;) {
+    waiter.Wait();
+    if (TimeStampNode* node = pool_.Acquire()) return node;
+  }
+}
+
+bool TimeStampProducer::WaitForCredit() {
+  // acquire: pairs with the recorder's release store in FlushAcks.
+  acked_seen_ = acked_.load(std::memory_order_acquire);
+  if (sent_ - acked_seen_ < max_pending_) return true;
+  if (overflow_ == OverflowPolicy::kDrop) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  blocked_.fetch_add(1, std::memory_order_relaxed);
+  IdleWaiter waiter(idle_ns_, kProducerMaxParkNs);
+  do {
+    waiter.Wait();
+    acked_seen_ = acked_.load(std::memory_order_acquire);
+  } while (sent_ - acked_seen_ >= max_pending_);
+  return true;
+}
+
+bool TimeStampProducer::SendLibrary(int64_t start, int64_t end, int32_t records, int32_t bytes) {
+  if (sent_ - acked_seen_ >= max_pending_ && !WaitForCredit()) return false;
+  library_[next_queue_]->enqueue(*tokens_[next_queue_],
+                                 LibraryItem{TimeStamp{start, end, records, bytes}, this});
+  if (++next_queue_ == queue_count_) next_queue_ = 0;
+  ++sent_;
+  return true;
+}
+
+void TimeStampProducer::FlushAcks() {
+  if (pending_acks_ == 0) return;
+  // Single writer (the recorder); release publishes that the slots are free.
+  acked_.store(acked_.load(std::memory_order_relaxed) + pending_acks_, std::memory_order_release);
+  pending_acks_ = 0;
+}
+
+absl::StatusOr<std::unique_ptr<TimeStampChannels>> TimeStampChannels::Create(
+    const ChannelOptions& options, int workers) {
+  if (workers < 1) return absl::InvalidArgumentError("workers must be >= 1");
+  if (options.max_qs < 0) return absl::InvalidArgumentError("maxQs must be >= 0");
+  if (options.max_qs == 0 && options.q_per_worker < 1) {
+    return absl::InvalidArgumentError("qPerWorker must be >= 1 when maxQs is 0");
+  }
+  if (options.max_qs > 4096 || options.q_per_worker > 4096) {
+    return absl::InvalidArgumentError("maxQs and qPerWorker must be <= 4096");
+  }
+  if (options.max_pending_per_worker < 2) {
+    return absl::InvalidArgumentError("maxPendingPerWorker must be >= 2");
+  }
+  if (options.return_batch < 1) return absl::InvalidArgumentError("returnBatch must be >= 1");
+  return std::unique_ptr<TimeStampChannels>(new TimeStampChannels(options, workers));
+}
+
+TimeStampChannels::TimeStampChannels(const ChannelOptions& options, int workers)
+    : options_(options) {
+  const bool shared = options.max_qs > 0;
+  const int queues = shared ? options.max_qs : options.q_per_worker * workers;
+  for (int q = 0; q < queues; ++q) {
+    if (options.queue == QueueKind::kMpsc) {
+      mpsc_.push_back(std::make_unique<TimeStampMpscQueue>());
+    } else {
+      library_.push_back(std::make_unique<TimeStampProducer::LibraryQueue>());
+    }
+  }
+  const int per_producer = shared ? options.max_qs : options.q_per_worker;
+  for (int w = 0; w < workers; ++w) {
+    std::vector<TimeStampMpscQueue*> mpsc;
+    std::vector<TimeStampProducer::LibraryQueue*> library;
+    for (int i = 0; i < per_producer; ++i) {
+      // Shared queues: start each worker at a different queue to spread load.
+      const int q = shared ? (w + i) % queues : w * per_producer + i;
+      if (options.queue == QueueKind::kMpsc) {
+        mpsc.push_back(mpsc_[q].get());
+      } else {
+        library.push_back(library_[q].get());
+      }
+    }
+    producers_.push_back(std::unique_ptr<TimeStampProducer>(
+        new TimeStampProducer(options, std::move(mpsc), std::move(library))));
+  }
+}
+
+TimeStampChannels::~TimeStampChannels() {
+  // Queues hold nodes owned by producer pools: drop the queues first.
+  mpsc_.clear();
+  library_.clear();
+}
+
+int TimeStampChannels::queue_count() const {
+  return static_cast<int>(std::max(mpsc_.size(), library_.size()));
+}
+
+size_t TimeStampChannels::Drain(TimeStampSink& sink, PollMode mode) {
+  return options_.queue == QueueKind::kMpsc ? DrainMpsc(sink, mode) : DrainLibrary(sink);
+}
+
+size_t TimeStampChannels::DrainMpsc(TimeStampSink& sink, PollMode mode) {
+  // Round-robin one node per queue per round: consecutive polls touch
+  // different queues, so their cache misses (each node was last written by a
+  // producer core) overlap instead of forming one dependent chain per queue.
+  size_t moved = 0;
+  size_t n = 0;
+  const size_t queues = mpsc_.size();
+  for (size_t round = 0; round < kMaxPerQueuePass; ++round) {
+    size_t found = 0;
+    for (size_t q = 0; q < queues; ++q) {
+      TimeStampNode* node = mpsc_[q]->Poll(mode);
+      if (node == nullptr) continue;
+      ++found;
+      batch_[n] = node->ts;
+      node->pool->Release(node);  // the node is ours once Poll returns it
+      if (++n == kBatch) {
+        sink.Accept(batch_, n);
+        moved += n;
+        n = 0;
+      }
+    }
+    if (found == 0) break;
+  }
+  if (n > 0) {
+    sink.Accept(batch_, n);
+    moved += n;
+  }
+  for (auto& producer : producers_) producer->pool_.Flush();
+  return moved;
+}
+
+size_t TimeStampChannels::DrainLibrary(TimeStampSink& sink) {
+  size_t moved = 0;
+  TimeStampProducer::LibraryItem items[kBatch];
+  for (auto& queue : library_) {
+    for (size_t taken = 0; taken < kMaxPerQueuePass;) {
+      const size_t got = queue->try_dequeue_bulk(items, kBatch);
+      if (got == 0) break;
+      for (size_t i = 0; i < got; ++i) {
+        batch_[i] = items[i].ts;
+        items[i].origin->Ack();
+      }
+      sink.Accept(batch_, got);
+      moved += got;
+      taken += got;
+    }
+  }
+  for (auto& producer : producers_) producer->FlushAcks();
+  return moved;
+}
+
+std::vector<std::string> TimeStampChannels::Describe() const {
+  std::vector<std::string> lines;
+  lines.push_back(options_.queue == QueueKind::kMpsc
+                      ? "PerL Timestamp Queue: TimeStampMpscQueue (MPSC)"
+                      : "PerL Timestamp Queue: moodycamel::ConcurrentQueue (library)");
+  if (options_.max_qs > 0) {
+    lines.push_back("PerL Timestamp Queue Topology: " + std::to_string(options_.max_qs) +
+                    " shared queue(s) for " + std::to_string(producers_.size()) +
+                    " worker(s) (maxQs=" + std::to_string(options_.max_qs) + ")");
+  } else {
+    lines.push_back("PerL Timestamp Queue Topology: " + std::to_string(options_.q_per_worker) +
+                    " queue(s) per worker, " + std::to_string(producers_.size()) +
+                    " worker(s) (maxQs=0)");
+  }
+  lines.push_back("PerL Timestamp Pending Bound: " +
+                  std::to_string(options_.max_pending_per_worker) + " per worker, overflow " +
+                  (options_.overflow == OverflowPolicy::kBlock ? "blocks the producer"
+                                                               : "drops and counts"));
+  return lines;
+}
+
+uint64_t TimeStampChannels::dropped() const {
+  uint64_t n = 0;
+  for (const auto& p : producers_) n += p->dropped();
+  return n;
+}
+
+uint64_t TimeStampChannels::blocked() const {
+  uint64_t n = 0;
+  for (const auto& p : producers_) n += p->blocked();
+  return n;
+}
+
+}  // namespace perld

@@ -1,0 +1,174 @@
+// TimeStampChannels: the hand-off topology from N producers (workers) to the
+// one recorder thread, and TimeStampProducer: one worker's publishing end.
+//
+// Topology (the seed's CQueuePerl):
+//   * max_qs == 0: every worker has its own channel of q_per_worker queues.
+//   * max_qs  > 0: all workers share max_qs queues (max_qs == 1: one shared
+//     MPSC queue, the research topology).
+//   A producer rotates its sends across the queues it may use.
+// Queue kind: QueueKind::kMpsc is the intrusive TimeStampMpscQueue with node
+//   recycling (zero allocation per record at steady state); QueueKind::kLibrary
+//   is moodycamel::ConcurrentQueue, the general library baseline
+//   (`--mpscqueue false`), used the way its documentation recommends
+//   (a producer token per queue, bulk dequeue).
+// Pending bound: each producer may have at most max_pending_per_worker
+//   timestamps sent but not yet consumed by the recorder. Memory for pending
+//   timestamps is therefore <= workers * max_pending_per_worker * 40 B
+//   (intrusive nodes; library elements are 32 B plus its block overhead). When
+//   the bound is hit the producer applies `overflow`: kBlock waits (elastic
+//   wait) and counts a blocked send; kDrop discards the timestamp and counts a
+//   drop. Both counts are reported; nothing is lost silently.
+//
+// Threads: producer(i) is confined to one worker thread at a time. Drain() and
+// everything else belong to the recorder thread. Construct and destroy while
+// no thread uses the channels.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/core/time_stamp.h"
+#include "daemon/core/timestamp_mpsc_queue.h"
+#include "daemon/core/timestamp_node_pool.h"
+#include "daemon/core/timestamp_sink.h"
+
+namespace moodycamel {
+struct ConcurrentQueueDefaultTraits;
+template <typename T, typename Traits>
+class ConcurrentQueue;
+struct ProducerToken;
+}  // namespace moodycamel
+
+namespace perld {
+
+enum class QueueKind { kMpsc, kLibrary };
+enum class OverflowPolicy { kBlock, kDrop };
+
+struct ChannelOptions {
+  QueueKind queue = QueueKind::kMpsc;
+  int max_qs = 0;        // 0: per-worker queues; N > 0: N queues shared by all workers
+  int q_per_worker = 10;  // queues per worker channel when max_qs == 0 (SBK default)
+  size_t max_pending_per_worker = 1 << 16;
+  OverflowPolicy overflow = OverflowPolicy::kBlock;
+  // Nodes the recorder hands back to a producer per CAS (tests inject small
+  // values to cross recycling boundaries often).
+  size_t return_batch = TimeStampNodePool::kDefaultReturnBatch;
+  int64_t producer_idle_ns = 1'000;  // first park of a blocked producer
+};
+
+class TimeStampChannels;
+
+class TimeStampProducer {
+ public:
+  // Hot path. Publishes one timestamp. Returns false only when the drop policy
+  // discarded it (counted in dropped()). Never allocates at steady state.
+  bool Send(int64_t start, int64_t end, int32_t records, int32_t bytes) {
+    return kind_ == QueueKind::kMpsc ? SendMpsc(start, end, records, bytes)
+                                     : SendLibrary(start, end, records, bytes);
+  }
+
+  // Timestamps accepted by Send (producer thread; others after joining it).
+  uint64_t sent() const { return sent_; }
+  // Counters any thread may read at any time.
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  uint64_t blocked() const { return blocked_.load(std::memory_order_relaxed); }
+
+  ~TimeStampProducer();
+  TimeStampProducer(const TimeStampProducer&) = delete;
+  TimeStampProducer& operator=(const TimeStampProducer&) = delete;
+
+ private:
+  friend class TimeStampChannels;
+  struct LibraryItem;
+  using LibraryQueue = moodycamel::ConcurrentQueue<LibraryItem, moodycamel::ConcurrentQueueDefaultTraits>;
+
+  TimeStampProducer(const ChannelOptions& options, std::vector<TimeStampMpscQueue*> mpsc,
+                    std::vector<LibraryQueue*> library);
+
+  bool SendMpsc(int64_t start, int64_t end, int32_t records, int32_t bytes) {
+    TimeStampNode* node = pool_.Acquire();
+    if (node == nullptr && (node = AcquireSlow()) == nullptr) return false;  // counted drop
+    node->ts = TimeStamp{start, end, records, bytes};
+    mpsc_[next_queue_]->Add(node);
+    if (++next_queue_ == queue_count_) next_queue_ = 0;
+    ++sent_;
+    return true;
+  }
+  bool SendLibrary(int64_t start, int64_t end, int32_t records, int32_t bytes);
+  TimeStampNode* AcquireSlow();
+  bool WaitForCredit();
+  // Recorder thread: one consumed library item came from this producer.
+  void Ack() {
+    if (++pending_acks_ >= kAckBatch) FlushAcks();
+  }
+  void FlushAcks();
+
+  static constexpr uint64_t kAckBatch = 64;
+
+  const QueueKind kind_;
+  const OverflowPolicy overflow_;
+  const uint64_t max_pending_;
+  const int64_t idle_ns_;
+  uint32_t next_queue_ = 0;
+  const uint32_t queue_count_;
+  std::vector<TimeStampMpscQueue*> mpsc_;
+  std::vector<LibraryQueue*> library_;
+  std::vector<std::unique_ptr<moodycamel::ProducerToken>> tokens_;
+  TimeStampNodePool pool_;
+  uint64_t sent_ = 0;
+  uint64_t acked_seen_ = 0;  // producer's cached copy of acked_
+  std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> blocked_{0};
+  alignas(64) std::atomic<uint64_t> acked_{0};  // written by the recorder
+  uint64_t pending_acks_ = 0;                    // recorder-owned
+};
+
+class TimeStampChannels {
+ public:
+  // Maximum timestamps handed to the sink per Accept call.
+  static constexpr size_t kBatch = 256;
+  // Maximum timestamps taken from one queue per pass (fairness across queues).
+  static constexpr size_t kMaxPerQueuePass = 4096;
+
+  // Validates options (clear error naming the bad one) and builds the topology.
+  static absl::StatusOr<std::unique_ptr<TimeStampChannels>> Create(const ChannelOptions& options,
+                                                                   int workers);
+  ~TimeStampChannels();
+
+  TimeStampProducer& producer(int worker) { return *producers_[worker]; }
+  int workers() const { return static_cast<int>(producers_.size()); }
+  int queue_count() const;
+  const ChannelOptions& options() const { return options_; }
+
+  // Recorder thread. Moves available timestamps (up to kMaxPerQueuePass per
+  // queue) to `sink`, recycles nodes, and returns the number moved. With
+  // PollMode::kLeaveLast the newest node of each MPSC queue may stay queued
+  // (the busy path); PollMode::kAll takes everything (idle path, shutdown).
+  size_t Drain(TimeStampSink& sink, PollMode mode = PollMode::kAll);
+
+  // The startup lines naming the effective queue, topology and bound, e.g.
+  // "PerL Timestamp Queue: TimeStampMpscQueue (MPSC)".
+  std::vector<std::string> Describe() const;
+
+  // Sums over producers (any thread; exact once producers are joined).
+  uint64_t dropped() const;
+  uint64_t blocked() const;
+
+ private:
+  TimeStampChannels(const ChannelOptions& options, int workers);
+  size_t DrainMpsc(TimeStampSink& sink, PollMode mode);
+  size_t DrainLibrary(TimeStampSink& sink);
+
+  const ChannelOptions options_;
+  std::vector<std::unique_ptr<TimeStampMpscQueue>> mpsc_;
+  std::vector<std::unique_ptr<TimeStampProducer::LibraryQueue>> library_;
+  std::vector<std::unique_ptr<TimeStampProducer>> producers_;
+  TimeStamp batch_[kBatch];
+};
+
+}  // namespace perld

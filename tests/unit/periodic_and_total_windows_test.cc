@@ -1,0 +1,220 @@
+#include "daemon/core/periodic_and_total_windows.h"
+
+#include <vector>
+
+#include "daemon/core/hash_map_latency_recorder.h"
+#include "daemon/core/latency_recorder_builder.h"
+#include "daemon/core/long_hash_map_latency_recorder.h"
+#include "gtest/gtest.h"
+#include "tests/unit/latency_oracle.h"
+
+namespace perld {
+namespace {
+
+using testing::Observation;
+using testing::SortedVectorOracle;
+
+std::vector<Observation> Stream(size_t n, int64_t base, int64_t step, uint64_t seed) {
+  std::vector<Observation> out;
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back({base + static_cast<int64_t>(i) * step + static_cast<int64_t>(rng() % 3),
+                   static_cast<int32_t>(1 + rng() % 3), 512});
+  }
+  return out;
+}
+
+void Record(PeriodicAndTotalWindows& w, const std::vector<Observation>& obs, int64_t now) {
+  const std::vector<TimeStamp> ts = testing::ToTimeStamps(obs);
+  w.RecordBatch(ts.data(), ts.size(), now);
+}
+
+TEST(PeriodicAndTotalWindowsTest, UsesTheBuilderPolicy) {
+  auto w = PeriodicAndTotalWindows::Create(LatencyConfig{}, 0);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->periodic().kind(), RecorderKind::kArray);
+  EXPECT_EQ(w->total().kind(), RecorderKind::kLongHashMap);
+  auto h = PeriodicAndTotalWindows::CreateHybrid(LatencyConfig::ForUnit(TimeUnit::kNs), 0);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->periodic().kind(), RecorderKind::kHybridPaged);
+  EXPECT_EQ(h->total().kind(), RecorderKind::kHybridPaged);
+  LatencyConfig bad;
+  bad.percentiles = {50, 50};
+  EXPECT_FALSE(PeriodicAndTotalWindows::Create(bad, 0).ok());
+}
+
+TEST(PeriodicAndTotalWindowsTest, WindowsMergeIntoAnExactTotal) {
+  const LatencyConfig config;
+  auto made = PeriodicAndTotalWindows::Create(config, 100);
+  ASSERT_TRUE(made.ok());
+  PeriodicAndTotalWindows& w = *made;
+  SortedVectorOracle all(config.min_latency, config.max_latency);
+  int64_t now = 100;
+  for (int window = 0; window < 6; ++window) {
+    std::vector<Observation> obs = Stream(3000, int64_t{10} * window, 7, window);
+    obs.push_back({-3, 2, 0});
+    obs.push_back({config.max_latency + 1, 1, 0});
+    Record(w, obs, now);
+    SortedVectorOracle one(config.min_latency, config.max_latency);
+    one.Add(obs);
+    all.Add(obs);
+    LatencySnapshot got;
+    w.CloseWindow(now + 50, &got);
+    LatencySnapshot want = one.Expect(w.percentiles());
+    want.start_time = now;
+    want.end_time = now + 50;
+    EXPECT_EQ(got, want);
+    now += 50;
+  }
+  EXPECT_FALSE(w.HasPendingReports());
+  LatencySnapshot total;
+  w.CloseWindow(now, &total);  // an empty window is still reported
+  EXPECT_EQ(total.records, 0);
+  EXPECT_EQ(total.start_time, now);
+  w.CloseTotal(now + 1, &total);
+  LatencySnapshot want = all.Expect(w.percentiles());
+  want.start_time = 100;
+  want.end_time = now + 1;
+  EXPECT_EQ(total, want);
+  // Both windows restarted.
+  EXPECT_EQ(w.total().counters(), LatencyCounters{});
+  EXPECT_EQ(w.total().window().start_time(), now + 1);
+}
+
+TEST(PeriodicAndTotalWindowsTest, CloseTotalFoldsUnreportedPeriodicData) {
+  auto made = PeriodicAndTotalWindows::Create(LatencyConfig{}, 0);
+  ASSERT_TRUE(made.ok());
+  const std::vector<Observation> obs = Stream(100, 5, 1, 1);
+  Record(*made, obs, 1);
+  LatencySnapshot total;
+  made->CloseTotal(9, &total);
+  SortedVectorOracle oracle(0, 180'000);
+  oracle.Add(obs);
+  LatencySnapshot want = oracle.Expect(made->percentiles());
+  want.end_time = 9;
+  EXPECT_EQ(total, want);
+}
+
+TEST(PeriodicAndTotalWindowsTest, FullPeriodicWindowIsReportedResetAndCounted) {
+  LatencyConfig config = LatencyConfig::ForUnit(TimeUnit::kNs);  // primitive-map periodic
+  config.max_hash_map_size_mb = 1;                               // 65,536 distinct latencies
+  auto made = PeriodicAndTotalWindows::Create(config, 0);
+  ASSERT_TRUE(made.ok());
+  PeriodicAndTotalWindows& w = *made;
+  ASSERT_EQ(w.periodic().kind(), RecorderKind::kLongHashMap);
+  std::vector<Observation> obs;
+  for (int64_t v = 0; v < 150'000; ++v) {
+    obs.push_back({v * 3, 1, 8});
+  }
+  Record(w, obs, 777);
+  ASSERT_TRUE(w.HasPendingReports());
+  std::vector<WindowReport> early = w.TakePendingReports();
+  EXPECT_FALSE(w.HasPendingReports());
+  ASSERT_EQ(early.size(), 2u);
+  EXPECT_EQ(w.periodic_full_closes(), 2);
+  int64_t reported = 0;
+  for (size_t i = 0; i < early.size(); ++i) {
+    EXPECT_EQ(early[i].scope, WindowReport::Scope::kPeriodic);
+    EXPECT_TRUE(early[i].snapshot.closed_full);
+    EXPECT_EQ(early[i].snapshot.full_closes, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(early[i].snapshot.end_time, 777);
+    // Checked every 256 timestamps: at most one chunk beyond the budget.
+    EXPECT_GT(early[i].snapshot.valid, 65'536);
+    EXPECT_LE(early[i].snapshot.valid, 65'536 + 256);
+    reported += early[i].snapshot.valid;
+  }
+  LatencySnapshot last;
+  w.CloseWindow(800, &last);
+  EXPECT_FALSE(last.closed_full);
+  EXPECT_EQ(last.full_closes, 2);
+  EXPECT_EQ(reported + last.valid, 150'000);  // nothing skipped
+  LatencySnapshot total;
+  w.CloseTotal(801, &total);
+  SortedVectorOracle oracle(config.min_latency, config.max_latency);
+  oracle.Add(obs);
+  LatencySnapshot want = oracle.Expect(w.percentiles());
+  want.end_time = 801;
+  EXPECT_EQ(total, want);  // the total is exact across the early closes
+}
+
+TEST(PeriodicAndTotalWindowsTest, FullTotalIsReportedAndReset) {
+  LatencyConfig config = LatencyConfig::ForUnit(TimeUnit::kNs);
+  config.total_max_hash_map_size_mb = 1;
+  auto made = PeriodicAndTotalWindows::Create(config, 0);
+  ASSERT_TRUE(made.ok());
+  PeriodicAndTotalWindows& w = *made;
+  std::vector<Observation> a;
+  for (int64_t v = 0; v < 40'000; ++v) {
+    a.push_back({v, 1, 0});
+  }
+  std::vector<Observation> b;
+  for (int64_t v = 40'000; v < 80'000; ++v) {
+    b.push_back({v, 1, 0});
+  }
+  Record(w, a, 1);
+  LatencySnapshot s;
+  w.CloseWindow(10, &s);
+  EXPECT_FALSE(w.HasPendingReports());
+  Record(w, b, 11);
+  w.CloseWindow(20, &s);
+  EXPECT_EQ(s.valid, 40'000);
+  std::vector<WindowReport> pending = w.TakePendingReports();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].scope, WindowReport::Scope::kTotal);
+  EXPECT_TRUE(pending[0].snapshot.closed_full);
+  EXPECT_EQ(pending[0].snapshot.valid, 80'000);
+  EXPECT_EQ(pending[0].snapshot.start_time, 0);
+  EXPECT_EQ(pending[0].snapshot.end_time, 20);
+  EXPECT_EQ(w.total_full_closes(), 1);
+  EXPECT_EQ(w.total().counters().valid, 0);
+  EXPECT_EQ(w.total().window().start_time(), 20);
+}
+
+TEST(PeriodicAndTotalWindowsTest, AggregatorMergesRemoteWindowsExactly) {
+  LatencyConfig config = LatencyConfig::ForUnit(TimeUnit::kNs);
+  auto made = PeriodicAndTotalWindows::CreateHybrid(config, 0);
+  ASSERT_TRUE(made.ok());
+  PeriodicAndTotalWindows& w = *made;
+  SortedVectorOracle all(config.min_latency, config.max_latency);
+  for (int client = 0; client < 8; ++client) {
+    auto remote = LongHashMapLatencyRecorder::Create(config.min_latency, config.max_latency, 64);
+    ASSERT_TRUE(remote.ok());
+    (*remote)->Reset(0);
+    const auto obs = testing::ClusteredLognormal(5000, 100'000, 4'194'304, 50 + client);
+    all.Add(obs);
+    const std::vector<TimeStamp> ts = testing::ToTimeStamps(obs);
+    (*remote)->RecordBatch(ts.data(), ts.size());
+    testing::CollectingSink sink;
+    (*remote)->VisitBuckets(&sink);
+    ASSERT_TRUE(w.MergeWindow((*remote)->counters(), sink.buckets(), 5).ok());
+  }
+  const std::vector<LatencyBucket> outside = {{-1, 1}};
+  LatencyCounters c;
+  c.records = 1;
+  c.valid = 1;
+  EXPECT_FALSE(w.MergeWindow(c, outside, 5).ok());
+  LatencySnapshot window;
+  w.CloseWindow(6, &window);
+  LatencySnapshot want = all.Expect(w.percentiles());
+  want.end_time = 6;
+  EXPECT_EQ(window, want);
+  LatencySnapshot total;
+  w.CloseTotal(7, &total);
+  want.end_time = 7;
+  EXPECT_EQ(total, want);
+}
+
+TEST(PeriodicAndTotalWindowsTest, ExplicitRecordersNeedIdenticalBounds) {
+  auto a = HashMapLatencyRecorder::Create(0, 10, 1);
+  auto b = HashMapLatencyRecorder::Create(0, 11, 1);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(
+      PeriodicAndTotalWindows::Create(std::move(*a), std::move(*b), PercentileSet::Default(), 0)
+          .status()
+          .code(),
+      absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(PeriodicAndTotalWindows::Create(nullptr, nullptr, PercentileSet::Default(), 0).ok());
+}
+
+}  // namespace
+}  // namespace perld
