@@ -49,18 +49,6 @@ absl::StatusOr<bool> ParseBool(const std::string& option, const std::string& tex
 
 }  // namespace
 
-const char* TimeUnitName(TimeUnit unit) {
-  switch (unit) {
-    case TimeUnit::kMs:
-      return "ms";
-    case TimeUnit::kUs:
-      return "mcs";
-    case TimeUnit::kNs:
-      return "ns";
-  }
-  return "?";
-}
-
 std::string BenchUsage() {
   return R"(usage: perld bench [options]   (SBK spellings: -name value; also --name value, --name=value)
   -writers N          writer workers (write completes immediately)
@@ -102,6 +90,14 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
     };
   };
   std::optional<int64_t> min_latency, max_latency;
+  auto set_optional = [](std::optional<int64_t>* field) -> Setter {
+    return [=](const std::string& name, const std::string& v) {
+      absl::StatusOr<int64_t> n = ParseInt(name, v, 0, INT64_MAX / 4);
+      if (!n.ok()) return n.status();
+      *field = *n;
+      return absl::OkStatus();
+    };
+  };
   const std::map<std::string, Setter> options = {
       {"writers", set_int(&o.writers, 0, 1024)},
       {"readers", set_int(&o.readers, 0, 1024)},
@@ -136,20 +132,8 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
          }
          return absl::OkStatus();
        }},
-      {"minlatency",
-       [&](const std::string& name, const std::string& v) {
-         absl::StatusOr<int64_t> n = ParseInt(name, v, 0, INT64_MAX / 4);
-         if (!n.ok()) return n.status();
-         min_latency = *n;
-         return absl::OkStatus();
-       }},
-      {"maxlatency",
-       [&](const std::string& name, const std::string& v) {
-         absl::StatusOr<int64_t> n = ParseInt(name, v, 0, INT64_MAX / 4);
-         if (!n.ok()) return n.status();
-         max_latency = *n;
-         return absl::OkStatus();
-       }},
+      {"minlatency", set_optional(&min_latency)},
+      {"maxlatency", set_optional(&max_latency)},
       {"mpscqueue",
        [&](const std::string& name, const std::string& v) {
          absl::StatusOr<bool> b = ParseBool(name, v);

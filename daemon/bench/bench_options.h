@@ -59,7 +59,4 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
 // The usage text printed for --help and after a usage error.
 std::string BenchUsage();
 
-// "ms", "mcs" or "ns": SBK's -time spellings.
-const char* TimeUnitName(TimeUnit unit);
-
 }  // namespace perld::bench

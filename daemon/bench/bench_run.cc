@@ -29,18 +29,6 @@
 namespace perld::bench {
 namespace {
 
-int64_t NsPerUnit(TimeUnit unit) {
-  switch (unit) {
-    case TimeUnit::kNs:
-      return 1;
-    case TimeUnit::kUs:
-      return 1'000;
-    case TimeUnit::kMs:
-      break;
-  }
-  return 1'000'000;
-}
-
 // A closed window on its way from the recorder thread to the printer.
 struct PrintedWindow {
   LatencySnapshot snapshot;
@@ -186,7 +174,7 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
     *csv << CsvHeader(ctx) << "\n";
   }
 
-  const int64_t ns_per_unit = NsPerUnit(options.time_unit);
+  const int64_t ns_per_unit = NanosPerUnit(options.time_unit);
   const int64_t start_ns = MonotonicNanos();
   absl::StatusOr<PeriodicAndTotalWindows> windows =
       PeriodicAndTotalWindows::Create(config, start_ns / ns_per_unit);

@@ -4,24 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "daemon/bench/bench_options.h"
 
 namespace perld::bench {
 namespace {
 
 constexpr double kBytesPerMb = 1024.0 * 1024.0;
-
-const char* UnitFullName(TimeUnit unit) {
-  switch (unit) {
-    case TimeUnit::kMs:
-      return "MILLISECONDS";
-    case TimeUnit::kUs:
-      return "MICROSECONDS";
-    case TimeUnit::kNs:
-      return "NANOSECONDS";
-  }
-  return "?";
-}
 
 // Percent as the shortest text that round-trips ("5", "92.5", "99.99").
 std::string PercentText(double percent) { return absl::StrFormat("%g", percent); }
@@ -85,7 +72,7 @@ std::string CsvRow(const ReportContext& ctx, const ReportRow& row, int64_t id, b
   std::strftime(time_of_day, sizeof(time_of_day), "%H:%M:%S", &tm);
   std::string out = absl::StrFormat(
       "%d,%s,%s,perld,%s,0,0,%s,%s,%s,%d,%d,%d,%d,%d,%.1f,%d,%.1f,%.2f,%.1f,%d,%d,%d,%d,%d", id,
-      date, time_of_day, total ? "Total" : "Regular", ctx.storage, ctx.action, UnitFullName(ctx.unit),
+      date, time_of_day, total ? "Total" : "Regular", ctx.storage, ctx.action, TimeUnitFullName(ctx.unit),
       ctx.writers, ctx.readers, ctx.writers, ctx.readers, static_cast<int64_t>(row.seconds),
       static_cast<double>(row.bytes) / kBytesPerMb, row.records, row.records_per_sec, row.mb_per_sec,
       row.avg_latency, row.min_latency, row.max_latency, row.invalid, row.lower_discard,

@@ -23,17 +23,25 @@ absl::Status CheckMb(const char* key, int64_t value) {
 
 }  // namespace
 
-int64_t DefaultMaxLatency(TimeUnit unit) {
-  switch (unit) {
-    case TimeUnit::kMs:
-      return 180'000;
-    case TimeUnit::kUs:
-      return 180'000'000;
-    case TimeUnit::kNs:
-      return 180'000'000'000;
-  }
-  return 180'000;
+namespace {
+struct TimeUnitInfo {
+  const char* name;       // SBK's -time spelling
+  const char* full_name;  // SBK's CSV LatencyTimeUnit
+  int64_t nanos;
+};
+const TimeUnitInfo& Info(TimeUnit unit) {
+  static const TimeUnitInfo kMs{"ms", "MILLISECONDS", 1'000'000};
+  static const TimeUnitInfo kUs{"mcs", "MICROSECONDS", 1'000};
+  static const TimeUnitInfo kNs{"ns", "NANOSECONDS", 1};
+  return unit == TimeUnit::kNs ? kNs : unit == TimeUnit::kUs ? kUs : kMs;
 }
+}  // namespace
+
+const char* TimeUnitName(TimeUnit unit) { return Info(unit).name; }
+const char* TimeUnitFullName(TimeUnit unit) { return Info(unit).full_name; }
+int64_t NanosPerUnit(TimeUnit unit) { return Info(unit).nanos; }
+
+int64_t DefaultMaxLatency(TimeUnit unit) { return 180'000 * (1'000'000 / NanosPerUnit(unit)); }
 
 std::vector<double> DefaultPercentiles() {
   std::vector<double> p;

@@ -15,6 +15,12 @@ namespace perld {
 
 enum class TimeUnit { kMs, kUs, kNs };
 
+// SBK's -time spelling ("ms", "mcs", "ns"), its CSV name ("MILLISECONDS",
+// "MICROSECONDS", "NANOSECONDS") and the nanoseconds in one unit.
+const char* TimeUnitName(TimeUnit unit);
+const char* TimeUnitFullName(TimeUnit unit);
+int64_t NanosPerUnit(TimeUnit unit);
+
 // SBK's default latency ceiling (3 minutes) expressed in `unit`:
 // 180'000 ms, 180'000'000 us or 180'000'000'000 ns.
 int64_t DefaultMaxLatency(TimeUnit unit);

@@ -195,24 +195,38 @@ class LatencyRecorder {
   // Shared body of RecordBatch: `add(latency, count)` is the concrete
   // class's inline unchecked insert and runs only for valid latencies.
   // Fast path (records >= 1 and latency in bounds: one unsigned compare)
-  // accumulates into batch-local registers -- 128-bit latency sum, no
-  // per-record overflow branches -- merged (saturating) once per chunk of
-  // 2^20; everything else goes through LatencyCounters::Account. Result is
-  // identical to n Record() calls. kTrackValidMinMax = false lets a storage
-  // that knows its own valid min/max (the array's occupied span) skip that
-  // work; it must then fold them in with FoldValidMinMax after the batch.
+  // accumulates into batch-local registers with no per-record overflow
+  // branch, merged (saturating) once per chunk; everything else goes
+  // through LatencyCounters::Account. Result is identical to n Record()
+  // calls. The latency sum is 64-bit when a chunk cannot overflow it
+  // (chunk * max_bound * (2^31 - 1) < 2^62: every millisecond and most
+  // microsecond ranges), else 128-bit. kTrackValidMinMax = false lets a
+  // storage that knows its own valid min/max (the array's occupied span)
+  // skip that work; it must then call FoldValidMinMax after the batch.
   template <bool kTrackValidMinMax = true, typename AddFn>
   void RecordBatchWith(const TimeStamp* ts, size_t n, AddFn&& add) {
-    constexpr size_t kChunk = size_t{1} << 20;  // bounds the unchecked local sums
+    constexpr uint64_t kMaxChunk = uint64_t{1} << 20;  // bounds records/bytes sums
+    constexpr uint64_t kMinNarrowChunk = 64;
+    const uint64_t narrow_chunk = std::min(
+        kMaxChunk, ((uint64_t{1} << 62) / (static_cast<uint64_t>(max_latency()) + 1)) >> 31);
+    if (narrow_chunk >= kMinNarrowChunk) {
+      BatchLoop<int64_t, kTrackValidMinMax>(ts, n, narrow_chunk, add);
+    } else {
+      BatchLoop<__int128, kTrackValidMinMax>(ts, n, kMaxChunk, add);
+    }
+  }
+
+  template <typename Sum, bool kTrackValidMinMax, typename AddFn>
+  void BatchLoop(const TimeStamp* ts, size_t n, uint64_t chunk, AddFn& add) {
     const int64_t lo = window_.min_bound();
     const int64_t hi = window_.max_bound();
     const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
     LatencyCounters c = window_.counters();
     while (n > 0) {
-      const size_t m = n < kChunk ? n : kChunk;
+      const size_t m = n < chunk ? n : static_cast<size_t>(chunk);
       int64_t records = 0;
       int64_t bytes = 0;
-      __int128 total = 0;
+      Sum total = 0;
       int64_t lowest = c.min_latency;
       int64_t highest = c.max_latency;
       for (size_t i = 0; i < m; ++i) {
@@ -222,7 +236,7 @@ class LatencyRecorder {
             [[likely]] {
           records += r;
           bytes += ts[i].bytes;
-          total += static_cast<__int128>(latency) * r;
+          total += static_cast<Sum>(latency) * r;
           if constexpr (kTrackValidMinMax) {
             lowest = latency < lowest ? latency : lowest;
             highest = latency > highest ? latency : highest;
@@ -232,7 +246,7 @@ class LatencyRecorder {
           c.Account(lo, hi, r, ts[i].bytes, latency);
         }
       }
-      c.MergeBatch(records, bytes, total, lowest, highest);
+      c.MergeBatch(records, bytes, static_cast<__int128>(total), lowest, highest);
       ts += m;
       n -= m;
     }

@@ -1,7 +1,9 @@
 // Exact latency recorder benchmarks: the seed's tables (exact-latency-
 // recorders.txt sections 6.3, 6.6, 10.1, 11) side by side in one run, for the
-// dense array, the primitive map (absl::flat_hash_map), the boxed reference
-// map (std::unordered_map) and the hybrid pages.
+// dense array (Array), the primitive map over InterleavedLongMap
+// (PrimitiveMap), the same recorder over absl::flat_hash_map (AbslMap: the
+// baseline that justified the specialized map), the node-based reference map
+// std::unordered_map (BoxedMap) and the hybrid pages (Hybrid).
 //
 //   Update/<kind>          seed "frequency update": the unchecked insert of a
 //                          4,096-value cycle starting at 1,000 (batched through
@@ -13,7 +15,11 @@
 //   Window4096/<kind>      complete window: RecordBatch 4,096 distinct values,
 //                          CopyPercentiles (5 percentiles), Reset.
 //   Extract65536/...       65,536-key sorted extraction: allocating vs reusable
-//                          buffer (seed 6.3) and the recorder's own extraction.
+//                          key buffer with std::sort + lookups (seed 6.3) and
+//                          the recorder's own extraction (percentile walk and
+//                          in-place clear included; refill not timed).
+//   SortBuckets/...        std::sort vs the radix sort of latency_bucket_sort.h
+//                          on hash-ordered (latency, count) pairs.
 //   SweepUpdate|SweepWindow/<kind>/<slots>
 //                          clustered lognormal (median slots/64, sigma 1.5)
 //                          over 4,096 / 262,144 / 4,194,304 slots from 1 ms,

@@ -4,6 +4,7 @@
 // single-record and the batch paths, over repeated extract/reset cycles.
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -264,6 +265,41 @@ TEST(LatencyRecordersTest, DenseAndSparseExtractionBoundaries) {
     windows.push_back(outlier);
   }
   ExpectAllExact(0, 100'000, windows);
+}
+
+TEST(LatencyRecordersTest, BatchSumsMatchSingleRecordsAtExtremes) {
+  // Maximal record counts at the upper bound stress the batch path's local
+  // 64-bit (small bounds) and 128-bit (large bounds) latency sums.
+  constexpr int32_t kMaxRecords = std::numeric_limits<int32_t>::max();
+  for (int64_t hi : {int64_t{180'000}, int64_t{180'000'000'000}}) {
+    for (const Spec& spec : AllSpecs()) {
+      if (spec.name == "Array" && hi > 1'000'000) {
+        continue;
+      }
+      SCOPED_TRACE(spec.name + " hi=" + std::to_string(hi));
+      auto single = spec.make(0, hi);
+      auto batch = spec.make(0, hi);
+      single->Reset(0);
+      batch->Reset(0);
+      std::vector<Observation> obs(30'000, Observation{hi, kMaxRecords, 7});
+      obs.push_back({hi + 1, kMaxRecords, 7});
+      obs.push_back({-1, kMaxRecords, 7});
+      // One call: spans several of the batch path's internal sum chunks.
+      const std::vector<TimeStamp> ts = testing::ToTimeStamps(obs);
+      Feed(*single, obs, false, 1);
+      batch->RecordBatch(ts.data(), ts.size());
+      EXPECT_EQ(batch->counters(), single->counters());
+      EXPECT_EQ(batch->counters().valid, int64_t{30'000} * kMaxRecords);
+      // Keep going until every latency sum saturates: both paths must agree.
+      for (int round = 0; round < 40; ++round) {
+        Feed(*single, obs, false, 2);
+        batch->RecordBatch(ts.data(), ts.size());
+      }
+      EXPECT_EQ(batch->counters(), single->counters());
+      EXPECT_EQ(batch->counters().total_latency, std::numeric_limits<int64_t>::max());
+      EXPECT_TRUE(batch->IsFull());
+    }
+  }
 }
 
 TEST(LatencyRecordersTest, ResetWithoutExtractionDoesNotLeak) {
