@@ -150,7 +150,8 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
       {"interval", set_int(&o.interval_seconds, 1, 86400)},
       {"class",
        [&](const std::string& name, const std::string& v) {
-         if (v != "perlbench") return Bad(name, absl::StrCat("'", v, "': only perlbench is built in"));
+         if (v != "perlbench")
+           return Bad(name, absl::StrCat("'", v, "': only perlbench is built in"));
          return absl::OkStatus();
        }},
       {"maxQs", set_int(&o.channels.max_qs, 0, 4096)},
@@ -223,7 +224,8 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
   }
   if (o.help) return o;
 
-  if (o.workers() < 1) return absl::InvalidArgumentError("give -writers N and/or -readers N (N >= 1)");
+  if (o.workers() < 1)
+    return absl::InvalidArgumentError("give -writers N and/or -readers N (N >= 1)");
   if (o.records == 0 && o.seconds == 0) {
     return absl::InvalidArgumentError("give -records N (exact mode) or -seconds S (timed mode)");
   }
@@ -237,9 +239,8 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
   o.min_latency = min_latency.value_or(defaults.min_latency);
   o.max_latency = max_latency.value_or(defaults.max_latency);
   if (*o.min_latency >= *o.max_latency) {
-    return absl::InvalidArgumentError(absl::StrCat("-minlatency (", *o.min_latency,
-                                                   ") must be below -maxlatency (",
-                                                   *o.max_latency, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "-minlatency (", *o.min_latency, ") must be below -maxlatency (", *o.max_latency, ")"));
   }
   return o;
 }

@@ -31,17 +31,17 @@ enum class BenchMode { kExact, kTimed, kRate };
 struct BenchOptions {
   int writers = 0;
   int readers = 0;
-  int32_t size = 0;           // bytes per record
-  int64_t records = 0;        // 0: not given
-  double seconds = 0;         // 0: not given
+  int32_t size = 0;     // bytes per record
+  int64_t records = 0;  // 0: not given
+  double seconds = 0;   // 0: not given
   double throughput_mbps = -1;
   TimeUnit time_unit = TimeUnit::kMs;  // SBK default
   std::optional<int64_t> min_latency;  // in time_unit; default from LatencyConfig
   std::optional<int64_t> max_latency;
-  std::string csv_file;       // empty: no CSV
+  std::string csv_file;  // empty: no CSV
   int interval_seconds = 5;
-  ChannelOptions channels;    // -mpscqueue, --maxQs, --qPerWorker, --maxPendingPerWorker, --overflow
-  int64_t idle_ns = 10'000;   // --idleNS: recorder's first park
+  ChannelOptions channels;   // -mpscqueue, --maxQs, --qPerWorker, --maxPendingPerWorker, --overflow
+  int64_t idle_ns = 10'000;  // --idleNS: recorder's first park
   ClockSource clock = ClockSource::kAuto;
   std::optional<bool> progress;  // --progress true|false; default: when stderr is a TTY
   bool help = false;

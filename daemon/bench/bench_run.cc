@@ -162,8 +162,8 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   std::unique_ptr<std::ofstream> csv;
   ReportContext ctx;
   ctx.action = options.writers > 0 && options.readers > 0 ? "Write_Reading"
-               : options.writers > 0                       ? "Writing"
-                                                           : "Reading";
+               : options.writers > 0                      ? "Writing"
+                                                          : "Reading";
   ctx.unit = options.time_unit;
   ctx.writers = options.writers;
   ctx.readers = options.readers;
@@ -211,14 +211,13 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   out.flush();
 
   // Worker plans.
-  std::vector<int64_t> shares =
-      options.records > 0 ? SplitRecords(options.records, workers) : std::vector<int64_t>(workers, 0);
+  std::vector<int64_t> shares = options.records > 0 ? SplitRecords(options.records, workers)
+                                                    : std::vector<int64_t>(workers, 0);
   const int64_t deadline_ns =
       options.seconds > 0 ? clock.NowNanos() + static_cast<int64_t>(options.seconds * 1e9) : 0;
-  const double per_worker_rps =
-      options.throughput_mbps > 0
-          ? options.throughput_mbps * 1024.0 * 1024.0 / options.size / workers
-          : 0;
+  const double per_worker_rps = options.throughput_mbps > 0 ? options.throughput_mbps * 1024.0 *
+                                                                  1024.0 / options.size / workers
+                                                            : 0;
   std::vector<WorkerPlan> plans(workers);
   for (int w = 0; w < workers; ++w) {
     plans[w].reader = w >= options.writers;
@@ -241,8 +240,8 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
       if (plans[w].records >= 0) {
-        results[w] = RunWorker(plans[w], options.time_unit, clock, (*channels)->producer(w),
-                               stop_workers);
+        results[w] =
+            RunWorker(plans[w], options.time_unit, clock, (*channels)->producer(w), stop_workers);
       }
       running.fetch_sub(1, std::memory_order_release);
     });
@@ -280,8 +279,9 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
     if (progress && now - start_ns > 2'000'000'000 && now - last_progress_ns > 500'000'000) {
       const double secs = static_cast<double>(now - start_ns) / 1e9;
       const uint64_t consumed = recorder.consumed();
-      err << "\r\033[K[perld bench] " << absl::StrFormat("%.1f s, %d records, %.2f M records/s", secs,
-                                                         consumed, consumed / secs / 1e6)
+      err << "\r\033[K[perld bench] "
+          << absl::StrFormat("%.1f s, %d records, %.2f M records/s", secs, consumed,
+                             consumed / secs / 1e6)
           << std::flush;
       progress_shown = true;
       last_progress_ns = now;
@@ -310,11 +310,11 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
              result.total.records, result.attempted, result.dropped, result.blocked,
              result.total.invalid, result.seconds, result.peak_rss_kb)
       << "\n";
-  bool ok = result.total.invalid == 0 && result.dropped == 0 &&
-            result.total.records == result.attempted;
+  bool ok =
+      result.total.invalid == 0 && result.dropped == 0 && result.total.records == result.attempted;
   if (options.mode() == BenchMode::kExact && result.total.records != result.requested) {
-    err << "perld bench: exact mode recorded " << result.total.records << " of "
-        << result.requested << " requested records\n";
+    err << "perld bench: exact mode recorded " << result.total.records << " of " << result.requested
+        << " requested records\n";
     ok = false;
   }
   if (result.total.invalid != 0) {

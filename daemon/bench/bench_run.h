@@ -18,15 +18,15 @@
 namespace perld::bench {
 
 struct BenchResult {
-  LatencySnapshot total;        // the whole-run window
-  int64_t requested = 0;        // exact mode: records asked for; else 0
-  int64_t attempted = 0;        // operations the workers ran
-  int64_t dropped = 0;          // timestamps discarded by --overflow drop
-  int64_t blocked = 0;          // sends that waited at the pending bound
+  LatencySnapshot total;         // the whole-run window
+  int64_t requested = 0;         // exact mode: records asked for; else 0
+  int64_t attempted = 0;         // operations the workers ran
+  int64_t dropped = 0;           // timestamps discarded by --overflow drop
+  int64_t blocked = 0;           // sends that waited at the pending bound
   int64_t windows_reported = 0;  // interval lines printed (not counting Total)
-  double seconds = 0;           // run wall time
+  double seconds = 0;            // run wall time
   int64_t peak_rss_kb = 0;
-  int exit_code = 1;            // 0 only when the run is complete and exact
+  int exit_code = 1;  // 0 only when the run is complete and exact
 };
 
 // Runs the benchmark. Prints startup lines, interval lines and the total to

@@ -38,13 +38,14 @@ std::string PercentileName(double percent) { return PercentText(percent) + "th";
 std::string FormatConsoleLine(const ReportContext& ctx, const ReportRow& row, bool total) {
   const char* u = TimeUnitName(ctx.unit);
   std::string out = absl::StrFormat(
-      "%s%s %s %5d writers, %5d readers, %8.2f seconds, %11.1f MB, %12d records, %13.1f records/sec, "
+      "%s%s %s %5d writers, %5d readers, %8.2f seconds, %11.1f MB, %12d records, %13.1f "
+      "records/sec, "
       "%10.2f MB/sec, %10.1f %s avg latency, %8d %s min latency, %10d %s max latency; "
       "%6d invalid latencies; Discarded Latencies: %6d lower, %6d higher; Latency Percentiles:",
       total ? "Total " : "", ctx.storage, ctx.action, ctx.writers, ctx.readers, row.seconds,
-      static_cast<double>(row.bytes) / kBytesPerMb, row.records, row.records_per_sec, row.mb_per_sec,
-      row.avg_latency, u, row.min_latency, u, row.max_latency, u, row.invalid, row.lower_discard,
-      row.higher_discard);
+      static_cast<double>(row.bytes) / kBytesPerMb, row.records, row.records_per_sec,
+      row.mb_per_sec, row.avg_latency, u, row.min_latency, u, row.max_latency, u, row.invalid,
+      row.lower_discard, row.higher_discard);
   for (size_t i = 0; i < ctx.percentiles.size() && i < row.percentile_values.size(); ++i) {
     absl::StrAppend(&out, i == 0 ? " " : ", ", row.percentile_values[i], " ", u, " ",
                     PercentileName(ctx.percentiles[i]));
@@ -72,11 +73,11 @@ std::string CsvRow(const ReportContext& ctx, const ReportRow& row, int64_t id, b
   std::strftime(time_of_day, sizeof(time_of_day), "%H:%M:%S", &tm);
   std::string out = absl::StrFormat(
       "%d,%s,%s,perld,%s,0,0,%s,%s,%s,%d,%d,%d,%d,%d,%.1f,%d,%.1f,%.2f,%.1f,%d,%d,%d,%d,%d", id,
-      date, time_of_day, total ? "Total" : "Regular", ctx.storage, ctx.action, TimeUnitFullName(ctx.unit),
-      ctx.writers, ctx.readers, ctx.writers, ctx.readers, static_cast<int64_t>(row.seconds),
-      static_cast<double>(row.bytes) / kBytesPerMb, row.records, row.records_per_sec, row.mb_per_sec,
-      row.avg_latency, row.min_latency, row.max_latency, row.invalid, row.lower_discard,
-      row.higher_discard);
+      date, time_of_day, total ? "Total" : "Regular", ctx.storage, ctx.action,
+      TimeUnitFullName(ctx.unit), ctx.writers, ctx.readers, ctx.writers, ctx.readers,
+      static_cast<int64_t>(row.seconds), static_cast<double>(row.bytes) / kBytesPerMb, row.records,
+      row.records_per_sec, row.mb_per_sec, row.avg_latency, row.min_latency, row.max_latency,
+      row.invalid, row.lower_discard, row.higher_discard);
   for (size_t i = 0; i < ctx.percentiles.size(); ++i) {
     absl::StrAppend(&out, ",", i < row.percentile_values.size() ? row.percentile_values[i] : 0);
   }

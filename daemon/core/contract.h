@@ -22,8 +22,8 @@ namespace perld::internal {
   do {                             \
   } while (false)
 #else
-#define PERLD_CONTRACT(cond, what)                                          \
-  do {                                                                      \
+#define PERLD_CONTRACT(cond, what)                                               \
+  do {                                                                           \
     if (!(cond)) ::perld::internal::ContractViolation(what, __FILE__, __LINE__); \
   } while (false)
 #endif

@@ -16,8 +16,8 @@ class IdleWaiter {
  public:
   static constexpr int kSpinRounds = 64;
   static constexpr int kYieldRounds = 16;
-  static constexpr int64_t kDefaultIdleNs = 10'000;         // first park: 10 us
-  static constexpr int64_t kDefaultMaxParkNs = 5'000'000;   // longest park: 5 ms
+  static constexpr int64_t kDefaultIdleNs = 10'000;        // first park: 10 us
+  static constexpr int64_t kDefaultMaxParkNs = 5'000'000;  // longest park: 5 ms
 
   explicit IdleWaiter(int64_t idle_ns = kDefaultIdleNs, int64_t max_park_ns = kDefaultMaxParkNs);
 

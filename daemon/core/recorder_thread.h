@@ -22,7 +22,7 @@
 namespace perld {
 
 struct RecorderOptions {
-  int64_t idle_ns = IdleWaiter::kDefaultIdleNs;        // first park when idle (SBK idleNS)
+  int64_t idle_ns = IdleWaiter::kDefaultIdleNs;         // first park when idle (SBK idleNS)
   int64_t max_park_ns = IdleWaiter::kDefaultMaxParkNs;  // longest park when idle
   int64_t tick_ns = 10'000'000;                         // Tick at least every 10 ms
 };

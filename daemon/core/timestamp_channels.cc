@@ -35,7 +35,8 @@ TimeStampProducer::TimeStampProducer(const ChannelOptions& options,
       library_(std::move(library)),
       // The library path never takes nodes from the pool; capacity stays unallocated.
       pool_(options.max_pending_per_worker, options.return_batch) {
-  for (LibraryQueue* q : library_) tokens_.push_back(std::make_unique<moodycamel::ProducerToken>(*q));
+  for (LibraryQueue* q : library_)
+    tokens_.push_back(std::make_unique<moodycamel::ProducerToken>(*q));
 }
 
 TimeStampProducer::~TimeStampProducer() = default;
@@ -211,10 +212,10 @@ std::vector<std::string> TimeStampChannels::Describe() const {
                     " queue(s) per worker, " + std::to_string(producers_.size()) +
                     " worker(s) (maxQs=0)");
   }
-  lines.push_back("PerL Timestamp Pending Bound: " +
-                  std::to_string(options_.max_pending_per_worker) + " per worker, overflow " +
-                  (options_.overflow == OverflowPolicy::kBlock ? "blocks the producer"
-                                                               : "drops and counts"));
+  lines.push_back(
+      "PerL Timestamp Pending Bound: " + std::to_string(options_.max_pending_per_worker) +
+      " per worker, overflow " +
+      (options_.overflow == OverflowPolicy::kBlock ? "blocks the producer" : "drops and counts"));
   return lines;
 }
 

@@ -51,7 +51,7 @@ enum class OverflowPolicy { kBlock, kDrop };
 
 struct ChannelOptions {
   QueueKind queue = QueueKind::kMpsc;
-  int max_qs = 0;        // 0: per-worker queues; N > 0: N queues shared by all workers
+  int max_qs = 0;         // 0: per-worker queues; N > 0: N queues shared by all workers
   int q_per_worker = 10;  // queues per worker channel when max_qs == 0 (SBK default)
   size_t max_pending_per_worker = 1 << 16;
   OverflowPolicy overflow = OverflowPolicy::kBlock;
@@ -85,7 +85,8 @@ class TimeStampProducer {
  private:
   friend class TimeStampChannels;
   struct LibraryItem;
-  using LibraryQueue = moodycamel::ConcurrentQueue<LibraryItem, moodycamel::ConcurrentQueueDefaultTraits>;
+  using LibraryQueue =
+      moodycamel::ConcurrentQueue<LibraryItem, moodycamel::ConcurrentQueueDefaultTraits>;
 
   TimeStampProducer(const ChannelOptions& options, std::vector<TimeStampMpscQueue*> mpsc,
                     std::vector<LibraryQueue*> library);
@@ -125,7 +126,7 @@ class TimeStampProducer {
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> blocked_{0};
   alignas(64) std::atomic<uint64_t> acked_{0};  // written by the recorder
-  uint64_t pending_acks_ = 0;                    // recorder-owned
+  uint64_t pending_acks_ = 0;                   // recorder-owned
 };
 
 class TimeStampChannels {

@@ -47,8 +47,7 @@ absl::StatusOr<TscClock> TscClock::Create(int64_t window_ns) {
   std::this_thread::sleep_for(std::chrono::nanoseconds(window_ns));
   Sample(&tsc1, &ns1);
   if (tsc1 <= tsc0 || ns1 <= ns0) return absl::InternalError("TSC did not advance");
-  const unsigned __int128 mult =
-      (static_cast<unsigned __int128>(ns1 - ns0) << 32) / (tsc1 - tsc0);
+  const unsigned __int128 mult = (static_cast<unsigned __int128>(ns1 - ns0) << 32) / (tsc1 - tsc0);
   if (mult == 0 || mult > (static_cast<unsigned __int128>(1) << 40)) {
     return absl::InternalError("implausible TSC frequency");
   }

@@ -29,9 +29,9 @@ TEST(PerlBenchRunTest, ExactModeRecordsEveryRecordForOddTotalsAndOneToEightWorke
     for (int workers = 1; workers <= 8; ++workers) {
       const int64_t records = 100'003 + workers;  // odd split across workers
       const std::string w = std::to_string(workers);
-      const BenchResult r = RunPerlBench({"-writers", w, "-size", "100", "-records",
-                                 std::to_string(records), "-time", "ns", "-mpscqueue", mpsc,
-                                 "--qPerWorker", "3", "--progress", "false"});
+      const BenchResult r =
+          RunPerlBench({"-writers", w, "-size", "100", "-records", std::to_string(records), "-time",
+                        "ns", "-mpscqueue", mpsc, "--qPerWorker", "3", "--progress", "false"});
       EXPECT_EQ(r.total.records, records) << workers << " workers, mpscqueue " << mpsc;
       EXPECT_EQ(r.total.valid, records);
       EXPECT_EQ(r.total.bytes, records * 100);
@@ -44,17 +44,17 @@ TEST(PerlBenchRunTest, ExactModeRecordsEveryRecordForOddTotalsAndOneToEightWorke
 
 TEST(PerlBenchRunTest, SharedQueueTopologyIsExact) {
   for (const char* mpsc : {"true", "false"}) {
-    const BenchResult r = RunPerlBench({"-writers", "4", "-records", "400001", "-time", "ns", "-mpscqueue",
-                               mpsc, "--maxQs", "1", "--maxPendingPerWorker", "64",
-                               "--progress", "false"});
+    const BenchResult r =
+        RunPerlBench({"-writers", "4", "-records", "400001", "-time", "ns", "-mpscqueue", mpsc,
+                      "--maxQs", "1", "--maxPendingPerWorker", "64", "--progress", "false"});
     EXPECT_EQ(r.total.records, 400001) << mpsc;
     EXPECT_EQ(r.exit_code, 0);
   }
 }
 
 TEST(PerlBenchRunTest, ReadersPathIsExact) {
-  const BenchResult r = RunPerlBench({"-readers", "3", "-size", "4096", "-records", "90001", "-time", "mcs",
-                             "--progress", "false"});
+  const BenchResult r = RunPerlBench({"-readers", "3", "-size", "4096", "-records", "90001",
+                                      "-time", "mcs", "--progress", "false"});
   EXPECT_EQ(r.total.records, 90001);
   EXPECT_EQ(r.total.bytes, 90001LL * 4096);
   EXPECT_EQ(r.exit_code, 0);
@@ -62,17 +62,17 @@ TEST(PerlBenchRunTest, ReadersPathIsExact) {
 
 TEST(PerlBenchRunTest, WritersAndReadersTogether) {
   std::string out;
-  const BenchResult r =
-      RunPerlBench({"-writers", "2", "-readers", "2", "-records", "50001", "--progress", "false"}, &out);
+  const BenchResult r = RunPerlBench(
+      {"-writers", "2", "-readers", "2", "-records", "50001", "--progress", "false"}, &out);
   EXPECT_EQ(r.total.records, 50001);
   EXPECT_NE(out.find("Total PerlBench Write_Reading"), std::string::npos) << out;
 }
 
 TEST(PerlBenchRunTest, TimedModeStopsAtItsDeadlineAndReportsWhatWasRecorded) {
   std::string out;
-  const BenchResult r = RunPerlBench({"-writers", "2", "-seconds", "2", "-time", "ns", "-interval", "1",
-                             "--progress", "false"},
-                            &out);
+  const BenchResult r = RunPerlBench(
+      {"-writers", "2", "-seconds", "2", "-time", "ns", "-interval", "1", "--progress", "false"},
+      &out);
   EXPECT_GT(r.total.records, 0);
   EXPECT_EQ(r.total.records, r.attempted) << "every operation run was recorded";
   EXPECT_GE(r.seconds, 2.0) << "ran until the deadline";
@@ -83,8 +83,8 @@ TEST(PerlBenchRunTest, TimedModeStopsAtItsDeadlineAndReportsWhatWasRecorded) {
 
 TEST(PerlBenchRunTest, RateControlLandsWithinFivePercentOfTarget) {
   // 8 MB/s of 4 KiB records = 2048 records/s over 5 s.
-  const BenchResult r = RunPerlBench({"-writers", "2", "-size", "4096", "-seconds", "5", "-throughput",
-                             "8", "-time", "mcs", "--progress", "false"});
+  const BenchResult r = RunPerlBench({"-writers", "2", "-size", "4096", "-seconds", "5",
+                                      "-throughput", "8", "-time", "mcs", "--progress", "false"});
   const double mb_per_sec = static_cast<double>(r.total.bytes) / (1024.0 * 1024.0) / 5.0;
   EXPECT_NEAR(mb_per_sec, 8.0, 0.4) << r.total.records << " records";
   EXPECT_EQ(r.exit_code, 0);
@@ -92,8 +92,8 @@ TEST(PerlBenchRunTest, RateControlLandsWithinFivePercentOfTarget) {
 
 TEST(PerlBenchRunTest, CsvFileHasHeaderRegularAndTotalRows) {
   const std::string path = ::testing::TempDir() + "/perlbench_run_test.csv";
-  RunPerlBench({"-writers", "1", "-seconds", "2.2", "-interval", "1", "-time", "ns", "-csvfile", path,
-       "--progress", "false"});
+  RunPerlBench({"-writers", "1", "-seconds", "2.2", "-interval", "1", "-time", "ns", "-csvfile",
+                path, "--progress", "false"});
   std::ifstream in(path);
   std::string line;
   std::vector<std::string> lines;
@@ -104,14 +104,15 @@ TEST(PerlBenchRunTest, CsvFileHasHeaderRegularAndTotalRows) {
   const std::vector<std::string> last = absl::StrSplit(lines.back(), ',');
   EXPECT_EQ(first[4], "Regular");
   EXPECT_EQ(last[4], "Total");
-  EXPECT_EQ(first.size(), static_cast<size_t>(std::count(lines[0].begin(), lines[0].end(), ',') + 1));
+  EXPECT_EQ(first.size(),
+            static_cast<size_t>(std::count(lines[0].begin(), lines[0].end(), ',') + 1));
 }
 
 TEST(PerlBenchRunTest, DropPolicyIsCountedAndFailsTheRun) {
   // A 2-node bound with drops: some timestamps are dropped, never silently.
-  const BenchResult r = RunPerlBench({"-writers", "2", "-records", "200000", "-time", "ns",
-                             "--maxPendingPerWorker", "2", "--overflow", "drop", "--progress",
-                             "false"});
+  const BenchResult r =
+      RunPerlBench({"-writers", "2", "-records", "200000", "-time", "ns", "--maxPendingPerWorker",
+                    "2", "--overflow", "drop", "--progress", "false"});
   EXPECT_EQ(r.total.records + r.dropped, 200000);
   if (r.dropped > 0) {
     EXPECT_EQ(r.exit_code, 1);
@@ -120,9 +121,9 @@ TEST(PerlBenchRunTest, DropPolicyIsCountedAndFailsTheRun) {
 
 TEST(PerlBenchRunTest, StartupLinesNameQueueAndTopology) {
   std::string out;
-  RunPerlBench({"-writers", "1", "-records", "10", "-mpscqueue", "false", "--maxQs", "1", "--progress",
-       "false"},
-      &out);
+  RunPerlBench({"-writers", "1", "-records", "10", "-mpscqueue", "false", "--maxQs", "1",
+                "--progress", "false"},
+               &out);
   EXPECT_NE(out.find("PerL Timestamp Queue: moodycamel::ConcurrentQueue (library)"),
             std::string::npos)
       << out;

@@ -39,8 +39,8 @@ LatencySnapshot Snapshot() {
 TEST(SbkReportTest, RowFollowsSbkArithmetic) {
   const ReportRow row = MakeReportRow(Snapshot(), 2.0);
   EXPECT_DOUBLE_EQ(row.records_per_sec, 3'145'728 / 2.0);
-  EXPECT_DOUBLE_EQ(row.mb_per_sec, 1536.0);             // 1 MB = 2^20 bytes
-  EXPECT_DOUBLE_EQ(row.avg_latency, 300.0 / 150.0);     // over valid + discards
+  EXPECT_DOUBLE_EQ(row.mb_per_sec, 1536.0);          // 1 MB = 2^20 bytes
+  EXPECT_DOUBLE_EQ(row.avg_latency, 300.0 / 150.0);  // over valid + discards
   EXPECT_EQ(row.invalid, 7);
 }
 

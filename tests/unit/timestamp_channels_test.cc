@@ -10,7 +10,9 @@ namespace {
 
 class CollectingSink : public TimeStampSink {
  public:
-  void Accept(const TimeStamp* batch, size_t n) override { seen.insert(seen.end(), batch, batch + n); }
+  void Accept(const TimeStamp* batch, size_t n) override {
+    seen.insert(seen.end(), batch, batch + n);
+  }
   void Tick(int64_t) override {}
   std::vector<TimeStamp> seen;
 };
@@ -43,12 +45,12 @@ TEST(TimeStampChannelsTest, RejectsBadTopologyNamingTheOption) {
 }
 
 TEST(TimeStampChannelsTest, TopologyQueueCounts) {
-  auto per_worker = TimeStampChannels::Create(
-      Options(QueueKind::kMpsc, 0, 10, 64, OverflowPolicy::kBlock), 3);
+  auto per_worker =
+      TimeStampChannels::Create(Options(QueueKind::kMpsc, 0, 10, 64, OverflowPolicy::kBlock), 3);
   ASSERT_TRUE(per_worker.ok());
   EXPECT_EQ((*per_worker)->queue_count(), 30);
-  auto shared = TimeStampChannels::Create(
-      Options(QueueKind::kLibrary, 1, 10, 64, OverflowPolicy::kBlock), 3);
+  auto shared =
+      TimeStampChannels::Create(Options(QueueKind::kLibrary, 1, 10, 64, OverflowPolicy::kBlock), 3);
   ASSERT_TRUE(shared.ok());
   EXPECT_EQ((*shared)->queue_count(), 1);
   const std::vector<std::string> lines = (*shared)->Describe();
@@ -63,8 +65,8 @@ TEST(TimeStampChannelsTest, TopologyQueueCounts) {
 TEST(TimeStampChannelsTest, PendingBoundDropsAndCountsThenRecovers) {
   for (QueueKind kind : {QueueKind::kMpsc, QueueKind::kLibrary}) {
     constexpr size_t kBound = 8;
-    auto channels = TimeStampChannels::Create(
-        Options(kind, 0, 3, kBound, OverflowPolicy::kDrop), 1);
+    auto channels =
+        TimeStampChannels::Create(Options(kind, 0, 3, kBound, OverflowPolicy::kDrop), 1);
     ASSERT_TRUE(channels.ok());
     TimeStampProducer& p = (*channels)->producer(0);
     int accepted = 0;
@@ -85,8 +87,8 @@ TEST(TimeStampChannelsTest, PendingBoundDropsAndCountsThenRecovers) {
 }
 
 TEST(TimeStampChannelsTest, PoolNeverAllocatesMoreThanTheBound) {
-  auto channels = TimeStampChannels::Create(
-      Options(QueueKind::kMpsc, 0, 1, 4, OverflowPolicy::kDrop), 1);
+  auto channels =
+      TimeStampChannels::Create(Options(QueueKind::kMpsc, 0, 1, 4, OverflowPolicy::kDrop), 1);
   ASSERT_TRUE(channels.ok());
   CollectingSink sink;
   for (int round = 0; round < 1000; ++round) {

@@ -77,7 +77,8 @@ TEST(TimeStampMpscQueueTest, MultiProducerDeliversEveryRecordOnceInPerProducerOr
     constexpr int kPerProducer = 20000;
     TimeStampMpscQueue q;
     std::vector<std::unique_ptr<TimeStampNode[]>> nodes;
-    for (int p = 0; p < producers; ++p) nodes.push_back(std::make_unique<TimeStampNode[]>(kPerProducer));
+    for (int p = 0; p < producers; ++p)
+      nodes.push_back(std::make_unique<TimeStampNode[]>(kPerProducer));
     std::vector<std::thread> threads;
     for (int p = 0; p < producers; ++p) {
       threads.emplace_back([&, p] {
