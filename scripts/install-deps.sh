@@ -6,7 +6,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache git time procps
   clang clang-format clang-tidy libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev libabsl-dev
-  libconcurrentqueue-dev
+  libconcurrentqueue-dev libcpp-httplib-dev prometheus
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -47,6 +47,35 @@ absl::StatusOr<bool> ParseBool(const std::string& option, const std::string& tex
   return Bad(option, absl::StrCat("'", text, "' must be true or false"));
 }
 
+// -context: "no", or [HOST:]PORT/PATH (SBK's PORT/PATH; HOST binds another
+// interface, e.g. 0.0.0.0 or [::1]).
+absl::Status ParseContext(const std::string& option, const std::string& text, BenchOptions* o) {
+  if (text == "no") {
+    o->metrics = false;
+    return absl::OkStatus();
+  }
+  const std::string usage = absl::StrCat("'", text, "' must be no or [HOST:]PORT/PATH");
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos || slash + 1 >= text.size()) return Bad(option, usage);
+  std::string address = text.substr(0, slash);
+  std::string host = o->metrics_host;
+  if (const size_t colon = address.rfind(':'); colon != std::string::npos) {
+    host = address.substr(0, colon);
+    address = address.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    if (host.empty()) return Bad(option, usage);
+  }
+  absl::StatusOr<int64_t> port = ParseInt(option, address, 0, 65535);
+  if (!port.ok()) return port.status();
+  o->metrics = true;
+  o->metrics_host = host;
+  o->metrics_port = static_cast<int>(*port);
+  o->metrics_path = text.substr(slash);  // keeps the leading '/'
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string BenchUsage() {
@@ -64,6 +93,8 @@ std::string BenchUsage() {
   -csvfile PATH       also write SBK-layout CSV rows to PATH ('no' disables; default no)
   -interval S         reporting interval in seconds (default 5)
   -class perlbench    accepted for SBK compatibility (perlbench is the only class)
+  -context PORT/PATH  serve Prometheus metrics at http://127.0.0.1:PORT/PATH during the run
+                      ('no' disables; default no); HOST:PORT/PATH binds another interface
   --maxQs N           0 (default): per-worker queues; N > 0: N queues shared by all workers
   --qPerWorker N      queues per worker when maxQs is 0 (default 10)
   --maxPendingPerWorker N  pending-timestamp bound per worker (default 65536)
@@ -154,6 +185,8 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
            return Bad(name, absl::StrCat("'", v, "': only perlbench is built in"));
          return absl::OkStatus();
        }},
+      {"context",
+       [&](const std::string& name, const std::string& v) { return ParseContext(name, v, &o); }},
       {"maxQs", set_int(&o.channels.max_qs, 0, 4096)},
       {"qPerWorker", set_int(&o.channels.q_per_worker, 1, 4096)},
       {"maxPendingPerWorker", set_int(&o.channels.max_pending_per_worker, 2, int64_t{1} << 32)},

@@ -44,6 +44,11 @@ struct BenchOptions {
   int64_t idle_ns = 10'000;  // --idleNS: recorder's first park
   ClockSource clock = ClockSource::kAuto;
   std::optional<bool> progress;  // --progress true|false; default: when stderr is a TTY
+  // -context [HOST:]PORT/PATH: Prometheus metrics during the run; "no" (default) disables.
+  bool metrics = false;
+  std::string metrics_host = "127.0.0.1";  // loopback unless HOST is given
+  int metrics_port = 0;                    // 0: an ephemeral port
+  std::string metrics_path = "/metrics";   // always starts with '/'
   bool help = false;
 
   BenchMode mode() const {

@@ -24,6 +24,8 @@
 #include "daemon/core/recorder_thread.h"
 #include "daemon/core/timestamp_sink.h"
 #include "daemon/core/tsc_clock.h"
+#include "daemon/http/metrics_exposition.h"
+#include "daemon/http/metrics_server.h"
 #include "perld/version.h"
 
 namespace perld::bench {
@@ -182,6 +184,21 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   BenchSink sink(std::move(*windows), ns_per_unit,
                  static_cast<int64_t>(options.interval_seconds) * 1'000'000'000, start_ns);
 
+  // -context: the metrics server binds before any worker starts; handlers
+  // read `latest`, which print_ready updates after each printed window.
+  http::LatestMetrics latest({ctx.storage, ctx.action, ctx.writers, ctx.readers}, ctx.unit);
+  std::unique_ptr<http::MetricsServer> metrics;
+  if (options.metrics) {
+    absl::StatusOr<std::unique_ptr<http::MetricsServer>> server =
+        http::MetricsServer::Start(options.metrics_host, options.metrics_port, options.metrics_path,
+                                   [&latest] { return latest.Render(); });
+    if (!server.ok()) {
+      return absl::Status(server.status().code(),
+                          absl::StrCat("-context: ", server.status().message()));
+    }
+    metrics = std::move(*server);
+  }
+
   // Startup lines, as SBK prints them.
   out << "perld " << PERLD_VERSION << " PerlBench: " << options.writers << " writers, "
       << options.readers << " readers, size " << options.size << " bytes, time unit "
@@ -192,6 +209,7 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
       << (tsc ? absl::StrFormat("calibrated TSC (%.4f ticks/ns)", tsc->ticks_per_ns())
               : std::string("CLOCK_MONOTONIC"))
       << "\n";
+  if (metrics) out << "PerL Prometheus metrics: " << metrics->Url() << "\n";
   BenchResult result;
   std::string mode;
   switch (options.mode()) {
@@ -220,7 +238,6 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
                                                             : 0;
   std::vector<WorkerPlan> plans(workers);
   for (int w = 0; w < workers; ++w) {
-    plans[w].reader = w >= options.writers;
     plans[w].size = options.size;
     plans[w].records = shares[w];
     plans[w].deadline_ns = deadline_ns;
@@ -237,6 +254,7 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   std::atomic<int> running{workers};
   std::vector<WorkerResult> results(workers);
   std::vector<std::thread> threads;
+  threads.reserve(workers);
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
       if (plans[w].records >= 0) {
@@ -260,6 +278,7 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
       const ReportRow row = MakeReportRow(r.snapshot, r.seconds);
       out << FormatConsoleLine(ctx, row, r.total) << "\n" << std::flush;
       if (csv) *csv << CsvRow(ctx, row, ++csv_id, r.total, r.wall) << "\n";
+      latest.Publish(r.snapshot, r.seconds, r.total);
       if (r.total) {
         result.total = r.snapshot;
       } else {
@@ -281,7 +300,7 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
       const uint64_t consumed = recorder.consumed();
       err << "\r\033[K[perld bench] "
           << absl::StrFormat("%.1f s, %d records, %.2f M records/s", secs, consumed,
-                             consumed / secs / 1e6)
+                             static_cast<double>(consumed) / secs / 1e6)
           << std::flush;
       progress_shown = true;
       last_progress_ns = now;
@@ -292,6 +311,7 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   const int64_t end_ns = MonotonicNanos();
   sink.Finish(end_ns);
   print_ready();
+  if (metrics) metrics->Stop();
 
   for (const WorkerResult& r : results) result.attempted += r.attempted;
   result.dropped = static_cast<int64_t>((*channels)->dropped());

@@ -23,7 +23,6 @@
 namespace perld::bench {
 
 struct WorkerPlan {
-  bool reader = false;
   int32_t size = 0;
   int64_t records = 0;            // records to run; 0 = until the deadline
   int64_t deadline_ns = 0;        // clock ns at which to stop; 0 = none

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -108,6 +109,60 @@ TEST(TimeStampMpscQueueTest, MultiProducerDeliversEveryRecordOnceInPerProducerOr
     for (auto& t : threads) t.join();
     EXPECT_EQ(q.Poll(), nullptr) << producers << " producers";
   }
+}
+
+TEST(TimeStampMpscQueueTest, LeaveLastTakesOnlyNodesWithALinkedSuccessor) {
+  TimeStampMpscQueue q;
+  TimeStampNode a, b, c;
+  EXPECT_EQ(q.Poll(PollMode::kLeaveLast), nullptr);
+  q.Add(&a);
+  EXPECT_EQ(q.Poll(PollMode::kLeaveLast), nullptr) << "a is the newest node: left in place";
+  q.Add(&b);
+  EXPECT_EQ(q.Poll(PollMode::kLeaveLast), &a);
+  EXPECT_EQ(q.Poll(PollMode::kLeaveLast), nullptr);
+  q.Add(&c);
+  EXPECT_EQ(q.Poll(PollMode::kLeaveLast), &b);
+  EXPECT_EQ(q.Poll(PollMode::kAll), &c) << "kAll takes the newest node too";
+  EXPECT_EQ(q.Poll(PollMode::kAll), nullptr);
+  q.Add(&a);
+  EXPECT_EQ(q.Poll(PollMode::kLeaveLast), nullptr) << "stub behind nothing: still left";
+  EXPECT_EQ(q.Poll(), &a);
+}
+
+TEST(TimeStampMpscQueueTest, LeaveLastThenAllDeliversEveryRecordInPerProducerOrder) {
+  constexpr int kProducers = 4;
+  constexpr int kPerProducer = 50000;
+  TimeStampMpscQueue q;
+  std::vector<std::unique_ptr<TimeStampNode[]>> nodes;
+  for (int p = 0; p < kProducers; ++p) {
+    nodes.push_back(std::make_unique<TimeStampNode[]>(kPerProducer));
+  }
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kProducers; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; ++i) {
+        nodes[p][i].ts = TimeStamp{p, i, 1, 0};
+        q.Add(&nodes[p][i]);
+      }
+      done.fetch_add(1);
+    });
+  }
+  std::vector<int64_t> next(kProducers, 0);
+  int64_t total = 0;
+  auto take = [&](TimeStampNode* n) {
+    ASSERT_EQ(n->ts.end, next[n->ts.start]++) << "per-producer order";
+    ++total;
+  };
+  // Busy phase: leave-last polling only, as the recorder does under load.
+  while (done.load() < kProducers) {
+    if (TimeStampNode* n = q.Poll(PollMode::kLeaveLast)) take(n);
+  }
+  for (auto& t : threads) t.join();
+  while (TimeStampNode* n = q.Poll(PollMode::kLeaveLast)) take(n);
+  // At most the newest node is left; kAll takes it.
+  while (TimeStampNode* n = q.Poll(PollMode::kAll)) take(n);
+  EXPECT_EQ(total, int64_t{kProducers} * kPerProducer);
 }
 
 #ifndef NDEBUG

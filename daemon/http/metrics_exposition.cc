@@ -1,0 +1,236 @@
+#include "daemon/http/metrics_exposition.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace perld::http {
+namespace {
+
+constexpr double kBytesPerMebibyte = 1024.0 * 1024.0;
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+
+// HELP text escaping: backslash and newline (quotes stay as they are).
+std::string EscapeHelp(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string IntText(int64_t v) { return absl::StrCat(v); }
+
+// Writes the samples of one family: `# HELP`, `# TYPE`, then one line per
+// (labels, value) pair. `labels` is the text between the braces.
+class FamilyWriter {
+ public:
+  FamilyWriter(std::string* out, const std::string& name, const std::string& help)
+      : out_(out), name_(name) {
+    *out_ += absl::StrCat("# HELP ", name, " ", EscapeHelp(help), "\n# TYPE ", name, " gauge\n");
+  }
+  void Sample(const std::string& labels, const std::string& value) {
+    *out_ += absl::StrCat(name_, "{", labels, "} ", value, "\n");
+  }
+
+ private:
+  std::string* out_;
+  std::string name_;
+};
+
+// A window figure: the text of one sample value for one window.
+using Figure = std::function<std::string(const ExpositionWindow&)>;
+
+double Rate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
+
+}  // namespace
+
+std::string EscapeLabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string FormatSampleValue(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+
+std::string UnitsToSecondsText(int64_t value, TimeUnit unit) {
+  // units per second: 1000 (ms), 1'000'000 (us), 1'000'000'000 (ns).
+  const int64_t per_second = kNanosPerSecond / NanosPerUnit(unit);
+  int digits = 0;
+  for (int64_t p = per_second; p > 1; p /= 10) ++digits;
+  const bool negative = value < 0;
+  // Work on the magnitude as unsigned so INT64_MIN stays well defined.
+  const uint64_t magnitude =
+      negative ? uint64_t{0} - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
+  const uint64_t whole = magnitude / static_cast<uint64_t>(per_second);
+  uint64_t frac = magnitude % static_cast<uint64_t>(per_second);
+  std::string out = absl::StrCat(negative ? "-" : "", whole);
+  if (frac != 0) {
+    std::string frac_text = absl::StrCat(frac);
+    frac_text.insert(0, static_cast<size_t>(digits) - frac_text.size(), '0');
+    while (frac_text.back() == '0') frac_text.pop_back();
+    absl::StrAppend(&out, ".", frac_text);
+  }
+  return out;
+}
+
+std::string RenderExposition(const ExpositionInput& in) {
+  const std::string run_labels =
+      absl::StrCat("storage=\"", EscapeLabelValue(in.labels.storage), "\",action=\"",
+                   EscapeLabelValue(in.labels.action), "\",writers=\"", in.labels.writers,
+                   "\",readers=\"", in.labels.readers, "\"");
+  std::string out;
+  FamilyWriter(&out, "perld_latency_resolution_seconds",
+               absl::StrCat("Latency time unit of the run (", TimeUnitFullName(in.unit),
+                            "); every latency is a multiple of it."))
+      .Sample(run_labels, UnitsToSecondsText(1, in.unit));
+
+  std::vector<std::pair<const char*, const ExpositionWindow*>> windows;
+  if (in.interval) windows.emplace_back("interval", &*in.interval);
+  if (in.total) windows.emplace_back("total", &*in.total);
+  if (windows.empty()) return out;
+
+  const TimeUnit unit = in.unit;
+  auto latency = [unit](int64_t v) { return UnitsToSecondsText(v, unit); };
+  const std::pair<const char*, const char*> names[] = {
+      {"perld_window_seconds", "Length of the window in seconds."},
+      {"perld_records", "Records accepted in the window (valid, discarded and invalid)."},
+      {"perld_bytes", "Bytes of the records accepted in the window."},
+      {"perld_records_per_second", "Records per second over the window."},
+      {"perld_mebibytes_per_second", "Throughput in MiB (2^20 bytes) per second over the window."},
+      {"perld_latency_average_seconds",
+       "Average latency over valid and discarded records, in seconds."},
+      {"perld_latency_min_seconds", "Smallest non-negative latency in seconds, 0 if none."},
+      {"perld_latency_max_seconds", "Largest non-negative latency in seconds, 0 if none."},
+      {"perld_invalid_latencies", "Records with a negative latency."},
+      {"perld_lower_discards", "Records with a latency below the minimum latency."},
+      {"perld_higher_discards", "Records with a latency above the maximum latency."},
+  };
+  const Figure figures[] = {
+      [](const ExpositionWindow& w) { return FormatSampleValue(w.seconds); },
+      [](const ExpositionWindow& w) { return IntText(w.snapshot.records); },
+      [](const ExpositionWindow& w) { return IntText(w.snapshot.bytes); },
+      [](const ExpositionWindow& w) {
+        return FormatSampleValue(Rate(static_cast<double>(w.snapshot.records), w.seconds));
+      },
+      [](const ExpositionWindow& w) {
+        return FormatSampleValue(
+            Rate(static_cast<double>(w.snapshot.bytes) / kBytesPerMebibyte, w.seconds));
+      },
+      [unit](const ExpositionWindow& w) {
+        return FormatSampleValue(w.snapshot.AvgLatency() * static_cast<double>(NanosPerUnit(unit)) /
+                                 static_cast<double>(kNanosPerSecond));
+      },
+      [&](const ExpositionWindow& w) { return latency(w.snapshot.min_latency); },
+      [&](const ExpositionWindow& w) { return latency(w.snapshot.max_latency); },
+      [](const ExpositionWindow& w) { return IntText(w.snapshot.invalid); },
+      [](const ExpositionWindow& w) { return IntText(w.snapshot.lower_discard); },
+      [](const ExpositionWindow& w) { return IntText(w.snapshot.higher_discard); },
+  };
+  static_assert(std::size(names) == std::size(figures));
+  for (size_t f = 0; f < std::size(names); ++f) {
+    FamilyWriter family(&out, names[f].first, names[f].second);
+    for (const auto& [scope, window] : windows) {
+      family.Sample(absl::StrCat(run_labels, ",window=\"", scope, "\""), figures[f](*window));
+    }
+  }
+
+  // Percentiles: one family for the values, one for the counts at them.
+  auto percentile_family = [&](const char* name, const char* help, bool values) {
+    FamilyWriter family(&out, name, help);
+    for (const auto& [scope, window] : windows) {
+      const LatencySnapshot& s = window->snapshot;
+      const size_t n = std::min({s.percents.size(), s.values.size(), s.counts.size()});
+      for (size_t i = 0; i < n; ++i) {
+        family.Sample(absl::StrCat(run_labels, ",window=\"", scope, "\",percentile=\"",
+                                   FormatSampleValue(s.percents[i]), "\""),
+                      values ? latency(s.values[i]) : IntText(s.counts[i]));
+      }
+    }
+  };
+  percentile_family("perld_latency_seconds", "Exact latency at the percentile, in seconds.", true);
+  percentile_family("perld_latency_percentile_records",
+                    "Records whose latency equals the latency at the percentile.", false);
+  return out;
+}
+
+LatestMetrics::LatestMetrics(ExpositionLabels labels, TimeUnit unit) {
+  input_.labels = std::move(labels);
+  input_.unit = unit;
+}
+
+void LatestMetrics::Publish(const LatencySnapshot& snapshot, double seconds, bool total) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (total) {
+    input_.total = ExpositionWindow{snapshot, seconds};
+    running_.reset();
+    return;
+  }
+  input_.interval = ExpositionWindow{snapshot, seconds};
+  if (!running_) {
+    running_ = ExpositionWindow{snapshot, seconds};
+    running_->snapshot.percents.clear();
+    running_->snapshot.fractions.clear();
+    running_->snapshot.values.clear();
+    running_->snapshot.counts.clear();
+    running_->snapshot.median = 0;
+  } else {
+    LatencySnapshot& sum = running_->snapshot;
+    const bool had_latency = sum.valid + sum.lower_discard + sum.higher_discard > 0;
+    const bool has_latency = snapshot.valid + snapshot.lower_discard + snapshot.higher_discard > 0;
+    if (has_latency) {
+      sum.min_latency =
+          had_latency ? std::min(sum.min_latency, snapshot.min_latency) : snapshot.min_latency;
+      sum.max_latency = std::max(sum.max_latency, snapshot.max_latency);
+    }
+    sum.end_time = snapshot.end_time;
+    sum.records += snapshot.records;
+    sum.bytes += snapshot.bytes;
+    sum.total_latency += snapshot.total_latency;
+    sum.invalid += snapshot.invalid;
+    sum.lower_discard += snapshot.lower_discard;
+    sum.higher_discard += snapshot.higher_discard;
+    sum.valid += snapshot.valid;
+    sum.rejected += snapshot.rejected;
+    sum.overflow = sum.overflow || snapshot.overflow;
+    sum.full_closes = snapshot.full_closes;
+    running_->seconds += seconds;
+  }
+  input_.total = running_;
+}
+
+std::string LatestMetrics::Render() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return RenderExposition(input_);
+}
+
+}  // namespace perld::http

@@ -1,0 +1,75 @@
+// MetricsServer: a small HTTP server (cpp-httplib) that serves one Prometheus
+// text exposition at one path while a run lasts.
+//
+// GET `path` answers 200 with `render()` and Content-Type
+// "text/plain; version=0.0.4; charset=utf-8"; every other path answers 404.
+// Secure by default: callers bind 127.0.0.1 (kDefaultMetricsHost) unless the
+// user names another interface; the listening socket sets SO_REUSEADDR only
+// (never httplib's default SO_REUSEPORT), so a port that is already listening
+// is reported as in use instead of being silently shared.
+//
+// Threads: Start spawns one listener thread, which hands connections to a
+// pool of kHandlerThreads; `render` runs on those pool threads, concurrently
+// with the caller, so it must be thread-safe (see LatestMetrics). Stop() and
+// the destructor may be called from any one thread (not from `render`); they
+// close the listener and join every server thread. An idle keep-alive
+// connection delays Stop by at most kKeepAliveSeconds.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace perld::http {
+
+inline constexpr char kDefaultMetricsHost[] = "127.0.0.1";
+inline constexpr char kExpositionContentType[] = "text/plain; version=0.0.4; charset=utf-8";
+
+class MetricsServer {
+ public:
+  static constexpr int kHandlerThreads = 2;
+  static constexpr int kKeepAliveSeconds = 1;
+
+  // Binds host:port (port 0: an ephemeral port, see port()) and starts
+  // serving `path` ("/" is prepended if missing) with `render`.
+  // InvalidArgument: empty host or path, port outside [0, 65535], no render.
+  // Unavailable: the address cannot be bound; the message names host:port
+  // and the reason (e.g. "Address already in use").
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      std::string host, int port, std::string path, std::function<std::string()> render);
+
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+  ~MetricsServer();  // Stop()
+
+  // Stops listening and joins the server threads. Idempotent.
+  void Stop();
+
+  const std::string& host() const { return host_; }
+  int port() const { return port_; }  // the bound port, also when started with 0
+  const std::string& path() const { return path_; }
+  // "http://HOST:PORT/PATH" (IPv6 hosts in brackets).
+  std::string Url() const;
+
+ private:
+  MetricsServer(std::unique_ptr<httplib::Server> server, std::string host, int port,
+                std::string path);
+
+  std::unique_ptr<httplib::Server> server_;
+  std::string host_;
+  int port_;
+  std::string path_;
+  std::thread listener_;
+  std::atomic<bool> listener_done_{false};  // set by the listener thread as it returns
+  bool stopped_ = false;                    // owner thread only
+};
+
+}  // namespace perld::http
