@@ -1,5 +1,8 @@
 #include "daemon/core/recorder_thread.h"
 
+#include <chrono>
+#include <thread>
+
 #include "daemon/core/clock.h"
 #include "daemon/core/contract.h"
 
@@ -44,6 +47,14 @@ void RecorderThread::Run() {
       consumed_.store(consumed, std::memory_order_relaxed);
       waiter.Reset();
       empty_rounds = 0;
+      // A short pass means the recorder is at the producers' heels: its next
+      // pass would read the very node lines (and queue links) they are
+      // writing, and every such line would bounce between the cores with
+      // each record. Parking briefly lets a batch build up, so a pass reads
+      // lines the producers finished with long ago.
+      if (moved < options_.short_pass && !stopping) {
+        std::this_thread::sleep_for(std::chrono::nanoseconds(options_.busy_backoff_ns));
+      }
     } else {
       ++empty_rounds;
     }

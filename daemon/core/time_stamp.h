@@ -18,19 +18,17 @@ struct TimeStamp {
   int32_t bytes = 0;
 };
 
-class TimeStampNodePool;
-
 // An intrusive queue node. The payload and the link live in one object, so
-// enqueueing allocates nothing. Nodes are recycled through their owning
-// TimeStampNodePool (`pool`), never freed while a queue may reach them.
+// enqueueing allocates nothing. Nodes are recycled through a
+// TimeStampNodePool, never freed while a queue may reach them.
 struct TimeStampNode {
   TimeStamp ts;
   // Written by the producer that links the next node (release) and read by the
   // consumer (acquire); reused as the free-list link while the node is pooled.
   std::atomic<TimeStampNode*> next{nullptr};
-  // Owning pool, set once when the pool creates the node; nullptr for a
-  // queue's internal stub and for caller-owned nodes in tests.
-  TimeStampNodePool* pool = nullptr;
+  // TimeStampNodePool state: true while the node is free for its producer to
+  // reuse (set by the recorder with release order, read with acquire).
+  std::atomic<bool> released{true};
 #ifndef NDEBUG
   // Debug-only contract state: true from Add until Poll returns the node.
   std::atomic<bool> debug_in_queue{false};

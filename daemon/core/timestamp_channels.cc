@@ -34,7 +34,7 @@ TimeStampProducer::TimeStampProducer(const ChannelOptions& options,
       mpsc_(std::move(mpsc)),
       library_(std::move(library)),
       // The library path never takes nodes from the pool; capacity stays unallocated.
-      pool_(options.max_pending_per_worker, options.return_batch) {
+      pool_(options.max_pending_per_worker) {
   for (LibraryQueue* q : library_)
     tokens_.push_back(std::make_unique<moodycamel::ProducerToken>(*q));
 }
@@ -100,7 +100,6 @@ absl::StatusOr<std::unique_ptr<TimeStampChannels>> TimeStampChannels::Create(
   if (options.max_pending_per_worker < 2) {
     return absl::InvalidArgumentError("maxPendingPerWorker must be >= 2");
   }
-  if (options.return_batch < 1) return absl::InvalidArgumentError("returnBatch must be >= 1");
   return std::unique_ptr<TimeStampChannels>(new TimeStampChannels(options, workers));
 }
 
@@ -161,7 +160,7 @@ size_t TimeStampChannels::DrainMpsc(TimeStampSink& sink, PollMode mode) {
       if (node == nullptr) continue;
       ++found;
       batch_[n] = node->ts;
-      node->pool->Release(node);  // the node is ours once Poll returns it
+      TimeStampNodePool::Release(node);  // the node is ours once Poll returns it
       if (++n == kBatch) {
         sink.Accept(batch_, n);
         moved += n;
@@ -174,7 +173,6 @@ size_t TimeStampChannels::DrainMpsc(TimeStampSink& sink, PollMode mode) {
     sink.Accept(batch_, n);
     moved += n;
   }
-  for (auto& producer : producers_) producer->pool_.Flush();
   return moved;
 }
 

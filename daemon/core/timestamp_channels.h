@@ -55,9 +55,6 @@ struct ChannelOptions {
   int q_per_worker = 10;  // queues per worker channel when max_qs == 0 (SBK default)
   size_t max_pending_per_worker = 1 << 16;
   OverflowPolicy overflow = OverflowPolicy::kBlock;
-  // Nodes the recorder hands back to a producer per CAS (tests inject small
-  // values to cross recycling boundaries often).
-  size_t return_batch = TimeStampNodePool::kDefaultReturnBatch;
   int64_t producer_idle_ns = 1'000;  // first park of a blocked producer
 };
 

@@ -2,29 +2,32 @@
 // the recorder, so publishing a timestamp allocates nothing at steady state,
 // and bounds the number of timestamps a producer may have in flight.
 //
-// Threads: Acquire() belongs to one producer thread at a time. Release(),
-// Flush() belong to the recorder (consumer) thread. Construction and
-// destruction happen while neither is active; the pool must outlive every
-// queue that may still hold one of its nodes.
+// Threads: Acquire() belongs to one producer thread at a time; Release() to
+// the recorder (consumer) thread. Construction and destruction happen while
+// neither is active; the pool must outlive every queue that may hold one of
+// its nodes.
 //
-// Bound: at most `capacity` nodes exist, allocated lazily in slabs of up to
-// kSlabNodes, so pending timestamps of this producer <= capacity and memory <=
-// capacity * sizeof(TimeStampNode). When every node is in flight, Acquire()
-// returns nullptr and the caller applies the channel's overflow policy (block
-// or count a drop): the pool never loses a record silently.
+// Ring-ordered reuse: the pool's nodes live in slabs of up to kSlabNodes and
+// the producer hands them out in one fixed cyclic order over the slabs, like a
+// ring buffer. A node is free again once the recorder has Release()d it
+// (`released` set with release order; Acquire reads it with acquire order).
+// So a producer touches node memory in address order, which the hardware
+// prefetcher streams, and Acquire() reads no pointer written by the other
+// core: no dependent cache miss per record (a linked free list had one, and
+// the queue's exchange then drained the waiting store; measured in
+// tests/bench/README.md). Release() is one store to a line the recorder has
+// just read.
 //
-// Return path: the recorder collects consumed nodes in a consumer-owned chain
-// and publishes a whole chain with one CAS push onto `returned_` (every
-// `return_batch` nodes, and on Flush at the end of each drain pass). The
-// producer takes the entire returned list with one exchange. Push-only CAS by
-// a single pusher plus take-all exchange has no ABA: the pusher is the only
-// thread that can make an old head value reappear.
+// Bound: at most `capacity` nodes exist, allocated lazily slab by slab. When
+// the next node in the cycle is still in flight and the pool cannot grow,
+// Acquire() returns nullptr and the caller applies the channel's overflow
+// policy (block or count a drop): the pool never loses a record silently.
+// Pending timestamps of a producer <= capacity; memory <= capacity * 40 B.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -35,62 +38,34 @@ namespace perld {
 class TimeStampNodePool {
  public:
   static constexpr size_t kSlabNodes = 1024;
-  static constexpr size_t kDefaultReturnBatch = 64;
+  // How far ahead of the cursor Acquire() asks for a node's line for writing.
+  static constexpr size_t kPrefetchAhead = 8;
 
-  // REQUIRES: capacity >= 1, 1 <= return_batch. A return batch larger than the
-  // capacity is clamped so a blocked producer always gets nodes back.
-  explicit TimeStampNodePool(size_t capacity, size_t return_batch = kDefaultReturnBatch)
-      : capacity_(std::max<size_t>(capacity, 1)),
-        return_batch_(std::clamp<size_t>(return_batch, 1, std::max<size_t>(capacity_ / 2, 1))) {}
+  // REQUIRES: capacity >= 1.
+  explicit TimeStampNodePool(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
   TimeStampNodePool(const TimeStampNodePool&) = delete;
   TimeStampNodePool& operator=(const TimeStampNodePool&) = delete;
 
-  // Producer thread. Returns a free node, or nullptr when `capacity` nodes are
-  // all in flight. Allocates only while growing toward capacity.
+  // Producer thread. Returns the next free node of the cycle, or nullptr when
+  // it is still in flight and `capacity` nodes exist. Allocates only while
+  // growing toward capacity.
   TimeStampNode* Acquire() {
-    if (free_ == nullptr) {
-      // acquire: pairs with the recorder's release push of the chain.
-      free_ = returned_.exchange(nullptr, std::memory_order_acquire);
-      if (free_ == nullptr && !Grow()) return nullptr;
-      StartPrefetch();
+    if (slab_ == nullptr || !slab_[pos_].released.load(std::memory_order_acquire)) {
+      if (!Grow()) return nullptr;
     }
-    TimeStampNode* node = free_;
-    free_ = node->next.load(std::memory_order_relaxed);
-    // One cursor step per Acquire: the line it reads was requested
-    // kPrefetchAhead calls ago, and the line it requests is used that many
-    // calls from now.
-    if (ahead_ != nullptr) {
-      ahead_ = ahead_->next.load(std::memory_order_relaxed);
-      if (ahead_ != nullptr) PrefetchForWrite(ahead_);
-    }
+    TimeStampNode* node = &slab_[pos_];
+    // Only this producer reads the flag until the recorder sets it again,
+    // which happens after the node travelled through a queue (release/acquire).
+    node->released.store(false, std::memory_order_relaxed);
+    if (pos_ + kPrefetchAhead < slab_size_) PrefetchForWrite(&slab_[pos_ + kPrefetchAhead]);
+    if (++pos_ == slab_size_) NextSlab();
     return node;
   }
 
-  // Recorder thread. Takes back a node that Poll returned.
-  void Release(TimeStampNode* node) {
-    // Appended in consumption order, so the producer reuses nodes in the
-    // order it used them: ascending addresses within a batch (prefetchable).
-    node->next.store(nullptr, std::memory_order_relaxed);
-    if (pending_last_ == nullptr) {
-      pending_first_ = node;
-    } else {
-      pending_last_->next.store(node, std::memory_order_relaxed);
-    }
-    pending_last_ = node;
-    if (++pending_count_ >= return_batch_) Flush();
-  }
-
-  // Recorder thread. Hands all released nodes back to the producer.
-  void Flush() {
-    if (pending_first_ == nullptr) return;
-    TimeStampNode* head = returned_.load(std::memory_order_relaxed);
-    do {
-      pending_last_->next.store(head, std::memory_order_relaxed);
-      // release: the chain links above become visible with the new head.
-    } while (!returned_.compare_exchange_weak(head, pending_first_, std::memory_order_release,
-                                              std::memory_order_relaxed));
-    pending_first_ = pending_last_ = nullptr;
-    pending_count_ = 0;
+  // Recorder thread. Frees a node that Poll returned (after its payload was
+  // read). release: the producer's next writes to the node come after.
+  static void Release(TimeStampNode* node) {
+    node->released.store(true, std::memory_order_release);
   }
 
   size_t capacity() const { return capacity_; }
@@ -98,17 +73,11 @@ class TimeStampNodePool {
   size_t allocated() const { return allocated_; }
 
  private:
-  // Recycled nodes were last written by the recorder's core: a producer that
-  // writes one without warning waits for a cross-core transfer, and its
-  // exchange on the queue tail then drains that store. A cursor kept
-  // kPrefetchAhead nodes ahead of free_ requests each line for writing early.
-  void StartPrefetch() {
-    ahead_ = free_;
-    for (int i = 0; i < kPrefetchAhead && ahead_ != nullptr; ++i) {
-      PrefetchForWrite(ahead_);
-      ahead_ = ahead_->next.load(std::memory_order_relaxed);
-    }
-  }
+  struct Slab {
+    std::unique_ptr<TimeStampNode[]> nodes;
+    size_t size = 0;
+  };
+
   static void PrefetchForWrite(const TimeStampNode* node) {
 #if defined(__x86_64__)
     asm volatile("prefetchw %0" : : "m"(*reinterpret_cast<const char*>(node)));
@@ -117,36 +86,42 @@ class TimeStampNodePool {
 #endif
   }
 
+  void NextSlab() {
+    slab_index_ = (slab_index_ + 1) % slabs_.size();
+    slab_ = slabs_[slab_index_].nodes.get();
+    slab_size_ = slabs_[slab_index_].size;
+    pos_ = 0;
+  }
+
+  // Inserts a new slab at the cursor, so the cycle continues with fresh nodes
+  // and the in-flight node follows them. False when at capacity.
   bool Grow() {
     if (allocated_ >= capacity_) return false;
-    const size_t n = std::min(kSlabNodes, capacity_ - allocated_);
-    slabs_.push_back(std::make_unique<TimeStampNode[]>(n));
-    TimeStampNode* slab = slabs_.back().get();
-    for (size_t i = 0; i < n; ++i) {
-      slab[i].pool = this;
-      slab[i].next.store(i + 1 < n ? &slab[i + 1] : nullptr, std::memory_order_relaxed);
+    Slab slab;
+    slab.size = std::min(kSlabNodes, capacity_ - allocated_);
+    slab.nodes = std::make_unique<TimeStampNode[]>(slab.size);
+    for (size_t i = 0; i < slab.size; ++i) {
+      slab.nodes[i].released.store(true, std::memory_order_relaxed);
     }
-    allocated_ += n;
-    free_ = slab;
-    StartPrefetch();
+    allocated_ += slab.size;
+    // The current slab was entered at pos_ (0 unless mid-slab); insert before
+    // it when at its start, else after it and move on.
+    const size_t at = (slab_ == nullptr || pos_ == 0) ? slab_index_ : slab_index_ + 1;
+    slabs_.insert(slabs_.begin() + static_cast<std::ptrdiff_t>(at), std::move(slab));
+    slab_index_ = at;
+    slab_ = slabs_[at].nodes.get();
+    slab_size_ = slabs_[at].size;
+    pos_ = 0;
     return true;
   }
 
-  static constexpr int kPrefetchAhead = 8;
-
-  // Producer-owned.
-  TimeStampNode* free_ = nullptr;
-  TimeStampNode* ahead_ = nullptr;  // prefetch cursor, kPrefetchAhead after free_
-  size_t allocated_ = 0;
   const size_t capacity_;
-  std::vector<std::unique_ptr<TimeStampNode[]>> slabs_;
-  // Shared: recorder pushes, producer takes all.
-  alignas(64) std::atomic<TimeStampNode*> returned_{nullptr};
-  // Recorder-owned.
-  alignas(64) TimeStampNode* pending_first_ = nullptr;
-  TimeStampNode* pending_last_ = nullptr;
-  size_t pending_count_ = 0;
-  const size_t return_batch_;
+  size_t allocated_ = 0;
+  std::vector<Slab> slabs_;  // the cycle, in hand-out order
+  size_t slab_index_ = 0;
+  TimeStampNode* slab_ = nullptr;
+  size_t slab_size_ = 0;
+  size_t pos_ = 0;  // next node of slab_
 };
 
 }  // namespace perld

@@ -14,9 +14,7 @@
 //
 // Contenders
 //   Intrusive      TimeStampMpscQueue + TimeStampNodePool (perld's default):
-//                  Acquire -> Add -> Poll -> Release, pools flushed when the
-//                  consumer finds the queue empty (as the recorder flushes after
-//                  each drain pass) and every return_batch nodes.
+//                  Acquire -> Add -> Poll -> Release (ring-ordered reuse).
 //   Library        moodycamel::ConcurrentQueue<TimeStamp>, without and with
 //                  producer/consumer tokens (tokens: the documented fast path).
 //   MutexDeque     std::mutex + std::deque<TimeStamp>.
@@ -167,15 +165,13 @@ void BM_RoundTrip_Intrusive(benchmark::State& state) {
     queue.Add(node);
     TimeStampNode* got = queue.Poll();
     benchmark::DoNotOptimize(got->ts.end);
-    pool.Release(got);  // hands a batch back every return_batch nodes
+    TimeStampNodePool::Release(got);
     ++i;
   };
   for (int w = 0; w < kWarmup; ++w) round_trip();
-  pool.Flush();
   const uint64_t bytes = AllocatedBytes();
   for (auto _ : state) round_trip();
   ReportBytesPerOp(state, bytes, state.iterations());
-  pool.Flush();
 }
 BENCHMARK(BM_RoundTrip_Intrusive)->Name("RoundTrip/Intrusive");
 
@@ -209,16 +205,14 @@ void BM_RoundTrip_IntrusiveBacklog1(benchmark::State& state) {
     queue.Add(node);
     TimeStampNode* got = queue.Poll();
     benchmark::DoNotOptimize(got->ts.end);
-    pool.Release(got);
+    TimeStampNodePool::Release(got);
     ++i;
   };
   for (int w = 0; w < kWarmup; ++w) round_trip();
-  pool.Flush();
   const uint64_t bytes = AllocatedBytes();
   for (auto _ : state) round_trip();
   ReportBytesPerOp(state, bytes, state.iterations());
-  while (TimeStampNode* n = queue.Poll()) pool.Release(n);
-  pool.Flush();
+  while (TimeStampNode* n = queue.Poll()) TimeStampNodePool::Release(n);
 }
 BENCHMARK(BM_RoundTrip_IntrusiveBacklog1)->Name("RoundTrip/IntrusiveBacklog1");
 
@@ -465,12 +459,10 @@ class IntrusiveImpl {
     TimeStampNode* node = queue_.Poll();
     if (node == nullptr) return 0;
     count_ += static_cast<uint64_t>(node->ts.records);
-    node->pool->Release(node);
+    TimeStampNodePool::Release(node);
     return 1;
   }
-  void ConsumerIdle() {
-    for (auto& pool : pools_) pool->Flush();
-  }
+  void ConsumerIdle() {}
   uint64_t checksum() const { return count_; }
 
  private:

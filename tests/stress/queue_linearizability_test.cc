@@ -309,7 +309,6 @@ struct CampaignResult {
 //   void Add(TimeStampNode*)                producer thread
 //   TimeStampNode* Poll()                   consumer thread
 //   void Release(TimeStampNode*)            consumer thread
-//   void FlushReleases()                    consumer thread
 //   void EndIteration()                     main thread, workers parked
 template <class Adapter>
 CampaignResult RunCampaign(Adapter& adapter, int producers, int iterations, uint64_t seed,
@@ -401,11 +400,7 @@ CampaignResult RunCampaign(Adapter& adapter, int producers, int iterations, uint
       for (int j = 0; j < plan.polls; ++j) {
         RandomPause(rng);
         int64_t value = 0;
-        if (log.RecordPoll(recorded_poll, &value)) {
-          ++received;
-        } else {
-          adapter.FlushReleases();  // as the recorder does after an empty pass
-        }
+        if (log.RecordPoll(recorded_poll, &value)) ++received;
       }
       // Unrecorded drain so the next iteration starts empty. Dropping trailing
       // operations of the only consumer keeps a linearizable history
@@ -415,11 +410,9 @@ CampaignResult RunCampaign(Adapter& adapter, int producers, int iterations, uint
         if (poll(&value)) {
           ++received;
         } else {
-          adapter.FlushReleases();
           std::this_thread::yield();
         }
       }
-      adapter.FlushReleases();
       if (received != plan.total_adds) wait_limit_hit.store(true);
       sync.arrive_and_wait();
     }
@@ -491,7 +484,6 @@ class FreshNodeAdapter {
   void Add(TimeStampNode* node) { queue_->Add(node); }
   TimeStampNode* Poll() { return queue_->Poll(); }
   void Release(TimeStampNode*) {}
-  void FlushReleases() {}
   void EndIteration() {}
 
  private:
@@ -506,9 +498,9 @@ class FreshNodeAdapter {
 // and the pool's return path all cross iteration boundaries.
 class PooledNodeAdapter {
  public:
-  PooledNodeAdapter(int producers, size_t capacity, size_t return_batch) {
+  PooledNodeAdapter(int producers, size_t capacity) {
     for (int p = 0; p < producers; ++p) {
-      pools_.push_back(std::make_unique<TimeStampNodePool>(capacity, return_batch));
+      pools_.push_back(std::make_unique<TimeStampNodePool>(capacity));
       seen_.emplace_back();
     }
   }
@@ -520,10 +512,7 @@ class PooledNodeAdapter {
   }
   void Add(TimeStampNode* node) { queue_.Add(node); }
   TimeStampNode* Poll() { return queue_.Poll(); }
-  void Release(TimeStampNode* node) { node->pool->Release(node); }
-  void FlushReleases() {
-    for (auto& pool : pools_) pool->Flush();
-  }
+  void Release(TimeStampNode* node) { TimeStampNodePool::Release(node); }
   void EndIteration() {}
 
   int64_t reused() const { return std::accumulate(std::begin(reused_), std::end(reused_), 0); }
@@ -558,7 +547,6 @@ class LifoAdapter {
     return node;
   }
   void Release(TimeStampNode*) {}
-  void FlushReleases() {}
   void EndIteration() {}
 
  private:
@@ -591,16 +579,15 @@ TEST(TimeStampMpscQueueLinearizabilityTest, RandomHistoriesWithFreshNodesAreLine
 TEST(TimeStampMpscQueueLinearizabilityTest, RandomHistoriesWithRecycledPoolNodesAreLinearizable) {
   struct Config {
     size_t capacity;
-    size_t return_batch;
   };
   // Capacity below the adds of one iteration: producers wait for nodes the
   // consumer polled moments ago, inside the recorded history.
   int overlapping = 0;
-  for (const Config c : {Config{2, 1}, Config{3, 1}, Config{4, 2}}) {
+  for (const Config c : {Config{2}, Config{3}, Config{4}}) {
     for (int producers = 2; producers <= kMaxProducers; ++producers) {
-      SCOPED_TRACE("producers=" + std::to_string(producers) + " capacity=" +
-                   std::to_string(c.capacity) + " return_batch=" + std::to_string(c.return_batch));
-      PooledNodeAdapter adapter(producers, c.capacity, c.return_batch);
+      SCOPED_TRACE("producers=" + std::to_string(producers) +
+                   " capacity=" + std::to_string(c.capacity));
+      PooledNodeAdapter adapter(producers, c.capacity);
       overlapping += ExpectNoViolation(
           RunCampaign(adapter, producers, Scaled(1500), 2000 + producers * 10 + c.capacity, true));
       EXPECT_GT(adapter.reused(), 0) << "recycled nodes must appear in the histories";

@@ -153,7 +153,6 @@ struct RawRunOptions {
   int producers = 1;
   int64_t per_producer = 1000;
   size_t pool_capacity = 1024;
-  size_t return_batch = TimeStampNodePool::kDefaultReturnBatch;
   // Random sleeps/yields between and around adds.
   bool random_pauses = false;
   // A helper thread interrupts producers at random instants with a signal
@@ -204,7 +203,7 @@ RawRunResult RunRawQueue(const RawRunOptions& o) {
   RawRunResult result;
   std::vector<std::unique_ptr<TimeStampNodePool>> pools;
   for (int p = 0; p < o.producers; ++p) {
-    pools.push_back(std::make_unique<TimeStampNodePool>(o.pool_capacity, o.return_batch));
+    pools.push_back(std::make_unique<TimeStampNodePool>(o.pool_capacity));
   }
   TimeStampMpscQueue queue;  // destroyed before the pools
   std::atomic<bool> wait_limit_hit{false};
@@ -268,7 +267,6 @@ RawRunResult RunRawQueue(const RawRunOptions& o) {
     const int64_t before = o.signal_pauses ? NowNs() : 0;
     TimeStampNode* node = queue.Poll();
     if (node == nullptr) {
-      for (auto& pool : pools) pool->Flush();  // end of a drain pass
       if (++idle % 64 == 0) std::this_thread::yield();
       if (wait_limit_hit.load()) break;
       continue;
@@ -276,9 +274,8 @@ RawRunResult RunRawQueue(const RawRunOptions& o) {
     if (o.signal_pauses && NowNs() - before > 20'000) ++result.slow_polls;
     idle = 0;
     checker.Check(node->ts);
-    node->pool->Release(node);
+    TimeStampNodePool::Release(node);
   }
-  for (auto& pool : pools) pool->Flush();
   if (pauser.joinable()) pauser.join();
   may_exit.store(true);
   for (auto& t : producers) t.join();
@@ -313,7 +310,6 @@ TEST(TimeStampMpscQueueStressTest, ExactDeliveryAndPerProducerOrderWith1To8Produ
     // Alternate tiny and roomy pools so producers both starve and run free.
     static constexpr size_t kCapacities[] = {2, 7, 64, 4096};
     o.pool_capacity = kCapacities[producers % 4];
-    o.return_batch = 1 + static_cast<size_t>(producers % 3);
     SCOPED_TRACE("producers=" + std::to_string(producers) +
                  " capacity=" + std::to_string(o.pool_capacity));
     ExpectExactDelivery(o, RunRawQueue(o));
@@ -334,7 +330,6 @@ TEST(TimeStampMpscQueueStressTest, PreemptedProducersAreAwaitedNotSkipped) {
     o.producers = producers;
     o.per_producer = Scaled(300'000) / producers;
     o.pool_capacity = producers == 3 ? 3 : 256;
-    o.return_batch = 2;
     o.random_pauses = true;
     o.signal_pauses = true;
     SCOPED_TRACE("producers=" + std::to_string(producers));
@@ -363,7 +358,6 @@ std::string Describe(const ChannelRun& run) {
          " maxQs=" + std::to_string(run.options.max_qs) +
          " qPerWorker=" + std::to_string(run.options.q_per_worker) +
          " pending=" + std::to_string(run.options.max_pending_per_worker) +
-         " return_batch=" + std::to_string(run.options.return_batch) +
          (run.options.overflow == OverflowPolicy::kDrop ? " drop" : " block") +
          " workers=" + std::to_string(run.workers);
 }
@@ -439,17 +433,15 @@ std::vector<ChannelRun> Topologies(QueueKind kind, OverflowPolicy overflow, int6
     int max_qs;
     int q_per_worker;
     size_t pending;
-    size_t return_batch;
   };
-  for (const Shape s : {Shape{0, 1, 4, 1}, Shape{0, 10, 16, 3}, Shape{1, 10, 5, 2},
-                        Shape{1, 10, 64, 3}, Shape{3, 10, 2, 1}}) {
+  for (const Shape s :
+       {Shape{0, 1, 4}, Shape{0, 10, 16}, Shape{1, 10, 5}, Shape{1, 10, 64}, Shape{3, 10, 2}}) {
     ChannelRun run;
     run.options.queue = kind;
     run.options.overflow = overflow;
     run.options.max_qs = s.max_qs;
     run.options.q_per_worker = s.q_per_worker;
     run.options.max_pending_per_worker = s.pending;
-    run.options.return_batch = s.return_batch;
     run.workers = s.max_qs == 1 ? 5 : 3;
     run.per_worker = per_worker / run.workers;
     runs.push_back(run);
@@ -509,7 +501,6 @@ TEST(TimeStampChannelsStressTest, RandomlyPausedProducersOnOneSharedQueue) {
       run.options.overflow = overflow;
       run.options.max_qs = 1;
       run.options.max_pending_per_worker = 8;
-      run.options.return_batch = 3;
       run.workers = 4;
       run.per_worker = Scaled(200'000) / run.workers;
       run.random_pauses = true;

@@ -57,7 +57,6 @@ TEST(RecorderThreadTest, StopAndDrainDeliversEveryQueuedTimestamp) {
 TEST(RecorderThreadTest, BlockingProducersNeverLoseRecordsAtATinyBound) {
   ChannelOptions o;
   o.max_pending_per_worker = 2;
-  o.return_batch = 1;
   o.q_per_worker = 2;
   auto channels = TimeStampChannels::Create(o, 3);
   ASSERT_TRUE(channels.ok());

@@ -25,7 +25,6 @@ ChannelOptions Options(QueueKind kind, int max_qs, int q_per_worker, size_t boun
   o.q_per_worker = q_per_worker;
   o.max_pending_per_worker = bound;
   o.overflow = overflow;
-  o.return_batch = 1;
   return o;
 }
 
