@@ -9,13 +9,9 @@ namespace perld {
 
 absl::StatusOr<std::unique_ptr<HashMapLatencyRecorder>> HashMapLatencyRecorder::Create(
     int64_t min_latency, int64_t max_latency, int64_t max_map_size_mb) {
-  if (min_latency < 0 || max_latency < min_latency) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("map recorder bounds [", min_latency, ", ", max_latency, "] are invalid"));
-  }
-  if (max_map_size_mb < 1 || max_map_size_mb > (int64_t{1} << 40)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("map recorder budget ", max_map_size_mb, " MB is invalid"));
+  if (absl::Status s = ValidateMapRecorderArgs(min_latency, max_latency, max_map_size_mb);
+      !s.ok()) {
+    return s;
   }
   return std::unique_ptr<HashMapLatencyRecorder>(
       new HashMapLatencyRecorder(min_latency, max_latency, max_map_size_mb << 20));

@@ -20,6 +20,19 @@ const char* RecorderKindName(RecorderKind kind) {
   return "Unknown";
 }
 
+absl::Status ValidateMapRecorderArgs(int64_t min_latency, int64_t max_latency,
+                                     int64_t max_map_size_mb) {
+  if (min_latency < 0 || max_latency < min_latency) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("map recorder bounds [", min_latency, ", ", max_latency, "] are invalid"));
+  }
+  if (max_map_size_mb < 1 || max_map_size_mb > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("map recorder budget ", max_map_size_mb, " MB is invalid"));
+  }
+  return absl::OkStatus();
+}
+
 namespace internal {
 
 void BucketForwarder::Flush() {

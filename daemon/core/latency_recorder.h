@@ -40,6 +40,12 @@ namespace perld {
 enum class RecorderKind { kArray, kLongHashMap, kHashMap, kHybridPaged };
 const char* RecorderKindName(RecorderKind kind);
 
+// The argument check shared by the map recorders' factories: OK, or
+// InvalidArgument for bounds outside 0 <= min <= max or a budget outside
+// [1, 2^40] MB.
+[[nodiscard]] absl::Status ValidateMapRecorderArgs(int64_t min_latency, int64_t max_latency,
+                                                   int64_t max_map_size_mb);
+
 // One exact bucket: `count` records had exactly `latency`.
 struct LatencyBucket {
   int64_t latency = 0;

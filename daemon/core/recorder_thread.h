@@ -28,7 +28,7 @@ struct RecorderOptions {
   // Busy backoff: after a pass that moved fewer than short_pass timestamps
   // the recorder parks busy_backoff_ns, so producers run ahead by a batch
   // instead of sharing every cache line with the recorder (measured in
-  // tests/bench/README.md, "PerlBench end to end": 7.8 -> 30.7 M records/s).
+  // tests/bench/README.md, "PerlBench end to end": 7.8 -> 28-30 M records/s).
   size_t short_pass = 1024;
   int64_t busy_backoff_ns = 20'000;
 };

@@ -21,9 +21,13 @@
 #include "daemon/bench/bench_options.h"
 #include "daemon/bench/bench_run.h"
 #include "daemon/http/metrics_server.h"
+#include "tests/promtool_check.h"
 
 namespace perld::bench {
 namespace {
+
+using ::perld::test_support::HavePromtool;
+using ::perld::test_support::PromtoolCheck;
 
 // An ostream buffer another thread may read while RunBench writes to it.
 class SyncStringBuf final : public std::streambuf {
@@ -50,24 +54,6 @@ class SyncStringBuf final : public std::streambuf {
   mutable std::mutex mu_;
   std::string text_;
 };
-
-int PromtoolCheck(const std::string& text, std::string* report) {
-  char path[] = "/tmp/perld_promtool_XXXXXX";
-  const int fd = mkstemp(path);
-  if (fd < 0) return -1;
-  close(fd);
-  const std::string command = std::string("promtool check metrics >") + path + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "w");
-  if (pipe == nullptr) return -1;
-  fwrite(text.data(), 1, text.size(), pipe);
-  const int status = pclose(pipe);
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  *report = buffer.str();
-  unlink(path);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 absl::StatusOr<BenchOptions> Parse(std::vector<std::string> args) { return ParseBenchArgs(args); }
 
