@@ -27,25 +27,13 @@
 #include "daemon/core/timestamp_mpsc_queue.h"
 #include "daemon/core/timestamp_node_pool.h"
 #include "tests/stress/linearizability_checker.h"
+#include "tests/stress/stress_scale.h"
 
 namespace perld::stress {
 namespace {
 
-// Iteration counts are for Release builds; sanitizer builds run fewer so each
-// test stays well under a minute on two cores. PERLD_STRESS_SCALE (a positive
-// number) multiplies them, e.g. 10 for a longer soak.
 int Scaled(int release_iterations) {
-  double scale = 1.0;
-#if defined(PERLD_TSAN)
-  scale = 0.5;
-#elif !defined(NDEBUG)
-  scale = 0.5;
-#endif
-  if (const char* env = std::getenv("PERLD_STRESS_SCALE")) {
-    const double s = std::atof(env);
-    if (s > 0) scale *= s;
-  }
-  return std::max(1, static_cast<int>(release_iterations * scale));
+  return static_cast<int>(ScaledCount(release_iterations, 0.5, 1));
 }
 
 // ---------------------------------------------------------------------------

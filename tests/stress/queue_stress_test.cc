@@ -35,26 +35,12 @@
 #include "daemon/core/timestamp_mpsc_queue.h"
 #include "daemon/core/timestamp_node_pool.h"
 #include "daemon/core/timestamp_sink.h"
+#include "tests/stress/stress_scale.h"
 
 namespace perld {
 namespace {
 
-// Record counts are for Release builds; sanitizer builds run fewer so each
-// test stays well under a minute on two cores. PERLD_STRESS_SCALE (a positive
-// number) multiplies them, e.g. 10 for a longer soak.
-int64_t Scaled(int64_t release_count) {
-  double scale = 1.0;
-#if defined(PERLD_TSAN)
-  scale = 0.25;
-#elif !defined(NDEBUG)
-  scale = 0.25;
-#endif
-  if (const char* env = std::getenv("PERLD_STRESS_SCALE")) {
-    const double s = std::atof(env);
-    if (s > 0) scale *= s;
-  }
-  return std::max<int64_t>(1000, static_cast<int64_t>(static_cast<double>(release_count) * scale));
-}
+int64_t Scaled(int64_t release_count) { return stress::ScaledCount(release_count, 0.25, 1000); }
 
 // Bound on any wait in a test loop (spins/yields); exceeding it fails the test
 // instead of hanging it.
