@@ -41,23 +41,8 @@ TimeStampProducer::TimeStampProducer(const ChannelOptions& options,
 
 TimeStampProducer::~TimeStampProducer() = default;
 
-TimeStampNode* TimeStampProducer::AcquireSlow() {
-  if (overflow_ == OverflowPolicy::kDrop) {
-    dropped_.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  }
-  blocked_.fetch_add(1, std::memory_order_relaxed);
-  IdleWaiter waiter(idle_ns_, kProducerMaxParkNs);
-  for (;;) {
-    waiter.Wait();
-    if (TimeStampNode* node = pool_.Acquire()) return node;
-  }
-}
-
-bool TimeStampProducer::WaitForCredit() {
-  // acquire: pairs with the recorder's release store in FlushAcks.
-  acked_seen_ = acked_.load(std::memory_order_acquire);
-  if (sent_ - acked_seen_ < max_pending_) return true;
+template <class TryTake>
+bool TimeStampProducer::ApplyOverflowPolicy(TryTake&& try_take) {
   if (overflow_ == OverflowPolicy::kDrop) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -66,9 +51,23 @@ bool TimeStampProducer::WaitForCredit() {
   IdleWaiter waiter(idle_ns_, kProducerMaxParkNs);
   do {
     waiter.Wait();
-    acked_seen_ = acked_.load(std::memory_order_acquire);
-  } while (sent_ - acked_seen_ >= max_pending_);
+  } while (!try_take());
   return true;
+}
+
+TimeStampNode* TimeStampProducer::AcquireSlow() {
+  TimeStampNode* node = nullptr;
+  ApplyOverflowPolicy([&] { return (node = pool_.Acquire()) != nullptr; });
+  return node;
+}
+
+bool TimeStampProducer::WaitForCredit() {
+  auto has_credit = [this] {
+    // acquire: pairs with the recorder's release store in FlushAcks.
+    acked_seen_ = acked_.load(std::memory_order_acquire);
+    return sent_ - acked_seen_ < max_pending_;
+  };
+  return has_credit() || ApplyOverflowPolicy(has_credit);
 }
 
 bool TimeStampProducer::SendLibrary(int64_t start, int64_t end, int32_t records, int32_t bytes) {

@@ -98,6 +98,10 @@ class TimeStampProducer {
     return true;
   }
   bool SendLibrary(int64_t start, int64_t end, int32_t records, int32_t bytes);
+  // At the pending bound: counts a drop and returns false (kDrop), or counts a
+  // blocked send and waits until try_take() succeeds (kBlock).
+  template <class TryTake>
+  bool ApplyOverflowPolicy(TryTake&& try_take);
   TimeStampNode* AcquireSlow();
   bool WaitForCredit();
   // Recorder thread: one consumed library item came from this producer.

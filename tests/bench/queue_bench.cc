@@ -155,49 +155,13 @@ void ReportBytesPerOp(benchmark::State& state, uint64_t bytes_before, int64_t op
 
 constexpr int kWarmup = 4096;
 
-void BM_RoundTrip_Intrusive(benchmark::State& state) {
+// Intrusive queue + pool. `backlog` nodes stay queued throughout: with 0 every
+// Poll takes the last node and re-links the stub (two exchanges per round
+// trip); with 1 it never does (the busy-recorder path: one exchange).
+void BM_RoundTrip_Intrusive(benchmark::State& state, int backlog) {
   TimeStampNodePool pool(ChannelOptions{}.max_pending_per_worker);  // production default
   TimeStampMpscQueue queue;
-  int64_t i = 0;
-  auto round_trip = [&] {
-    TimeStampNode* node = pool.Acquire();
-    node->ts = TimeStamp{i, i + 5, 1, 100};
-    queue.Add(node);
-    TimeStampNode* got = queue.Poll();
-    benchmark::DoNotOptimize(got->ts.end);
-    TimeStampNodePool::Release(got);
-    ++i;
-  };
-  for (int w = 0; w < kWarmup; ++w) round_trip();
-  const uint64_t bytes = AllocatedBytes();
-  for (auto _ : state) round_trip();
-  ReportBytesPerOp(state, bytes, state.iterations());
-}
-BENCHMARK(BM_RoundTrip_Intrusive)->Name("RoundTrip/Intrusive");
-
-// Diagnostics for the intrusive figure: the queue alone (one caller-owned node,
-// no pool), and the queue kept one node deep so Poll never finds the last node
-// and never re-links the stub (the busy-recorder path: one XCHG per record
-// instead of two).
-void BM_RoundTrip_IntrusiveNoPool(benchmark::State& state) {
-  TimeStampMpscQueue queue;
-  TimeStampNode node;
-  int64_t i = 0;
-  for (auto _ : state) {
-    node.ts = TimeStamp{i, i + 5, 1, 100};
-    queue.Add(&node);
-    TimeStampNode* got = queue.Poll();
-    benchmark::DoNotOptimize(got->ts.end);
-    ++i;
-  }
-  ReportBytesPerOp(state, AllocatedBytes(), 1);
-}
-BENCHMARK(BM_RoundTrip_IntrusiveNoPool)->Name("RoundTrip/IntrusiveNoPool");
-
-void BM_RoundTrip_IntrusiveBacklog1(benchmark::State& state) {
-  TimeStampNodePool pool(ChannelOptions{}.max_pending_per_worker);
-  TimeStampMpscQueue queue;
-  queue.Add(pool.Acquire());  // the backlog node
+  for (int b = 0; b < backlog; ++b) queue.Add(pool.Acquire());
   int64_t i = 0;
   auto round_trip = [&] {
     TimeStampNode* node = pool.Acquire();
@@ -214,7 +178,25 @@ void BM_RoundTrip_IntrusiveBacklog1(benchmark::State& state) {
   ReportBytesPerOp(state, bytes, state.iterations());
   while (TimeStampNode* n = queue.Poll()) TimeStampNodePool::Release(n);
 }
-BENCHMARK(BM_RoundTrip_IntrusiveBacklog1)->Name("RoundTrip/IntrusiveBacklog1");
+BENCHMARK_CAPTURE(BM_RoundTrip_Intrusive, empty, 0)->Name("RoundTrip/Intrusive");
+BENCHMARK_CAPTURE(BM_RoundTrip_Intrusive, backlog1, 1)->Name("RoundTrip/IntrusiveBacklog1");
+
+// Diagnostic: the queue alone, one caller-owned node, no pool.
+void BM_RoundTrip_IntrusiveNoPool(benchmark::State& state) {
+  TimeStampMpscQueue queue;
+  TimeStampNode node;
+  int64_t i = 0;
+  const uint64_t bytes = AllocatedBytes();
+  for (auto _ : state) {
+    node.ts = TimeStamp{i, i + 5, 1, 100};
+    queue.Add(&node);
+    TimeStampNode* got = queue.Poll();
+    benchmark::DoNotOptimize(got->ts.end);
+    ++i;
+  }
+  ReportBytesPerOp(state, bytes, state.iterations());
+}
+BENCHMARK(BM_RoundTrip_IntrusiveNoPool)->Name("RoundTrip/IntrusiveNoPool");
 
 void BM_RoundTrip_Library(benchmark::State& state) {
   moodycamel::ConcurrentQueue<TimeStamp> queue;
