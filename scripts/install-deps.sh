@@ -7,6 +7,9 @@ PACKAGES=(
   clang clang-format clang-tidy libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev libabsl-dev
   libconcurrentqueue-dev libcpp-httplib-dev prometheus
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libyaml-cpp-dev libsqlite3-dev libsystemd-dev pkg-config
+  python3-grpcio python3-grpc-tools
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

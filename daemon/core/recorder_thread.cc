@@ -8,9 +8,14 @@
 
 namespace perld {
 
+RecorderThread::RecorderThread(RecorderWork& work, RecorderOptions options)
+    : work_(work), options_(options) {}
+
 RecorderThread::RecorderThread(TimeStampChannels& channels, TimeStampSink& sink,
                                RecorderOptions options)
-    : channels_(channels), sink_(sink), options_(options) {}
+    : owned_work_(std::make_unique<ChannelsWork>(channels, sink)),
+      work_(*owned_work_),
+      options_(options) {}
 
 RecorderThread::~RecorderThread() { StopAndDrain(); }
 
@@ -41,7 +46,7 @@ void RecorderThread::Run() {
     // contends with producers on the queue tails. Idle for a few rounds, or
     // stopping: take everything.
     const bool take_all = stopping || empty_rounds >= kTakeAllAfterEmptyRounds;
-    const size_t moved = channels_.Drain(sink_, take_all ? PollMode::kAll : PollMode::kLeaveLast);
+    const size_t moved = work_.Drain(take_all ? PollMode::kAll : PollMode::kLeaveLast);
     if (moved > 0) {
       consumed += moved;
       consumed_.store(consumed, std::memory_order_relaxed);
@@ -60,7 +65,7 @@ void RecorderThread::Run() {
     }
     const int64_t now = MonotonicNanos();
     if (now >= next_tick) {
-      sink_.Tick(now);
+      work_.Tick(now);
       next_tick = now + options_.tick_ns;
     }
     if (moved == 0) {
@@ -70,7 +75,7 @@ void RecorderThread::Run() {
       waiter.Wait();
     }
   }
-  sink_.Tick(MonotonicNanos());
+  work_.Tick(MonotonicNanos());
 }
 
 }  // namespace perld

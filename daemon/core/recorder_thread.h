@@ -1,11 +1,11 @@
-// RecorderThread: the single consumer. It drains every queue of a
-// TimeStampChannels into a TimeStampSink (the latency windows it owns), calls
-// the sink's Tick at least every tick_ns, and idles with an elastic wait
-// (spin -> yield -> park from idle_ns up to max_park_ns) so an idle recorder
-// does not burn a core.
+// RecorderThread: the single consumer. It drives a RecorderWork (every queue
+// of one TimeStampChannels into a TimeStampSink, or every run of the daemon):
+// drains it, calls its Tick at least every tick_ns, and idles with an elastic
+// wait (spin -> yield -> park from idle_ns up to max_park_ns) so an idle
+// recorder does not burn a core.
 //
-// Threads: Start/StopAndDrain from one controlling thread; the sink and the
-// channels' consumer side are used only by the recorder's own thread.
+// Threads: Start/StopAndDrain from one controlling thread; the work (sinks,
+// windows, the channels' consumer side) is used only by the recorder thread.
 // Shutdown: StopAndDrain() REQUIRES that every producer has finished sending
 // (joined); the recorder then drains until every queue is empty, so every
 // queued timestamp reaches the sink before the call returns.
@@ -13,9 +13,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 
 #include "daemon/core/idle_waiter.h"
+#include "daemon/core/recorder_work.h"
 #include "daemon/core/timestamp_channels.h"
 #include "daemon/core/timestamp_sink.h"
 
@@ -40,6 +42,8 @@ class RecorderThread {
   // microseconds of spinning.
   static constexpr int kTakeAllAfterEmptyRounds = 4;
 
+  RecorderThread(RecorderWork& work, RecorderOptions options = {});
+  // Drives one TimeStampChannels into `sink` (a ChannelsWork it owns).
   RecorderThread(TimeStampChannels& channels, TimeStampSink& sink, RecorderOptions options = {});
   ~RecorderThread();  // stops and drains if still running
   RecorderThread(const RecorderThread&) = delete;
@@ -58,8 +62,8 @@ class RecorderThread {
  private:
   void Run();
 
-  TimeStampChannels& channels_;
-  TimeStampSink& sink_;
+  std::unique_ptr<ChannelsWork> owned_work_;  // set by the (channels, sink) constructor
+  RecorderWork& work_;
   const RecorderOptions options_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
