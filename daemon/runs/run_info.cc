@@ -1,0 +1,63 @@
+#include "daemon/runs/run_info.h"
+
+#include "daemon/runs/window_record.h"
+
+namespace perld::runs {
+
+const char* RunSourceName(RunSource source) {
+  switch (source) {
+    case RunSource::kBench:
+      return "bench";
+    case RunSource::kIngest:
+      return "ingest";
+    case RunSource::kSbp:
+      return "sbp";
+  }
+  return "bench";
+}
+
+const char* RunStateName(RunState state) {
+  switch (state) {
+    case RunState::kRunning:
+      return "running";
+    case RunState::kFinished:
+      return "finished";
+    case RunState::kFailed:
+      return "failed";
+  }
+  return "running";
+}
+
+bool ParseRunSource(std::string_view name, RunSource* out) {
+  for (RunSource s : {RunSource::kBench, RunSource::kIngest, RunSource::kSbp}) {
+    if (name == RunSourceName(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ParseRunState(std::string_view name, RunState* out) {
+  for (RunState s : {RunState::kRunning, RunState::kFinished, RunState::kFailed}) {
+    if (name == RunStateName(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* WindowKindName(WindowRecord::Kind kind) {
+  switch (kind) {
+    case WindowRecord::Kind::kPeriodic:
+      return "periodic";
+    case WindowRecord::Kind::kTotalSegment:
+      return "total_segment";
+    case WindowRecord::Kind::kTotal:
+      return "total";
+  }
+  return "periodic";
+}
+
+}  // namespace perld::runs

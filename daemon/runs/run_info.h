@@ -1,0 +1,59 @@
+// RunInfo: what the daemon knows about one run besides its windows -- the
+// unit users see, list, query and stop.
+//
+// A run has a server-assigned id (unique for the life of a state directory,
+// never reused), a user-given name (not necessarily unique) and labels, its
+// latency configuration, its source (an in-process bench, remote ingest, the
+// SBK protocol), a state, start/end times and a description of its clock.
+// Plain data; copied freely between threads (the registry hands out copies).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "daemon/core/latency_config.h"
+#include "daemon/core/latency_recorder.h"
+
+namespace perld::runs {
+
+using RunId = uint64_t;
+
+enum class RunSource { kBench, kIngest, kSbp };
+enum class RunState { kRunning, kFinished, kFailed };
+
+// Stable spellings used in the gRPC API, JSON, SQLite and logs.
+const char* RunSourceName(RunSource source);  // "bench", "ingest", "sbp"
+const char* RunStateName(RunState state);     // "running", "finished", "failed"
+bool ParseRunSource(std::string_view name, RunSource* out);
+bool ParseRunState(std::string_view name, RunState* out);
+
+// Fixed when the run is created.
+struct RunSpec {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  RunSource source = RunSource::kBench;
+  LatencyConfig latency;  // unit, inclusive range, percentiles, recorder sizes
+  int64_t reporting_interval_ms = 5'000;
+  RecorderKind periodic_recorder = RecorderKind::kArray;  // chosen by the builder policy
+  RecorderKind total_recorder = RecorderKind::kLongHashMap;
+  std::string clock;           // e.g. "tsc" or "monotonic (tsc not in available clocksources)"
+  int64_t clock_resolution_ns = 0;  // smallest non-zero step of back-to-back reads; 0: unknown
+  std::string parameters;      // source-specific settings, human readable (bench options)
+
+  bool operator==(const RunSpec&) const = default;
+};
+
+struct RunInfo {
+  RunId id = 0;
+  RunSpec spec;
+  RunState state = RunState::kRunning;
+  std::string failure_reason;  // set when state == kFailed
+  int64_t start_unix_ms = 0;   // wall clock
+  int64_t end_unix_ms = 0;     // 0 while running
+
+  bool operator==(const RunInfo&) const = default;
+};
+
+}  // namespace perld::runs

@@ -1,0 +1,49 @@
+// WindowRecord: one closed window of one run, as it leaves the recorder
+// thread -- the immutable unit that the snapshot store, Query/Watch, the
+// console, CSV, Prometheus and the SQLite history all read.
+//
+// Kinds:
+//   kPeriodic      an interval window (closed by its interval, or early by the
+//                  IsFull policy: snapshot.closed_full);
+//   kTotalSegment  the run's total window closed early on its own limit
+//                  (memory budget or SBK counter range): kept and reported,
+//                  and the run's total keeps accumulating across segments;
+//   kTotal         the run's final total: every record of the run. Its
+//                  counters are the sum over all segments; its distribution
+//                  and percentiles cover the whole run when `exact_total`,
+//                  else only the segments that fit the memory budget.
+// Times: snapshot.start_time/end_time are in the run's time unit on the
+// monotonic clock; *_unix_ms are wall-clock for people and storage.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "daemon/core/latency_recorder.h"
+#include "daemon/core/latency_snapshot.h"
+#include "daemon/runs/run_info.h"
+
+namespace perld::runs {
+
+struct WindowRecord {
+  enum class Kind { kPeriodic, kTotalSegment, kTotal };
+
+  RunId run_id = 0;
+  Kind kind = Kind::kPeriodic;
+  int64_t seq = 0;  // 1, 2, ... per run and kind, in closing order
+  int64_t start_unix_ms = 0;
+  int64_t end_unix_ms = 0;
+  double seconds = 0;  // window length as reports print it (rates divide by it)
+  LatencySnapshot snapshot;
+  // The window's exact distribution, ascending by latency, counts >= 1; its
+  // counts sum to snapshot.valid. May be empty for history loaded without it.
+  std::vector<LatencyBucket> distribution;
+  int64_t segments = 1;     // kTotal: total-window segments the run had
+  bool exact_total = true;  // kTotal: distribution covers every segment
+
+  bool operator==(const WindowRecord&) const = default;
+};
+
+const char* WindowKindName(WindowRecord::Kind kind);  // "periodic", "total_segment", "total"
+
+}  // namespace perld::runs
