@@ -21,18 +21,19 @@ const char* LogLevelName(LogLevel level);  // "debug", "info", "warning", "error
 
 // Where finished runs and their windows are kept (memory and SQLite).
 struct RetentionConfig {
-  int64_t max_finished_runs = 1000;       // key retention.maxFinishedRuns, >= 1
-  int64_t max_windows_per_run = 2048;     // key retention.maxWindowsPerRun, >= 1
-  int64_t max_bytes = int64_t{256} << 20; // key retention.maxBytes: history bytes, >= 1 MiB
+  int64_t max_finished_runs = 1000;        // key retention.maxFinishedRuns, >= 1
+  int64_t max_windows_per_run = 2048;      // key retention.maxWindowsPerRun, >= 1
+  int64_t max_bytes = int64_t{256} << 20;  // key retention.maxBytes: history bytes, >= 1 MiB
 };
 
 // What one client or request may ask of the daemon.
 struct LimitsConfig {
-  int64_t max_running_runs = 16;            // key limits.maxRunningRuns, [1, 4096]
-  int64_t max_bench_workers = 64;           // key limits.maxBenchWorkers: writers + readers, [1, 4096]
-  int64_t max_bench_payload_bytes = 1 << 20;  // key limits.maxBenchPayloadBytes: per-worker payload cap
-  int64_t max_message_bytes = 4 << 20;      // key limits.maxMessageBytes: gRPC receive limit
-  int64_t max_watchers = 256;               // key limits.maxWatchers: concurrent WatchRun streams
+  int64_t max_running_runs = 16;   // key limits.maxRunningRuns, [1, 4096]
+  int64_t max_bench_workers = 64;  // key limits.maxBenchWorkers: writers + readers, [1, 4096]
+  int64_t max_bench_payload_bytes =
+      1 << 20;                          // key limits.maxBenchPayloadBytes: per-worker payload cap
+  int64_t max_message_bytes = 4 << 20;  // key limits.maxMessageBytes: gRPC receive limit
+  int64_t max_watchers = 256;           // key limits.maxWatchers: concurrent WatchRun streams
 };
 
 struct DaemonConfig {
@@ -46,11 +47,11 @@ struct DaemonConfig {
   // Defaults for new runs (SBK PerL properties). `latency.max_latency` is
   // DefaultMaxLatency(timeUnit) unless maxLatency is given.
   int64_t reporting_interval_ms = 5'000;  // key reportingIntervalMs, [10, 86'400'000]
-  LatencyConfig latency;  // timeUnit, minLatency, maxLatency, percentiles, maxArraySizeMB,
-                          // maxHashMapSizeMB, totalMaxHashMapSizeMB, exactLatencyPageBits,
-                          // exactLatencySparsePageEntries, exactLatencyMaxMemoryMB,
-                          // exactTotalLatencyMaxMemoryMB
-  ChannelOptions channels;  // maxQs, qPerWorker, maxPendingPerWorker, overflow (block|drop)
+  LatencyConfig latency;     // timeUnit, minLatency, maxLatency, percentiles, maxArraySizeMB,
+                             // maxHashMapSizeMB, totalMaxHashMapSizeMB, exactLatencyPageBits,
+                             // exactLatencySparsePageEntries, exactLatencyMaxMemoryMB,
+                             // exactTotalLatencyMaxMemoryMB
+  ChannelOptions channels;   // maxQs, qPerWorker, maxPendingPerWorker, overflow (block|drop)
   int64_t idle_ns = 10'000;  // key idleNS: the recorder's first park when idle
 
   RetentionConfig retention;

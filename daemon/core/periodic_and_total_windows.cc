@@ -55,12 +55,30 @@ absl::StatusOr<PeriodicAndTotalWindows> PeriodicAndTotalWindows::Create(
                                  start_time);
 }
 
+namespace {
+
+// Collects an extraction's buckets (ascending) into a vector.
+class DistributionCollector final : public LatencyBucketSink {
+ public:
+  explicit DistributionCollector(std::vector<LatencyBucket>* out) : out_(out) { out_->clear(); }
+  void OnBuckets(std::span<const LatencyBucket> buckets) override {
+    out_->insert(out_->end(), buckets.begin(), buckets.end());
+  }
+
+ private:
+  std::vector<LatencyBucket>* out_;
+};
+
+}  // namespace
+
 PeriodicAndTotalWindows::PeriodicAndTotalWindows(std::unique_ptr<LatencyRecorder> periodic,
                                                  std::unique_ptr<LatencyRecorder> total,
                                                  PercentileSet percentiles, int64_t start_time)
     : periodic_(std::move(periodic)),
       total_(std::move(total)),
-      percentiles_(std::move(percentiles)) {
+      percentiles_(std::move(percentiles)),
+      run_total_(total_->BudgetBytes()),
+      run_start_time_(start_time) {
   periodic_->Reset(start_time);
   total_->Reset(start_time);
 }
@@ -89,9 +107,12 @@ absl::Status PeriodicAndTotalWindows::MergeWindow(const LatencyCounters& counter
   return absl::OkStatus();
 }
 
-void PeriodicAndTotalWindows::ClosePeriodicInto(int64_t now, LatencySnapshot* out) {
+void PeriodicAndTotalWindows::ClosePeriodicInto(int64_t now, WindowReport* out) {
+  out->scope = WindowReport::Scope::kPeriodic;
   periodic_->SetEndTime(now);
-  const absl::Status s = periodic_->CopyPercentiles(percentiles_, out, total_.get());
+  DistributionCollector collector(&out->distribution);
+  const absl::Status s =
+      periodic_->CopyPercentiles(percentiles_, &out->snapshot, total_.get(), &collector);
   // Bounds were checked in Create, so the copy cannot be refused.
   PERLD_CONTRACT(s.ok(), "periodic -> total copy refused");
   static_cast<void>(s);
@@ -100,11 +121,20 @@ void PeriodicAndTotalWindows::ClosePeriodicInto(int64_t now, LatencySnapshot* ou
 
 void PeriodicAndTotalWindows::ClosePeriodicFull(int64_t now) {
   WindowReport& report = pending_.emplace_back();
-  report.scope = WindowReport::Scope::kPeriodic;
-  ClosePeriodicInto(now, &report.snapshot);
+  ClosePeriodicInto(now, &report);
   report.snapshot.closed_full = true;
   report.snapshot.full_closes = ++periodic_full_closes_;
   CheckTotalFull(now);
+}
+
+void PeriodicAndTotalWindows::CloseTotalSegment(int64_t now, WindowReport* out) {
+  total_->SetEndTime(now);
+  DistributionCollector collector(&out->distribution);
+  const absl::Status s = total_->CopyPercentiles(percentiles_, &out->snapshot, nullptr, &collector);
+  PERLD_CONTRACT(s.ok(), "total extraction refused");
+  static_cast<void>(s);
+  run_total_.Add(CountersOf(out->snapshot), out->distribution);
+  total_->Reset(now);
 }
 
 void PeriodicAndTotalWindows::CheckTotalFull(int64_t now) {
@@ -112,35 +142,35 @@ void PeriodicAndTotalWindows::CheckTotalFull(int64_t now) {
     return;
   }
   WindowReport& report = pending_.emplace_back();
-  report.scope = WindowReport::Scope::kTotal;
-  total_->SetEndTime(now);
-  const absl::Status s = total_->CopyPercentiles(percentiles_, &report.snapshot);
-  PERLD_CONTRACT(s.ok(), "total extraction refused");
-  static_cast<void>(s);
+  report.scope = WindowReport::Scope::kTotalSegment;
+  CloseTotalSegment(now, &report);
   report.snapshot.closed_full = true;
   report.snapshot.full_closes = ++total_full_closes_;
-  total_->Reset(now);
 }
 
-void PeriodicAndTotalWindows::CloseWindow(int64_t now, LatencySnapshot* out) {
+void PeriodicAndTotalWindows::CloseWindow(int64_t now, WindowReport* out) {
   ClosePeriodicInto(now, out);
-  out->full_closes = periodic_full_closes_;
+  out->snapshot.full_closes = periodic_full_closes_;
   CheckTotalFull(now);
 }
 
-void PeriodicAndTotalWindows::CloseTotal(int64_t now, LatencySnapshot* out) {
+void PeriodicAndTotalWindows::CloseTotal(int64_t now, WindowReport* out) {
   if (periodic_->counters().records > 0 || periodic_->counters().rejected > 0) {
     const absl::Status s = total_->MergeFrom(*periodic_);
     PERLD_CONTRACT(s.ok(), "periodic -> total merge refused");
     static_cast<void>(s);
   }
   periodic_->Reset(now);
-  total_->SetEndTime(now);
-  const absl::Status s = total_->CopyPercentiles(percentiles_, out);
-  PERLD_CONTRACT(s.ok(), "total extraction refused");
-  static_cast<void>(s);
-  out->full_closes = total_full_closes_;
-  total_->Reset(now);
+  WindowReport segment;
+  CloseTotalSegment(now, &segment);
+  out->scope = WindowReport::Scope::kTotal;
+  run_total_.Snapshot(percentiles_, run_start_time_, now, &out->snapshot);
+  out->snapshot.full_closes = total_full_closes_;
+  out->segments = run_total_.windows();
+  out->exact_total = run_total_.exact();
+  out->distribution = run_total_.TakeDistribution();
+  run_total_ = RunTotal(total_->BudgetBytes());
+  run_start_time_ = now;
 }
 
 std::vector<WindowReport> PeriodicAndTotalWindows::TakePendingReports() {

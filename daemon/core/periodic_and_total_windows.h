@@ -1,17 +1,21 @@
 // PeriodicAndTotalWindows: the pair of exact windows one run keeps -- a
 // periodic window reset at every reporting interval and a whole-run total --
-// with SBK's window -> total copy and its IsFull policy.
+// with SBK's window -> total copy and its IsFull policy, plus the run total
+// that survives the total window's own early closes.
 //
 //   RecordBatch   -> periodic window only (checked for IsFull every
 //                    kFullCheckInterval timestamps);
-//   CloseWindow   -> periodic snapshot; its distribution and counters are
+//   CloseWindow   -> periodic report; its distribution and counters are
 //                    merged into the total in the same extraction pass;
-//   CloseTotal    -> the total snapshot (end of run).
+//   CloseTotal    -> the run total (end of run).
 // IsFull policy (never a silent skip): a full periodic window is reported
 // (closed_full = true), merged into the total and reset; a full total window
-// is reported and reset. Such early reports are queued in order; drain them
-// with TakePendingReports() after every call. A call's own `out` snapshot
-// precedes the reports it queued.
+// is reported as a kTotalSegment and reset, and its counters and distribution
+// are carried into the run total (RunTotal), so the final kTotal report counts
+// every record of the run across all segments. Early reports are queued in
+// order; drain them with TakePendingReports() after every call. A call's own
+// `out` report precedes the reports it queued.
+// Every report carries its window's exact distribution, ascending.
 //
 // Threads: single owner (the recorder thread). No clocks: every time is
 // passed in, in the caller's clock. No I/O. Hot path: RecordBatch costs the
@@ -30,14 +34,22 @@
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/latency_recorder.h"
 #include "daemon/core/latency_snapshot.h"
+#include "daemon/core/run_total.h"
 #include "daemon/core/time_stamp.h"
 
 namespace perld {
 
 struct WindowReport {
-  enum class Scope { kPeriodic, kTotal };
+  // kPeriodic: an interval window; kTotalSegment: the total window closed
+  // early on its own limit; kTotal: the run total (CloseTotal).
+  enum class Scope { kPeriodic, kTotalSegment, kTotal };
   Scope scope = Scope::kPeriodic;
   LatencySnapshot snapshot;
+  // The window's exact distribution, ascending; counts sum to the valid
+  // records it covers (snapshot.valid unless a kTotal is not exact_total).
+  std::vector<LatencyBucket> distribution;
+  int64_t segments = 1;     // kTotal: total-window segments of the run
+  bool exact_total = true;  // kTotal: the distribution covers every segment
 };
 
 class PeriodicAndTotalWindows {
@@ -74,12 +86,15 @@ class PeriodicAndTotalWindows {
   // Closes the periodic window at `now` into `out` (always, even if empty),
   // merges it into the total and starts the next window at `now`; a total
   // that became full is then reported (queued) and reset.
-  void CloseWindow(int64_t now, LatencySnapshot* out);
+  void CloseWindow(int64_t now, WindowReport* out);
 
-  // Closes the total window at `now` into `out` and restarts both windows.
-  // Periodic data not yet closed is folded into the total first without a
-  // periodic report: call CloseWindow(now, ...) before to report it.
-  void CloseTotal(int64_t now, LatencySnapshot* out);
+  // Closes the total window at `now` and reports the run total into `out`:
+  // counters summed over every total segment, percentiles and distribution
+  // over them all (see RunTotal for the memory budget). Restarts both
+  // windows and the run total. Periodic data not yet closed is folded into
+  // the total first without a periodic report: call CloseWindow(now, ...)
+  // before to report it.
+  void CloseTotal(int64_t now, WindowReport* out);
 
   bool HasPendingReports() const { return !pending_.empty(); }
   // Early (IsFull) reports in the order they were produced.
@@ -90,19 +105,26 @@ class PeriodicAndTotalWindows {
   const PercentileSet& percentiles() const { return percentiles_; }
   int64_t periodic_full_closes() const { return periodic_full_closes_; }
   int64_t total_full_closes() const { return total_full_closes_; }
+  // The run total so far: closed total segments only.
+  const RunTotal& run_total() const { return run_total_; }
 
  private:
   PeriodicAndTotalWindows(std::unique_ptr<LatencyRecorder> periodic,
                           std::unique_ptr<LatencyRecorder> total, PercentileSet percentiles,
                           int64_t start_time);
 
-  void ClosePeriodicInto(int64_t now, LatencySnapshot* out);
+  void ClosePeriodicInto(int64_t now, WindowReport* out);
+  // Extracts the total window at `now` into `out` and carries it into the
+  // run total.
+  void CloseTotalSegment(int64_t now, WindowReport* out);
   void ClosePeriodicFull(int64_t now);
   void CheckTotalFull(int64_t now);
 
   std::unique_ptr<LatencyRecorder> periodic_;
   std::unique_ptr<LatencyRecorder> total_;
   PercentileSet percentiles_;
+  RunTotal run_total_;
+  int64_t run_start_time_;
   std::vector<WindowReport> pending_;
   int64_t periodic_full_closes_ = 0;
   int64_t total_full_closes_ = 0;

@@ -38,9 +38,9 @@ struct RunSpec {
   int64_t reporting_interval_ms = 5'000;
   RecorderKind periodic_recorder = RecorderKind::kArray;  // chosen by the builder policy
   RecorderKind total_recorder = RecorderKind::kLongHashMap;
-  std::string clock;           // e.g. "tsc" or "monotonic (tsc not in available clocksources)"
+  std::string clock;                // e.g. "tsc" or "monotonic (tsc not in available clocksources)"
   int64_t clock_resolution_ns = 0;  // smallest non-zero step of back-to-back reads; 0: unknown
-  std::string parameters;      // source-specific settings, human readable (bench options)
+  std::string parameters;           // source-specific settings, human readable (bench options)
 
   bool operator==(const RunSpec&) const = default;
 };

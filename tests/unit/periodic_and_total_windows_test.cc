@@ -58,24 +58,36 @@ TEST(PeriodicAndTotalWindowsTest, WindowsMergeIntoAnExactTotal) {
     SortedVectorOracle one(config.min_latency, config.max_latency);
     one.Add(obs);
     all.Add(obs);
-    LatencySnapshot got;
+    WindowReport got;
     w.CloseWindow(now + 50, &got);
     LatencySnapshot want = one.Expect(w.percentiles());
     want.start_time = now;
     want.end_time = now + 50;
-    EXPECT_EQ(got, want);
+    EXPECT_EQ(got.snapshot, want);
+    EXPECT_EQ(got.scope, WindowReport::Scope::kPeriodic);
+    int64_t in_distribution = 0;
+    for (size_t i = 0; i < got.distribution.size(); ++i) {
+      in_distribution += got.distribution[i].count;
+      if (i > 0) {
+        EXPECT_LT(got.distribution[i - 1].latency, got.distribution[i].latency);
+      }
+    }
+    EXPECT_EQ(in_distribution, want.valid);
     now += 50;
   }
   EXPECT_FALSE(w.HasPendingReports());
-  LatencySnapshot total;
+  WindowReport total;
   w.CloseWindow(now, &total);  // an empty window is still reported
-  EXPECT_EQ(total.records, 0);
-  EXPECT_EQ(total.start_time, now);
+  EXPECT_EQ(total.snapshot.records, 0);
+  EXPECT_EQ(total.snapshot.start_time, now);
   w.CloseTotal(now + 1, &total);
   LatencySnapshot want = all.Expect(w.percentiles());
   want.start_time = 100;
   want.end_time = now + 1;
-  EXPECT_EQ(total, want);
+  EXPECT_EQ(total.snapshot, want);
+  EXPECT_EQ(total.scope, WindowReport::Scope::kTotal);
+  EXPECT_EQ(total.segments, 1);
+  EXPECT_TRUE(total.exact_total);
   // Both windows restarted.
   EXPECT_EQ(w.total().counters(), LatencyCounters{});
   EXPECT_EQ(w.total().window().start_time(), now + 1);
@@ -86,13 +98,13 @@ TEST(PeriodicAndTotalWindowsTest, CloseTotalFoldsUnreportedPeriodicData) {
   ASSERT_TRUE(made.ok());
   const std::vector<Observation> obs = Stream(100, 5, 1, 1);
   Record(*made, obs, 1);
-  LatencySnapshot total;
+  WindowReport total;
   made->CloseTotal(9, &total);
   SortedVectorOracle oracle(0, 180'000);
   oracle.Add(obs);
   LatencySnapshot want = oracle.Expect(made->percentiles());
   want.end_time = 9;
-  EXPECT_EQ(total, want);
+  EXPECT_EQ(total.snapshot, want);
 }
 
 TEST(PeriodicAndTotalWindowsTest, FullPeriodicWindowIsReportedResetAndCounted) {
@@ -123,18 +135,18 @@ TEST(PeriodicAndTotalWindowsTest, FullPeriodicWindowIsReportedResetAndCounted) {
     EXPECT_LE(early[i].snapshot.valid, 65'536 + 256);
     reported += early[i].snapshot.valid;
   }
-  LatencySnapshot last;
+  WindowReport last;
   w.CloseWindow(800, &last);
-  EXPECT_FALSE(last.closed_full);
-  EXPECT_EQ(last.full_closes, 2);
-  EXPECT_EQ(reported + last.valid, 150'000);  // nothing skipped
-  LatencySnapshot total;
+  EXPECT_FALSE(last.snapshot.closed_full);
+  EXPECT_EQ(last.snapshot.full_closes, 2);
+  EXPECT_EQ(reported + last.snapshot.valid, 150'000);  // nothing skipped
+  WindowReport total;
   w.CloseTotal(801, &total);
   SortedVectorOracle oracle(config.min_latency, config.max_latency);
   oracle.Add(obs);
   LatencySnapshot want = oracle.Expect(w.percentiles());
   want.end_time = 801;
-  EXPECT_EQ(total, want);  // the total is exact across the early closes
+  EXPECT_EQ(total.snapshot, want);  // the total is exact across the early closes
 }
 
 TEST(PeriodicAndTotalWindowsTest, FullTotalIsReportedAndReset) {
@@ -152,15 +164,15 @@ TEST(PeriodicAndTotalWindowsTest, FullTotalIsReportedAndReset) {
     b.push_back({v, 1, 0});
   }
   Record(w, a, 1);
-  LatencySnapshot s;
+  WindowReport s;
   w.CloseWindow(10, &s);
   EXPECT_FALSE(w.HasPendingReports());
   Record(w, b, 11);
   w.CloseWindow(20, &s);
-  EXPECT_EQ(s.valid, 40'000);
+  EXPECT_EQ(s.snapshot.valid, 40'000);
   std::vector<WindowReport> pending = w.TakePendingReports();
   ASSERT_EQ(pending.size(), 1u);
-  EXPECT_EQ(pending[0].scope, WindowReport::Scope::kTotal);
+  EXPECT_EQ(pending[0].scope, WindowReport::Scope::kTotalSegment);
   EXPECT_TRUE(pending[0].snapshot.closed_full);
   EXPECT_EQ(pending[0].snapshot.valid, 80'000);
   EXPECT_EQ(pending[0].snapshot.start_time, 0);
@@ -168,6 +180,77 @@ TEST(PeriodicAndTotalWindowsTest, FullTotalIsReportedAndReset) {
   EXPECT_EQ(w.total_full_closes(), 1);
   EXPECT_EQ(w.total().counters().valid, 0);
   EXPECT_EQ(w.total().window().start_time(), 20);
+
+  // The run total counts every record across the segments. The carried
+  // distribution (80,001 buckets, 1.28 MB) exceeds the 1 MiB budget, so it
+  // restarts from the last segment and says so; the counters stay exact.
+  std::vector<Observation> c = {{5, 2, 0}, {-1, 1, 0}};
+  Record(w, c, 21);
+  WindowReport total;
+  w.CloseTotal(30, &total);
+  EXPECT_EQ(total.scope, WindowReport::Scope::kTotal);
+  EXPECT_EQ(total.segments, 2);
+  EXPECT_EQ(total.snapshot.records, 80'003);
+  EXPECT_EQ(total.snapshot.valid, 80'002);
+  EXPECT_EQ(total.snapshot.invalid, 1);
+  EXPECT_EQ(total.snapshot.start_time, 0);
+  EXPECT_EQ(total.snapshot.end_time, 30);
+  EXPECT_EQ(total.snapshot.min_latency, 0);
+  EXPECT_EQ(total.snapshot.max_latency, 79'999);
+  EXPECT_FALSE(total.exact_total);
+  ASSERT_EQ(total.distribution.size(), 1u);
+  EXPECT_EQ(total.distribution[0], (LatencyBucket{5, 2}));
+}
+
+TEST(PeriodicAndTotalWindowsTest, RunTotalIsExactAcrossTotalSegments) {
+  // SBK's counter range closes the total early (total latency > 2^62): the
+  // run total still counts every record, with exact percentiles.
+  LatencyConfig config = LatencyConfig::ForUnit(TimeUnit::kNs);
+  auto made = PeriodicAndTotalWindows::Create(config, 0);
+  ASSERT_TRUE(made.ok());
+  PeriodicAndTotalWindows& w = *made;
+  constexpr int32_t kMany = 2'000'000'000;
+  int64_t segments_seen = 0;
+  for (int i = 0; i < 7; ++i) {
+    std::vector<Observation> obs = {{1'000'000'000 + i, kMany, 1}, {7, 3, 1}};
+    Record(w, obs, i);
+    for (const WindowReport& r : w.TakePendingReports()) {
+      if (r.scope == WindowReport::Scope::kTotalSegment) ++segments_seen;
+    }
+    WindowReport window;
+    w.CloseWindow(i + 1, &window);
+    for (const WindowReport& r : w.TakePendingReports()) {
+      if (r.scope == WindowReport::Scope::kTotalSegment) ++segments_seen;
+    }
+  }
+  ASSERT_GE(segments_seen, 2);
+  WindowReport total;
+  w.CloseTotal(100, &total);
+  EXPECT_EQ(total.segments, segments_seen + 1);
+  EXPECT_TRUE(total.exact_total);
+  // The exact distribution: 21 records at 7 ns, kMany at each 1e9 + i.
+  std::vector<LatencyBucket> want = {{7, 21}};
+  for (int i = 0; i < 7; ++i) want.push_back({1'000'000'000 + i, kMany});
+  EXPECT_EQ(total.distribution, want);
+  const int64_t valid = 21 + 7 * int64_t{kMany};
+  EXPECT_EQ(total.snapshot.records, valid);
+  EXPECT_EQ(total.snapshot.valid, valid);
+  // SBK's index rule, walked by hand: index = floor(valid * p / 100).
+  const std::vector<double>& percents = w.percentiles().percents();
+  ASSERT_EQ(total.snapshot.values.size(), percents.size());
+  for (size_t k = 0; k < percents.size(); ++k) {
+    const auto index = static_cast<int64_t>(static_cast<double>(valid) * (percents[k] / 100.0));
+    int64_t cumulative = 0;
+    for (const LatencyBucket& b : want) {
+      if (index < cumulative + b.count) {
+        EXPECT_EQ(total.snapshot.values[k], b.latency) << percents[k];
+        EXPECT_EQ(total.snapshot.counts[k], b.count) << percents[k];
+        break;
+      }
+      cumulative += b.count;
+    }
+  }
+  EXPECT_TRUE(total.snapshot.overflow);  // beyond SBK's limits, still exact
 }
 
 TEST(PeriodicAndTotalWindowsTest, AggregatorMergesRemoteWindowsExactly) {
@@ -193,15 +276,15 @@ TEST(PeriodicAndTotalWindowsTest, AggregatorMergesRemoteWindowsExactly) {
   c.records = 1;
   c.valid = 1;
   EXPECT_FALSE(w.MergeWindow(c, outside, 5).ok());
-  LatencySnapshot window;
+  WindowReport window;
   w.CloseWindow(6, &window);
   LatencySnapshot want = all.Expect(w.percentiles());
   want.end_time = 6;
-  EXPECT_EQ(window, want);
-  LatencySnapshot total;
+  EXPECT_EQ(window.snapshot, want);
+  WindowReport total;
   w.CloseTotal(7, &total);
   want.end_time = 7;
-  EXPECT_EQ(total, want);
+  EXPECT_EQ(total.snapshot, want);
 }
 
 TEST(PeriodicAndTotalWindowsTest, ExplicitRecordersNeedIdenticalBounds) {

@@ -1,0 +1,92 @@
+#include "daemon/core/run_total.h"
+
+#include <algorithm>
+
+namespace perld {
+
+LatencyCounters CountersOf(const LatencySnapshot& s) {
+  LatencyCounters c;
+  c.records = s.records;
+  c.bytes = s.bytes;
+  c.total_latency = s.total_latency;
+  const bool any_latency = s.valid + s.lower_discard + s.higher_discard > 0;
+  c.min_latency = any_latency ? s.min_latency : kNoMinLatency;
+  c.max_latency = s.max_latency;
+  c.invalid = s.invalid;
+  c.lower_discard = s.lower_discard;
+  c.higher_discard = s.higher_discard;
+  c.valid = s.valid;
+  c.rejected = s.rejected;
+  return c;
+}
+
+void FillPercentiles(const PercentileSet& set, std::span<const LatencyBucket> ascending,
+                     LatencySnapshot* out) {
+  int64_t valid = 0;
+  for (const LatencyBucket& b : ascending) valid += b.count;
+  PercentileWalker walker(set, valid, out);
+  for (const LatencyBucket& b : ascending) walker.Add(b.latency, b.count);
+}
+
+void MergeAscending(std::span<const LatencyBucket> add, std::vector<LatencyBucket>* into) {
+  if (add.empty()) return;
+  if (into->empty() || into->back().latency < add.front().latency) {
+    into->insert(into->end(), add.begin(), add.end());
+    return;
+  }
+  std::vector<LatencyBucket> merged;
+  merged.reserve(into->size() + add.size());
+  auto a = into->begin();
+  auto b = add.begin();
+  while (a != into->end() && b != add.end()) {
+    if (a->latency < b->latency) {
+      merged.push_back(*a++);
+    } else if (b->latency < a->latency) {
+      merged.push_back(*b++);
+    } else {
+      merged.push_back(LatencyBucket{a->latency, internal::SatAdd(a->count, b->count)});
+      ++a;
+      ++b;
+    }
+  }
+  merged.insert(merged.end(), a, into->end());
+  merged.insert(merged.end(), b, add.end());
+  into->swap(merged);
+}
+
+void RunTotal::Add(const LatencyCounters& counters, std::span<const LatencyBucket> ascending) {
+  counters_.Merge(counters);
+  ++windows_;
+  MergeAscending(ascending, &distribution_);
+  if (distribution_.size() * sizeof(LatencyBucket) > budget_bytes_ && windows_ > 1) {
+    // The carried distribution no longer fits: restart from this window.
+    exact_ = false;
+    distribution_.assign(ascending.begin(), ascending.end());
+    distribution_.shrink_to_fit();
+  }
+}
+
+void RunTotal::Snapshot(const PercentileSet& set, int64_t start_time, int64_t end_time,
+                        LatencySnapshot* out) const {
+  const LatencyCounters& c = counters_;
+  out->start_time = start_time;
+  out->end_time = end_time;
+  out->records = c.records;
+  out->bytes = c.bytes;
+  out->total_latency = c.total_latency;
+  out->min_latency = c.min_latency == kNoMinLatency ? 0 : c.min_latency;
+  out->max_latency = c.max_latency;
+  out->invalid = c.invalid;
+  out->lower_discard = c.lower_discard;
+  out->higher_discard = c.higher_discard;
+  out->valid = c.valid;
+  out->rejected = c.rejected;
+  out->overflow = c.total_latency > LatencyWindow::kTotalLatencyMax ||
+                  c.bytes > LatencyWindow::kTotalBytesMax ||
+                  c.records > LatencyWindow::kTotalRecordsMax;
+  out->closed_full = false;
+  out->full_closes = 0;
+  FillPercentiles(set, distribution_, out);
+}
+
+}  // namespace perld

@@ -1,0 +1,77 @@
+// RunTotal: a run's whole-run result assembled from closed windows -- every
+// counter summed exactly, and the exact distribution merged, within a memory
+// budget.
+//
+// Two owners use it:
+//   * PeriodicAndTotalWindows, on the recorder thread, adds each segment of
+//     its total window (a total window that closes early on its own limit
+//     starts a new segment), so a run's final total counts every record of
+//     the run however many segments it had;
+//   * the daemon's snapshot store adds each closed periodic window, which
+//     gives the running total of a live run without touching the recorder.
+// Distribution: the merge of the ascending distributions of every window
+// added, as a sorted bucket vector (16 bytes per distinct latency). When a
+// merge would exceed `budget_bytes` the carried distribution is dropped and
+// restarted from the newest window: exact() turns false for good and the
+// percentiles then cover the windows since the drop (counters stay exact).
+//
+// Threads: single owner. Cost: Add is O(D + d) (D carried, d added distinct
+// latencies), Snapshot O(D); both allocation-bounded by the budget.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "daemon/core/latency_percentiles.h"
+#include "daemon/core/latency_recorder.h"
+#include "daemon/core/latency_snapshot.h"
+#include "daemon/core/latency_window.h"
+
+namespace perld {
+
+// The counters a snapshot was built from (inverse of the copy in
+// LatencyRecorder::CopyPercentiles, including its "min 0 when none" rule).
+LatencyCounters CountersOf(const LatencySnapshot& snapshot);
+
+// Fills `out`'s percentile fields (percents, fractions, values, counts,
+// median) for `set` from an ascending distribution by SBK's index rule.
+void FillPercentiles(const PercentileSet& set, std::span<const LatencyBucket> ascending,
+                     LatencySnapshot* out);
+
+// Merges `add` into the ascending distribution `into` (equal latencies sum).
+void MergeAscending(std::span<const LatencyBucket> add, std::vector<LatencyBucket>* into);
+
+class RunTotal {
+ public:
+  explicit RunTotal(size_t budget_bytes) : budget_bytes_(budget_bytes) {}
+
+  // Adds one closed window. REQUIRES: `ascending` strictly ascending, counts
+  // >= 1, summing to counters.valid.
+  void Add(const LatencyCounters& counters, std::span<const LatencyBucket> ascending);
+
+  // The run total: summed counters, and `set`'s percentiles over the carried
+  // distribution. start/end times are the caller's; closed_full and
+  // full_closes are left 0.
+  void Snapshot(const PercentileSet& set, int64_t start_time, int64_t end_time,
+                LatencySnapshot* out) const;
+
+  const LatencyCounters& counters() const { return counters_; }
+  const std::vector<LatencyBucket>& distribution() const { return distribution_; }
+  // Moves the distribution out (the total is spent afterwards).
+  std::vector<LatencyBucket> TakeDistribution() { return std::move(distribution_); }
+  int64_t windows() const { return windows_; }  // windows added
+  bool exact() const { return exact_; }         // distribution covers every window
+  size_t RetainedBytes() const { return distribution_.capacity() * sizeof(LatencyBucket); }
+
+ private:
+  size_t budget_bytes_;
+  LatencyCounters counters_;
+  std::vector<LatencyBucket> distribution_;
+  int64_t windows_ = 0;
+  bool exact_ = true;
+};
+
+}  // namespace perld

@@ -1,0 +1,74 @@
+#include "daemon/runs/recorder_host.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "daemon/core/clock.h"
+
+namespace perld::runs {
+
+void RecorderHost::Attach(std::shared_ptr<RunRecorder> run) {
+  Command c;
+  c.kind = Command::Kind::kAttach;
+  c.id = run->id();
+  c.run = std::move(run);
+  Push(std::move(c));
+}
+
+void RecorderHost::Finish(RunId id) {
+  Command c;
+  c.kind = Command::Kind::kFinish;
+  c.id = id;
+  Push(std::move(c));
+}
+
+void RecorderHost::Push(Command command) {
+  commands_.enqueue(std::move(command));
+  // release: the recorder's acquire load of the count sees the command.
+  pending_commands_.fetch_add(1, std::memory_order_release);
+}
+
+void RecorderHost::ApplyCommands() {
+  Command c;
+  while (pending_commands_.load(std::memory_order_acquire) > 0 && commands_.try_dequeue(c)) {
+    pending_commands_.fetch_sub(1, std::memory_order_relaxed);
+    if (c.kind == Command::Kind::kAttach) {
+      runs_.push_back(std::move(c.run));
+    } else {
+      FinishRun(c.id);
+    }
+  }
+  attached_count_.store(static_cast<int>(runs_.size()), std::memory_order_relaxed);
+}
+
+void RecorderHost::FinishRun(RunId id) {
+  auto it = std::find_if(runs_.begin(), runs_.end(), [id](const auto& r) { return r->id() == id; });
+  if (it == runs_.end()) return;  // finished twice: the first one won
+  std::shared_ptr<RunRecorder> run = std::move(*it);
+  runs_.erase(it);
+  // Every producer was joined before Finish was queued: a kAll pass that
+  // finds nothing means the channels are empty for good.
+  while (run->Drain(PollMode::kAll) > 0) {
+  }
+  run->Finish(MonotonicNanos());
+  RecorderEvent done;
+  done.kind = RecorderEvent::Kind::kRunFinished;
+  done.run_id = id;
+  done.retired = std::move(run);
+  outbox_->Publish(std::move(done));
+}
+
+size_t RecorderHost::Drain(PollMode mode) {
+  if (pending_commands_.load(std::memory_order_relaxed) > 0) [[unlikely]] {
+    ApplyCommands();
+  }
+  size_t moved = 0;
+  for (const auto& run : runs_) moved += run->Drain(mode);
+  return moved;
+}
+
+void RecorderHost::Tick(int64_t now_ns) {
+  for (const auto& run : runs_) run->Tick(now_ns);
+}
+
+}  // namespace perld::runs

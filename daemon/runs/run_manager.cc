@@ -1,0 +1,176 @@
+#include "daemon/runs/run_manager.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/periodic_and_total_windows.h"
+#include "daemon/runs/run_recorder.h"
+
+namespace perld::runs {
+namespace {
+
+constexpr int64_t kDispatchWaitUs = 100'000;
+
+int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
+
+}  // namespace
+
+RunManager::RunManager(Options options)
+    : options_(options),
+      registry_(options.retention),
+      host_(&outbox_),
+      recorder_(host_, options.recorder),
+      next_id_(options.first_id) {}
+
+RunManager::~RunManager() { Stop(); }
+
+void RunManager::AddObserver(RunObserver* observer) { observers_.push_back(observer); }
+
+void RunManager::Start() {
+  started_ = true;
+  recorder_.Start();
+  dispatcher_ = std::thread([this] { Dispatch(); });
+}
+
+void RunManager::StopAccepting() {
+  absl::MutexLock lock(&mu_);
+  accepting_ = false;
+}
+
+void RunManager::Stop() {
+  if (!started_) return;
+  started_ = false;
+  StopAccepting();
+  recorder_.StopAndDrain();
+  stopping_.store(true, std::memory_order_release);
+  RecorderEvent wake;
+  wake.kind = RecorderEvent::Kind::kWakeUp;
+  outbox_.Publish(std::move(wake));
+  dispatcher_.join();
+}
+
+absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
+  RunSpec& spec = setup.spec;
+  if (absl::Status s = spec.latency.Normalize(); !s.ok()) return s;
+  if (spec.reporting_interval_ms < 1) {
+    return absl::InvalidArgumentError("reportingIntervalMs must be >= 1");
+  }
+  absl::StatusOr<std::unique_ptr<TimeStampChannels>> made =
+      TimeStampChannels::Create(setup.channels, setup.producers);
+  if (!made.ok()) return made.status();
+  std::shared_ptr<TimeStampChannels> channels = std::move(*made);
+
+  const int64_t ns_per_unit = NanosPerUnit(spec.latency.time_unit);
+  const int64_t start_ns = MonotonicNanos();
+  absl::StatusOr<PeriodicAndTotalWindows> windows =
+      PeriodicAndTotalWindows::Create(spec.latency, start_ns / ns_per_unit);
+  if (!windows.ok()) return windows.status();
+  spec.periodic_recorder = windows->periodic().kind();
+  spec.total_recorder = windows->total().kind();
+
+  RunInfo info;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!accepting_) return absl::UnavailableError("perld is shutting down: no new runs");
+    if (static_cast<int64_t>(pending_.size()) >= options_.max_running_runs) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "limits.maxRunningRuns: ", options_.max_running_runs, " runs are running already"));
+    }
+    info.id = next_id_++;
+    info.spec = spec;
+    info.state = RunState::kRunning;
+    info.start_unix_ms = NowUnixMs();
+    pending_[info.id].judge = std::move(setup.judge);
+    // Registered and announced under the lock: a run is visible before any
+    // of its windows can be dispatched, and ids are announced in order.
+    registry_.AddRunning(info);
+    for (RunObserver* o : observers_) o->OnRunStarted(info);
+  }
+  auto run = std::make_shared<RunRecorder>(info.id, std::move(*windows), spec.latency.time_unit,
+                                           spec.reporting_interval_ms * 1'000'000, start_ns,
+                                           info.start_unix_ms, channels, &outbox_);
+  host_.Attach(std::move(run));
+  return CreatedRun{info.id, std::move(channels), info};
+}
+
+void RunManager::EndRun(RunId id) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end() || it->second.ending) return;
+    it->second.ending = true;
+  }
+  host_.Finish(id);
+}
+
+bool RunManager::WaitEnded(RunId id, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !pending_.contains(id); };
+  return mu_.AwaitWithTimeout(absl::Condition(&ended), timeout);
+}
+
+void RunManager::Dispatch() {
+  for (;;) {
+    RecorderEvent event;
+    if (!outbox_.WaitNext(&event, kDispatchWaitUs)) {
+      if (stopping_.load(std::memory_order_acquire)) break;
+      continue;
+    }
+    switch (event.kind) {
+      case RecorderEvent::Kind::kWindow:
+        HandleWindow(event);
+        break;
+      case RecorderEvent::Kind::kRunFinished:
+        HandleFinished(event);
+        break;
+      case RecorderEvent::Kind::kWakeUp:
+        break;
+    }
+    // The recorder stopped before the wake-up was published: once it is
+    // seen, every earlier event has been handled.
+    if (event.kind == RecorderEvent::Kind::kWakeUp && stopping_.load(std::memory_order_acquire)) {
+      break;
+    }
+  }
+}
+
+void RunManager::HandleWindow(RecorderEvent& event) {
+  WindowRecord& window = event.window;
+  if (window.kind == WindowRecord::Kind::kTotal) {
+    absl::MutexLock lock(&mu_);  // kept until the run is finished
+    pending_[event.run_id].total = std::move(window);
+    return;
+  }
+  absl::StatusOr<RunInfo> info = registry_.Info(event.run_id);
+  if (info.ok()) {
+    for (RunObserver* o : observers_) o->OnWindow(*info, window);
+  }
+  NotifyEvicted(registry_.AddWindow(std::move(window)));
+}
+
+void RunManager::HandleFinished(RecorderEvent& event) {
+  const RunId id = event.run_id;
+  Pending pending;
+  {
+    absl::MutexLock lock(&mu_);
+    pending = std::move(pending_[id]);
+  }
+  WindowRecord total = pending.total ? std::move(*pending.total) : WindowRecord{};
+  std::string reason;
+  const RunState state = pending.judge ? pending.judge(total, &reason) : RunState::kFinished;
+  NotifyEvicted(registry_.AddWindow(total));
+  RunInfo ended;
+  NotifyEvicted(registry_.MarkEnded(id, state, std::move(reason), NowUnixMs(), &ended));
+  for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
+  event.retired.reset();  // frees the run's windows and channels here
+  absl::MutexLock lock(&mu_);
+  pending_.erase(id);
+}
+
+void RunManager::NotifyEvicted(const std::vector<RunId>& ids) {
+  if (ids.empty()) return;
+  for (RunObserver* o : observers_) o->OnRunsEvicted(ids);
+}
+
+}  // namespace perld::runs

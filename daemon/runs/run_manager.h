@@ -1,0 +1,129 @@
+// RunManager: hosts runs under the single recorder thread.
+//
+// It owns the recorder thread (RecorderThread driving a RecorderHost), the
+// lock-free outbox the recorder publishes closed windows to, the dispatcher
+// thread that takes them out in order and feeds the RunRegistry and the
+// observers, and the id sequence. A source (an in-process bench, a remote
+// ingest stream) creates a run, sends through the run's channels, and ends
+// it once its producers have stopped:
+//
+//   CreateRun(setup)  -> id + channels; the run is registered (running),
+//                        observers get OnRunStarted, the recorder attaches it;
+//   ...producers Send...
+//   EndRun(id)        -> REQUIRES every producer joined. The recorder drains
+//                        the channels, closes the last window and the total;
+//                        the dispatcher asks the setup's judge for the final
+//                        state, stores the total, marks the run ended and
+//                        calls OnRunEnded. WaitEnded(id) waits for that.
+//
+// Threads: all public methods are thread-safe. Observers are added before
+// Start. Stop() ends the threads; it REQUIRES that every run has ended.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/config/daemon_config.h"
+#include "daemon/core/recorder_thread.h"
+#include "daemon/core/timestamp_channels.h"
+#include "daemon/runs/recorder_event.h"
+#include "daemon/runs/recorder_host.h"
+#include "daemon/runs/run_info.h"
+#include "daemon/runs/run_observer.h"
+#include "daemon/runs/run_registry.h"
+
+namespace perld::runs {
+
+// Decides a run's final state from its total; sets `reason` when failed.
+// Runs on the dispatcher thread. Null: the run finished.
+using RunJudge = std::function<RunState(const WindowRecord& total, std::string* reason)>;
+
+struct RunSetup {
+  RunSpec spec;             // name, labels, source, latency config, interval
+  ChannelOptions channels;  // queue kind, topology, pending bound
+  int producers = 1;        // producer handles of the channels
+  RunJudge judge;
+};
+
+struct CreatedRun {
+  RunId id = 0;
+  std::shared_ptr<TimeStampChannels> channels;
+  RunInfo info;
+};
+
+class RunManager {
+ public:
+  struct Options {
+    RecorderOptions recorder;
+    config::RetentionConfig retention;
+    int64_t max_running_runs = 16;
+    RunId first_id = 1;  // ids continue after the stored ones
+  };
+
+  explicit RunManager(Options options);
+  ~RunManager();  // Stop()
+  RunManager(const RunManager&) = delete;
+  RunManager& operator=(const RunManager&) = delete;
+
+  void AddObserver(RunObserver* observer);  // before Start
+  void Start();
+  // Refuses new runs from now on (shutdown begins).
+  void StopAccepting();
+  // Stops the recorder and dispatcher. REQUIRES: every run has ended.
+  void Stop();
+
+  // Validates the spec (latency config, channel topology), assigns an id,
+  // builds the windows by the recorder policy, registers and attaches the
+  // run. ResourceExhausted at max_running_runs, Unavailable after
+  // StopAccepting, InvalidArgument for a bad configuration.
+  absl::StatusOr<CreatedRun> CreateRun(RunSetup setup);
+  // Ends a run. REQUIRES: every producer of the run has stopped sending and
+  // been joined. Idempotent.
+  void EndRun(RunId id);
+  // True once the run's end was dispatched (total stored, state final).
+  bool WaitEnded(RunId id, absl::Duration timeout);
+
+  RunRegistry& registry() { return registry_; }
+  const RunRegistry& registry() const { return registry_; }
+  // Timestamps the recorder consumed since start, over every run.
+  uint64_t consumed() const { return recorder_.consumed(); }
+  // Runs attached to the recorder thread right now.
+  int attached() const { return host_.attached(); }
+
+ private:
+  struct Pending {
+    RunJudge judge;
+    std::optional<WindowRecord> total;
+    bool ending = false;
+  };
+  void Dispatch();
+  void HandleWindow(RecorderEvent& event);
+  void HandleFinished(RecorderEvent& event);
+  void NotifyEvicted(const std::vector<RunId>& ids);
+
+  const Options options_;
+  RunRegistry registry_;
+  RecorderOutbox outbox_;
+  RecorderHost host_;
+  RecorderThread recorder_;
+  std::vector<RunObserver*> observers_;
+  std::thread dispatcher_;
+  std::atomic<bool> stopping_{false};
+  bool started_ = false;
+
+  absl::Mutex mu_;
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
+  RunId next_id_ ABSL_GUARDED_BY(mu_);
+  std::map<RunId, Pending> pending_ ABSL_GUARDED_BY(mu_);  // runs not yet ended
+};
+
+}  // namespace perld::runs

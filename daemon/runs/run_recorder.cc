@@ -1,0 +1,99 @@
+#include "daemon/runs/run_recorder.h"
+
+#include <utility>
+
+namespace perld::runs {
+
+RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit unit,
+                         int64_t interval_ns, int64_t start_ns, int64_t start_unix_ms,
+                         std::shared_ptr<TimeStampChannels> channels, RecorderOutbox* outbox)
+    : id_(id),
+      windows_(std::move(windows)),
+      ns_per_unit_(NanosPerUnit(unit)),
+      interval_ns_(interval_ns),
+      start_ns_(start_ns),
+      start_unix_ms_(start_unix_ms),
+      channels_(std::move(channels)),
+      outbox_(outbox),
+      window_start_ns_(start_ns),
+      last_tick_ns_(start_ns),
+      next_report_ns_(start_ns + interval_ns) {}
+
+void RunRecorder::Accept(const TimeStamp* batch, size_t n) {
+  windows_.RecordBatch(batch, n, last_tick_ns_ / ns_per_unit_);
+  if (windows_.HasPendingReports()) [[unlikely]] {
+    PublishPending(last_tick_ns_);
+  }
+}
+
+void RunRecorder::Tick(int64_t now_ns) {
+  last_tick_ns_ = now_ns;
+  if (now_ns < next_report_ns_) return;
+  CloseWindow(now_ns);
+  // Catch up without a burst of empty windows after a stall.
+  next_report_ns_ += interval_ns_;
+  if (next_report_ns_ <= now_ns) next_report_ns_ = now_ns + interval_ns_;
+}
+
+void RunRecorder::Finish(int64_t now_ns) {
+  if (windows_.periodic().counters().records > 0 || windows_.periodic().counters().rejected > 0) {
+    CloseWindow(now_ns);
+  }
+  WindowReport total;
+  windows_.CloseTotal(now_ns / ns_per_unit_, &total);
+  Publish(std::move(total), start_ns_, now_ns);
+}
+
+void RunRecorder::CloseWindow(int64_t now_ns) {
+  WindowReport report;
+  windows_.CloseWindow(now_ns / ns_per_unit_, &report);
+  const int64_t start = window_start_ns_;
+  window_start_ns_ = now_ns;
+  Publish(std::move(report), start, now_ns);
+  if (windows_.HasPendingReports()) PublishPending(now_ns);
+}
+
+void RunRecorder::PublishPending(int64_t now_ns) {
+  for (WindowReport& report : windows_.TakePendingReports()) {
+    // An early periodic close ends the current window; a total segment
+    // spans from its own start time (in the run's unit) to now.
+    int64_t start = report.snapshot.start_time * ns_per_unit_;
+    if (report.scope == WindowReport::Scope::kPeriodic) {
+      start = window_start_ns_;
+      window_start_ns_ = now_ns;
+    }
+    Publish(std::move(report), start, now_ns);
+  }
+}
+
+void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns) {
+  RecorderEvent event;
+  event.kind = RecorderEvent::Kind::kWindow;
+  event.run_id = id_;
+  WindowRecord& w = event.window;
+  w.run_id = id_;
+  switch (report.scope) {
+    case WindowReport::Scope::kPeriodic:
+      w.kind = WindowRecord::Kind::kPeriodic;
+      w.seq = ++periodic_seq_;
+      break;
+    case WindowReport::Scope::kTotalSegment:
+      w.kind = WindowRecord::Kind::kTotalSegment;
+      w.seq = ++segment_seq_;
+      break;
+    case WindowReport::Scope::kTotal:
+      w.kind = WindowRecord::Kind::kTotal;
+      w.seq = 1;
+      break;
+  }
+  w.start_unix_ms = UnixMs(start_ns);
+  w.end_unix_ms = UnixMs(end_ns);
+  w.seconds = static_cast<double>(end_ns - start_ns) / 1e9;
+  w.snapshot = std::move(report.snapshot);
+  w.distribution = std::move(report.distribution);
+  w.segments = report.segments;
+  w.exact_total = report.exact_total;
+  outbox_->Publish(std::move(event));
+}
+
+}  // namespace perld::runs

@@ -1,0 +1,70 @@
+// RunRecorder: the recorder-thread side of one run -- its timestamp channels,
+// its exact windows and its reporting interval.
+//
+// Drain() moves the run's queued timestamps into its windows (it is the
+// TimeStampSink of its own channels); Tick() closes the periodic window when
+// its interval is due; Finish() closes the last partial window and the run
+// total. Every closed window leaves as a WindowRecord through the outbox:
+// interval windows, windows closed early by the IsFull policy and total
+// segments, in the order they closed, then the run total.
+//
+// Threads: constructed anywhere, then owned and used only by the recorder
+// thread (RecorderHost) until it is retired. The channels are shared with the
+// run's producers, which only Send.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "daemon/core/periodic_and_total_windows.h"
+#include "daemon/core/timestamp_channels.h"
+#include "daemon/core/timestamp_sink.h"
+#include "daemon/runs/recorder_event.h"
+#include "daemon/runs/run_info.h"
+
+namespace perld::runs {
+
+class RunRecorder final : public TimeStampSink {
+ public:
+  // `start_ns` is the run's start on the monotonic clock, `start_unix_ms`
+  // the same instant on the wall clock. REQUIRES: interval_ns >= 1.
+  RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit unit, int64_t interval_ns,
+              int64_t start_ns, int64_t start_unix_ms, std::shared_ptr<TimeStampChannels> channels,
+              RecorderOutbox* outbox);
+
+  RunId id() const { return id_; }
+
+  // Recorder thread. Moves queued timestamps into the windows.
+  size_t Drain(PollMode mode) { return channels_ ? channels_->Drain(*this, mode) : 0; }
+  // Recorder thread. Closes the last partial window (if it saw anything) and
+  // publishes the run total. REQUIRES: the channels are fully drained.
+  void Finish(int64_t now_ns);
+
+  // TimeStampSink (recorder thread).
+  void Accept(const TimeStamp* batch, size_t n) override;
+  void Tick(int64_t now_ns) override;
+
+ private:
+  void CloseWindow(int64_t now_ns);
+  void PublishPending(int64_t now_ns);
+  void Publish(WindowReport report, int64_t start_ns, int64_t end_ns);
+  int64_t UnixMs(int64_t mono_ns) const {
+    return start_unix_ms_ + (mono_ns - start_ns_) / 1'000'000;
+  }
+
+  const RunId id_;
+  PeriodicAndTotalWindows windows_;
+  const int64_t ns_per_unit_;
+  const int64_t interval_ns_;
+  const int64_t start_ns_;
+  const int64_t start_unix_ms_;
+  std::shared_ptr<TimeStampChannels> channels_;
+  RecorderOutbox* const outbox_;
+  int64_t window_start_ns_;
+  int64_t last_tick_ns_;
+  int64_t next_report_ns_;
+  int64_t periodic_seq_ = 0;
+  int64_t segment_seq_ = 0;
+};
+
+}  // namespace perld::runs

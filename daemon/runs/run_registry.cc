@@ -1,0 +1,372 @@
+#include "daemon/runs/run_registry.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace perld::runs {
+namespace {
+
+int64_t RecordBytes(const WindowRecord& w) {
+  const int64_t percentiles = static_cast<int64_t>(w.snapshot.percents.size());
+  return static_cast<int64_t>(sizeof(WindowRecord)) + percentiles * 32 +
+         static_cast<int64_t>(w.distribution.size() * sizeof(LatencyBucket));
+}
+
+WindowRecord WithoutDistribution(const WindowRecord& w) {
+  WindowRecord copy;
+  copy.run_id = w.run_id;
+  copy.kind = w.kind;
+  copy.seq = w.seq;
+  copy.start_unix_ms = w.start_unix_ms;
+  copy.end_unix_ms = w.end_unix_ms;
+  copy.seconds = w.seconds;
+  copy.snapshot = w.snapshot;
+  copy.segments = w.segments;
+  copy.exact_total = w.exact_total;
+  return copy;
+}
+
+// Percentiles of `set` for a window: from its distribution when it has one,
+// else from the percentiles stored with it (a window restored from the state
+// directory keeps only its configured set).
+absl::Status FillFrom(const WindowRecord& w, const PercentileSet& set, LatencySnapshot* out) {
+  if (!w.distribution.empty() || w.snapshot.valid == 0) {
+    FillPercentiles(set, w.distribution, out);
+    return absl::OkStatus();
+  }
+  const LatencySnapshot& stored = w.snapshot;
+  LatencySnapshot answer = *out;
+  answer.percents = set.percents();
+  answer.fractions = set.fractions();
+  answer.values.clear();
+  answer.counts.clear();
+  for (double p : set.percents()) {
+    auto it = std::find(stored.percents.begin(), stored.percents.end(), p);
+    if (it == stored.percents.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("percentile ", p,
+                       " is not available: this window's distribution is not kept (only "
+                       "its configured percentiles are); ask for the total"));
+    }
+    const size_t i = static_cast<size_t>(it - stored.percents.begin());
+    answer.values.push_back(stored.values[i]);
+    answer.counts.push_back(stored.counts[i]);
+  }
+  *out = std::move(answer);
+  return absl::OkStatus();
+}
+
+PercentileSet PercentilesOf(const RunSpec& spec) {
+  absl::StatusOr<PercentileSet> set = PercentileSet::Create(spec.latency.percentiles);
+  return set.ok() ? *std::move(set) : PercentileSet::Default();
+}
+
+}  // namespace
+
+struct RunRegistry::Entry {
+  explicit Entry(const RunInfo& run)
+      : info(run),
+        percentiles(PercentilesOf(run.spec)),
+        live(static_cast<size_t>(run.spec.latency.total_max_hash_map_size_mb) << 20) {}
+
+  RunInfo info;
+  PercentileSet percentiles;
+  std::optional<WindowRecord> latest;       // with its distribution
+  RunTotal live;                            // periodic windows merged
+  WindowRecord live_total;                  // snapshot of `live`, no distribution
+  std::optional<WindowRecord> final_total;  // with its distribution
+  std::deque<WindowRecord> history;         // no distributions
+  int64_t first_event = 0;                  // event number of history.front()
+  int64_t events = 0;
+  bool ended = false;
+  int64_t bytes = 0;
+
+  int64_t Bytes() const {
+    int64_t b = static_cast<int64_t>(sizeof(Entry)) + bytes;
+    if (latest) b += RecordBytes(*latest);
+    if (final_total) b += RecordBytes(*final_total);
+    b += static_cast<int64_t>(live.RetainedBytes());
+    return b;
+  }
+};
+
+RunRegistry::RunRegistry(config::RetentionConfig retention) : retention_(retention) {}
+RunRegistry::~RunRegistry() = default;
+
+RunRegistry::Entry* RunRegistry::Find(RunId id) {
+  auto it = runs_.find(id);
+  return it == runs_.end() ? nullptr : it->second.get();
+}
+
+const RunRegistry::Entry* RunRegistry::Find(RunId id) const {
+  auto it = runs_.find(id);
+  return it == runs_.end() ? nullptr : it->second.get();
+}
+
+void RunRegistry::AddRunning(const RunInfo& info) {
+  absl::MutexLock lock(&mu_);
+  auto entry = std::make_unique<Entry>(info);
+  entry->live_total.run_id = info.id;
+  entry->live_total.kind = WindowRecord::Kind::kTotal;
+  entry->live_total.start_unix_ms = info.start_unix_ms;
+  entry->live_total.end_unix_ms = info.start_unix_ms;
+  entry->live.Snapshot(entry->percentiles, 0, 0, &entry->live_total.snapshot);
+  bytes_ += entry->Bytes();
+  runs_[info.id] = std::move(entry);
+}
+
+std::vector<RunId> RunRegistry::Restore(const RunInfo& info, std::vector<WindowRecord> windows,
+                                        std::optional<WindowRecord> total) {
+  absl::MutexLock lock(&mu_);
+  auto entry = std::make_unique<Entry>(info);
+  entry->ended = info.state != RunState::kRunning;
+  for (WindowRecord& w : windows) {
+    if (w.kind == WindowRecord::Kind::kPeriodic) entry->latest = w;
+    Append(*entry, std::move(w));
+  }
+  if (total) {
+    Append(*entry, *total);
+    entry->final_total = std::move(total);
+  }
+  bytes_ += entry->Bytes();
+  runs_[info.id] = std::move(entry);
+  return Evict();
+}
+
+void RunRegistry::Append(Entry& e, WindowRecord window) {
+  window.distribution.clear();
+  window.distribution.shrink_to_fit();
+  e.bytes += RecordBytes(window);
+  e.history.push_back(std::move(window));
+  ++e.events;
+  while (static_cast<int64_t>(e.history.size()) > retention_.max_windows_per_run) {
+    e.bytes -= RecordBytes(e.history.front());
+    e.history.pop_front();
+    ++e.first_event;
+  }
+}
+
+std::vector<RunId> RunRegistry::AddWindow(WindowRecord window) {
+  absl::MutexLock lock(&mu_);
+  Entry* e = Find(window.run_id);
+  if (e == nullptr) return {};
+  bytes_ -= e->Bytes();
+  switch (window.kind) {
+    case WindowRecord::Kind::kPeriodic: {
+      e->live.Add(CountersOf(window.snapshot), window.distribution);
+      WindowRecord& t = e->live_total;
+      if (e->live.windows() == 1) t.snapshot.start_time = window.snapshot.start_time;
+      t.end_unix_ms = window.end_unix_ms;
+      t.seconds += window.seconds;
+      t.segments = 1;
+      t.exact_total = e->live.exact();
+      e->live.Snapshot(e->percentiles, t.snapshot.start_time, window.snapshot.end_time,
+                       &t.snapshot);
+      Append(*e, window);
+      e->latest = std::move(window);
+      break;
+    }
+    case WindowRecord::Kind::kTotalSegment:
+      Append(*e, std::move(window));
+      break;
+    case WindowRecord::Kind::kTotal:
+      Append(*e, window);
+      e->final_total = std::move(window);
+      e->live = RunTotal(0);  // the final total replaces it
+      break;
+  }
+  bytes_ += e->Bytes();
+  return Evict();
+}
+
+std::vector<RunId> RunRegistry::MarkEnded(RunId id, RunState state, std::string reason,
+                                          int64_t end_unix_ms, RunInfo* ended) {
+  absl::MutexLock lock(&mu_);
+  Entry* e = Find(id);
+  if (e == nullptr) return {};
+  e->info.state = state;
+  e->info.failure_reason = std::move(reason);
+  e->info.end_unix_ms = end_unix_ms;
+  e->ended = true;
+  if (ended != nullptr) *ended = e->info;
+  return Evict();
+}
+
+void RunRegistry::SetRetention(const config::RetentionConfig& retention) {
+  absl::MutexLock lock(&mu_);
+  retention_ = retention;
+  for (auto& [id, e] : runs_) {
+    bytes_ -= e->Bytes();
+    while (static_cast<int64_t>(e->history.size()) > retention_.max_windows_per_run) {
+      e->bytes -= RecordBytes(e->history.front());
+      e->history.pop_front();
+      ++e->first_event;
+    }
+    bytes_ += e->Bytes();
+  }
+  Evict();
+}
+
+std::vector<RunId> RunRegistry::Evict() {
+  std::vector<RunId> evicted;
+  for (;;) {
+    int64_t ended = 0;
+    const Entry* oldest = nullptr;
+    for (const auto& [id, e] : runs_) {
+      if (!e->ended) continue;
+      ++ended;
+      if (oldest == nullptr || e->info.end_unix_ms < oldest->info.end_unix_ms) oldest = e.get();
+    }
+    if (oldest == nullptr ||
+        (ended <= retention_.max_finished_runs && bytes_ <= retention_.max_bytes)) {
+      break;
+    }
+    const RunId id = oldest->info.id;
+    bytes_ -= oldest->Bytes();
+    runs_.erase(id);
+    evicted.push_back(id);
+  }
+  return evicted;
+}
+
+std::vector<RunInfo> RunRegistry::List(const RunFilter& filter) const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<RunInfo> out;
+  for (const auto& [id, e] : runs_) {
+    if (filter.state && e->info.state != *filter.state) continue;
+    bool match = true;
+    for (const auto& [k, v] : filter.labels) {
+      auto it = e->info.spec.labels.find(k);
+      if (it == e->info.spec.labels.end() || it->second != v) {
+        match = false;
+        break;
+      }
+    }
+    if (match) out.push_back(e->info);
+  }
+  return out;
+}
+
+absl::StatusOr<RunInfo> RunRegistry::Info(RunId id) const {
+  absl::ReaderMutexLock lock(&mu_);
+  const Entry* e = Find(id);
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
+  return e->info;
+}
+
+absl::StatusOr<RunView> RunRegistry::Get(RunId id) const {
+  absl::ReaderMutexLock lock(&mu_);
+  const Entry* e = Find(id);
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
+  RunView view;
+  view.info = e->info;
+  if (e->latest) view.latest = WithoutDistribution(*e->latest);
+  view.total_final = e->final_total.has_value();
+  view.total = e->final_total ? WithoutDistribution(*e->final_total) : e->live_total;
+  view.events = e->events;
+  return view;
+}
+
+absl::StatusOr<RunId> RunRegistry::Resolve(const std::string& id_or_name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  RunId id = 0;
+  if (absl::SimpleAtoi(id_or_name, &id) && Find(id) != nullptr) return id;
+  std::vector<RunId> matches;
+  for (const auto& [rid, e] : runs_) {
+    if (e->info.spec.name == id_or_name) matches.push_back(rid);
+  }
+  if (matches.empty()) {
+    return absl::NotFoundError(absl::StrCat("run '", id_or_name, "' not found"));
+  }
+  if (matches.size() > 1) {
+    return absl::FailedPreconditionError(absl::StrCat("run name '", id_or_name,
+                                                      "' is not unique: use one of the ids ",
+                                                      absl::StrJoin(matches, ", ")));
+  }
+  return matches.front();
+}
+
+absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileScope scope,
+                                                          std::vector<double> percents) const {
+  absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents));
+  if (!set.ok()) return set.status();
+  absl::ReaderMutexLock lock(&mu_);
+  const Entry* e = Find(id);
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
+  PercentileAnswer answer;
+  if (scope == PercentileScope::kLatest) {
+    if (!e->latest) {
+      return absl::FailedPreconditionError(absl::StrCat("run ", id, " has no closed window yet"));
+    }
+    answer.snapshot = e->latest->snapshot;
+    if (absl::Status s = FillFrom(*e->latest, *set, &answer.snapshot); !s.ok()) return s;
+    return answer;
+  }
+  if (e->final_total) {
+    answer.snapshot = e->final_total->snapshot;
+    answer.exact = e->final_total->exact_total;
+    answer.total_final = true;
+    if (absl::Status s = FillFrom(*e->final_total, *set, &answer.snapshot); !s.ok()) return s;
+    return answer;
+  }
+  answer.snapshot = e->live_total.snapshot;
+  answer.exact = e->live.exact();
+  FillPercentiles(*set, e->live.distribution(), &answer.snapshot);
+  return answer;
+}
+
+absl::StatusOr<std::vector<WindowRecord>> RunRegistry::History(RunId id, int64_t from) const {
+  absl::ReaderMutexLock lock(&mu_);
+  const Entry* e = Find(id);
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
+  std::vector<WindowRecord> out;
+  const int64_t skip = std::max<int64_t>(0, from - e->first_event);
+  for (size_t i = static_cast<size_t>(skip); i < e->history.size(); ++i) {
+    out.push_back(e->history[i]);
+  }
+  return out;
+}
+
+absl::StatusOr<RunRegistry::WatchBatch> RunRegistry::WaitForEvents(RunId id, int64_t next,
+                                                                   absl::Time deadline) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    const Entry* e = Find(id);
+    return e == nullptr || e->ended || e->events > next;
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  const Entry* e = Find(id);
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
+  WatchBatch batch;
+  batch.skipped = std::max<int64_t>(0, e->first_event - next);
+  const int64_t from = std::max(next, e->first_event);
+  for (int64_t i = from; i < e->events; ++i) {
+    batch.events.push_back(e->history[static_cast<size_t>(i - e->first_event)]);
+  }
+  batch.next = std::max(next, e->events);
+  batch.ended = e->ended;
+  return batch;
+}
+
+size_t RunRegistry::running() const {
+  absl::ReaderMutexLock lock(&mu_);
+  size_t n = 0;
+  for (const auto& [id, e] : runs_) n += e->ended ? 0 : 1;
+  return n;
+}
+
+size_t RunRegistry::size() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return runs_.size();
+}
+
+int64_t RunRegistry::ApproxBytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return bytes_;
+}
+
+}  // namespace perld::runs

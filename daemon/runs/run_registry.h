@@ -1,0 +1,130 @@
+// RunRegistry: every run the daemon knows -- running, finished, failed, or
+// restored from the state directory -- with the windows the recorder
+// published for it. It is the snapshot store: the recorder thread never
+// touches it; Query, Watch, /metrics and the console read it.
+//
+// Per run it keeps the RunInfo, the latest closed periodic window with its
+// exact distribution (so any percentile of it can be asked), the running
+// total of a live run (a RunTotal merged from its periodic windows, off the
+// recorder thread), the final total with its distribution once the run
+// ended, and a bounded history of every published window (without
+// distributions). Window events of a run get consecutive event numbers from 0;
+// WaitForEvents lets a watcher follow them.
+//
+// Retention: at most retention.max_windows_per_run history entries per run
+// (the oldest go first) and at most retention.max_finished_runs ended runs;
+// beyond retention.max_bytes of estimated memory the oldest ended runs are
+// evicted too. Evicted runs are returned by the mutating call so the caller
+// can drop them from storage. Running runs are never evicted.
+//
+// Threads: thread-safe. Writers (Add*, MarkEnded) come from the run manager
+// (its dispatcher thread and the threads that create runs); readers from any
+// thread. One absl::Mutex; readers share it, percentile queries walk a
+// distribution under the reader lock (O(distinct latencies)).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/config/daemon_config.h"
+#include "daemon/core/latency_percentiles.h"
+#include "daemon/core/run_total.h"
+#include "daemon/runs/run_info.h"
+#include "daemon/runs/window_record.h"
+
+namespace perld::runs {
+
+// What Get returns: distributions are left out (see Percentiles).
+struct RunView {
+  RunInfo info;
+  std::optional<WindowRecord> latest;  // latest closed periodic window
+  WindowRecord total;                  // final total, or the running total so far
+  bool total_final = false;            // total is the run's final total
+  int64_t events = 0;                  // window events published so far
+};
+
+enum class PercentileScope { kTotal, kLatest };
+
+struct PercentileAnswer {
+  LatencySnapshot snapshot;  // counters of the scope plus the requested percentiles
+  bool exact = true;         // false when the total's distribution lost segments
+  bool total_final = false;
+};
+
+struct RunFilter {
+  std::optional<RunState> state;
+  std::map<std::string, std::string> labels;  // every pair must match
+};
+
+class RunRegistry {
+ public:
+  explicit RunRegistry(config::RetentionConfig retention);
+  ~RunRegistry();
+
+  // A new running run. REQUIRES: a fresh id.
+  void AddRunning(const RunInfo& info);
+  // A run loaded from storage (ended, with its history and total).
+  std::vector<RunId> Restore(const RunInfo& info, std::vector<WindowRecord> windows,
+                             std::optional<WindowRecord> total);
+  // Appends a published window; returns runs evicted by retention.
+  std::vector<RunId> AddWindow(WindowRecord window);
+  // The run ended (its final total was published before). Returns the
+  // updated info and runs evicted by retention.
+  std::vector<RunId> MarkEnded(RunId id, RunState state, std::string reason, int64_t end_unix_ms,
+                               RunInfo* ended);
+  void SetRetention(const config::RetentionConfig& retention);
+
+  // Queries. NotFound for an unknown id.
+  std::vector<RunInfo> List(const RunFilter& filter) const;
+  absl::StatusOr<RunInfo> Info(RunId id) const;
+  absl::StatusOr<RunView> Get(RunId id) const;
+  // An id ("42") or a unique name. NotFound when nothing matches,
+  // FailedPrecondition when a name matches several runs (listing their ids).
+  absl::StatusOr<RunId> Resolve(const std::string& id_or_name) const;
+  // Exact percentiles of any set (SBK's percent spelling: 50, 99.9, ...).
+  // FailedPrecondition for kLatest before the run's first closed window.
+  absl::StatusOr<PercentileAnswer> Percentiles(RunId id, PercentileScope scope,
+                                               std::vector<double> percents) const;
+  // History entries with event numbers >= from (oldest retained first).
+  absl::StatusOr<std::vector<WindowRecord>> History(RunId id, int64_t from = 0) const;
+
+  // Watch: waits until the run has events numbered >= `next`, has ended, or
+  // `deadline` passes; returns those events (with distributions stripped)
+  // in order and whether the run has ended (then the last event is its
+  // total). Events older than the retained history are skipped: `skipped`
+  // counts them. NotFound if the run is unknown (or was evicted).
+  struct WatchBatch {
+    std::vector<WindowRecord> events;
+    int64_t next = 0;  // the event number to ask for next
+    int64_t skipped = 0;
+    bool ended = false;
+  };
+  absl::StatusOr<WatchBatch> WaitForEvents(RunId id, int64_t next, absl::Time deadline) const;
+
+  size_t running() const;
+  size_t size() const;
+  int64_t ApproxBytes() const;
+
+ private:
+  struct Entry;
+  Entry* Find(RunId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const Entry* Find(RunId id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::vector<RunId> Evict() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Append(Entry& e, WindowRecord window) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  config::RetentionConfig retention_ ABSL_GUARDED_BY(mu_);
+  std::map<RunId, std::unique_ptr<Entry>> runs_ ABSL_GUARDED_BY(mu_);
+  int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace perld::runs
