@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace perld::http {
 namespace {
@@ -51,7 +52,7 @@ class FamilyWriter {
 };
 
 // A window figure: the text of one sample value for one window.
-using Figure = std::function<std::string(const ExpositionWindow&)>;
+using Figure = std::function<std::string(const ExpositionWindow&, TimeUnit)>;
 
 double Rate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
 
@@ -104,23 +105,47 @@ std::string UnitsToSecondsText(int64_t value, TimeUnit unit) {
 }
 
 std::string RenderExposition(const ExpositionInput& in) {
-  const std::string run_labels =
-      absl::StrCat("storage=\"", EscapeLabelValue(in.labels.storage), "\",action=\"",
-                   EscapeLabelValue(in.labels.action), "\",writers=\"", in.labels.writers,
-                   "\",readers=\"", in.labels.readers, "\"");
-  std::string out;
-  FamilyWriter(&out, "perld_latency_resolution_seconds",
-               absl::StrCat("Latency time unit of the run (", TimeUnitFullName(in.unit),
-                            "); every latency is a multiple of it."))
-      .Sample(run_labels, UnitsToSecondsText(1, in.unit));
+  return RenderExposition(std::span<const ExpositionInput>(&in, 1));
+}
 
-  std::vector<std::pair<const char*, const ExpositionWindow*>> windows;
-  if (in.interval) windows.emplace_back("interval", &*in.interval);
-  if (in.total) windows.emplace_back("total", &*in.total);
+std::string RenderExposition(std::span<const ExpositionInput> runs) {
+  struct Scoped {
+    std::string labels;  // run labels plus window="..."
+    const ExpositionWindow* window;
+    TimeUnit unit;
+  };
+  std::vector<std::string> run_labels;
+  std::vector<Scoped> windows;
+  for (const ExpositionInput& in : runs) {
+    std::vector<std::string> parts;
+    for (const auto& [key, value] : in.labels.extra) {
+      parts.push_back(absl::StrCat(key, "=\"", EscapeLabelValue(value), "\""));
+    }
+    if (in.labels.sbk) {
+      parts.push_back(absl::StrCat("storage=\"", EscapeLabelValue(in.labels.storage),
+                                   "\",action=\"", EscapeLabelValue(in.labels.action),
+                                   "\",writers=\"", in.labels.writers, "\",readers=\"",
+                                   in.labels.readers, "\""));
+    }
+    std::string labels = absl::StrJoin(parts, ",");
+    if (in.interval) {
+      windows.push_back({absl::StrCat(labels, ",window=\"interval\""), &*in.interval, in.unit});
+    }
+    if (in.total) {
+      windows.push_back({absl::StrCat(labels, ",window=\"total\""), &*in.total, in.unit});
+    }
+    run_labels.push_back(std::move(labels));
+  }
+  std::string out;
+  if (!runs.empty()) {
+    FamilyWriter resolution(&out, "perld_latency_resolution_seconds",
+                            "Latency time unit of the run; every latency is a multiple of it.");
+    for (size_t i = 0; i < runs.size(); ++i) {
+      resolution.Sample(run_labels[i], UnitsToSecondsText(1, runs[i].unit));
+    }
+  }
   if (windows.empty()) return out;
 
-  const TimeUnit unit = in.unit;
-  auto latency = [unit](int64_t v) { return UnitsToSecondsText(v, unit); };
   const std::pair<const char*, const char*> names[] = {
       {"perld_window_seconds", "Length of the window in seconds."},
       {"perld_records", "Records accepted in the window (valid, discarded and invalid)."},
@@ -136,44 +161,46 @@ std::string RenderExposition(const ExpositionInput& in) {
       {"perld_higher_discards", "Records with a latency above the maximum latency."},
   };
   const Figure figures[] = {
-      [](const ExpositionWindow& w) { return FormatSampleValue(w.seconds); },
-      [](const ExpositionWindow& w) { return IntText(w.snapshot.records); },
-      [](const ExpositionWindow& w) { return IntText(w.snapshot.bytes); },
-      [](const ExpositionWindow& w) {
+      [](const ExpositionWindow& w, TimeUnit) { return FormatSampleValue(w.seconds); },
+      [](const ExpositionWindow& w, TimeUnit) { return IntText(w.snapshot.records); },
+      [](const ExpositionWindow& w, TimeUnit) { return IntText(w.snapshot.bytes); },
+      [](const ExpositionWindow& w, TimeUnit) {
         return FormatSampleValue(Rate(static_cast<double>(w.snapshot.records), w.seconds));
       },
-      [](const ExpositionWindow& w) {
+      [](const ExpositionWindow& w, TimeUnit) {
         return FormatSampleValue(
             Rate(static_cast<double>(w.snapshot.bytes) / kBytesPerMebibyte, w.seconds));
       },
-      [unit](const ExpositionWindow& w) {
+      [](const ExpositionWindow& w, TimeUnit unit) {
         return FormatSampleValue(w.snapshot.AvgLatency() * static_cast<double>(NanosPerUnit(unit)) /
                                  static_cast<double>(kNanosPerSecond));
       },
-      [&](const ExpositionWindow& w) { return latency(w.snapshot.min_latency); },
-      [&](const ExpositionWindow& w) { return latency(w.snapshot.max_latency); },
-      [](const ExpositionWindow& w) { return IntText(w.snapshot.invalid); },
-      [](const ExpositionWindow& w) { return IntText(w.snapshot.lower_discard); },
-      [](const ExpositionWindow& w) { return IntText(w.snapshot.higher_discard); },
+      [](const ExpositionWindow& w, TimeUnit unit) {
+        return UnitsToSecondsText(w.snapshot.min_latency, unit);
+      },
+      [](const ExpositionWindow& w, TimeUnit unit) {
+        return UnitsToSecondsText(w.snapshot.max_latency, unit);
+      },
+      [](const ExpositionWindow& w, TimeUnit) { return IntText(w.snapshot.invalid); },
+      [](const ExpositionWindow& w, TimeUnit) { return IntText(w.snapshot.lower_discard); },
+      [](const ExpositionWindow& w, TimeUnit) { return IntText(w.snapshot.higher_discard); },
   };
   static_assert(std::size(names) == std::size(figures));
   for (size_t f = 0; f < std::size(names); ++f) {
     FamilyWriter family(&out, names[f].first, names[f].second);
-    for (const auto& [scope, window] : windows) {
-      family.Sample(absl::StrCat(run_labels, ",window=\"", scope, "\""), figures[f](*window));
-    }
+    for (const Scoped& w : windows) family.Sample(w.labels, figures[f](*w.window, w.unit));
   }
 
   // Percentiles: one family for the values, one for the counts at them.
   auto percentile_family = [&](const char* name, const char* help, bool values) {
     FamilyWriter family(&out, name, help);
-    for (const auto& [scope, window] : windows) {
-      const LatencySnapshot& s = window->snapshot;
+    for (const Scoped& w : windows) {
+      const LatencySnapshot& s = w.window->snapshot;
       const size_t n = std::min({s.percents.size(), s.values.size(), s.counts.size()});
       for (size_t i = 0; i < n; ++i) {
-        family.Sample(absl::StrCat(run_labels, ",window=\"", scope, "\",percentile=\"",
-                                   FormatSampleValue(s.percents[i]), "\""),
-                      values ? latency(s.values[i]) : IntText(s.counts[i]));
+        family.Sample(
+            absl::StrCat(w.labels, ",percentile=\"", FormatSampleValue(s.percents[i]), "\""),
+            values ? UnitsToSecondsText(s.values[i], w.unit) : IntText(s.counts[i]));
       }
     }
   };

@@ -44,7 +44,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "daemon/core/latency_config.h"
 #include "daemon/core/latency_snapshot.h"
@@ -57,6 +60,9 @@ struct ExpositionLabels {
   std::string action;  // "Writing", "Reading" or "Write_Reading"
   int writers = 0;
   int readers = 0;
+  // Labels before the SBK ones, e.g. {"run_id", "7"}, {"run", "nightly"}.
+  std::vector<std::pair<std::string, std::string>> extra = {};
+  bool sbk = true;  // false: only `extra` (storage/action/writers/readers left out)
 };
 
 // One window scope: its snapshot and its length in seconds (rates divide by
@@ -77,6 +83,8 @@ struct ExpositionInput {
 // while neither window exists; percentile samples are emitted for the
 // snapshot's `percents` (none when empty). Pure; any thread.
 std::string RenderExposition(const ExpositionInput& input);
+// Several runs in one exposition: each family once, a sample set per run.
+std::string RenderExposition(std::span<const ExpositionInput> runs);
 
 // Building blocks, exposed for tests.
 // Label value escaping: \ -> \\, " -> \", newline -> \n.

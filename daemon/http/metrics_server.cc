@@ -67,29 +67,49 @@ std::string BindFailureReason(const std::string& host, int port) {
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     std::string host, int port, std::string path, std::function<std::string()> render) {
+  if (path.empty()) return absl::InvalidArgumentError("metrics server: empty path");
+  if (path[0] != '/') path = "/" + path;
+  if (!render) return absl::InvalidArgumentError("metrics server: no render function");
+  HttpRoute route;
+  route.path = path;
+  route.handler = [render = std::move(render)] {
+    return HttpResponse{200, render(), kExpositionContentType};
+  };
+  return Start(std::move(host), port, {std::move(route)});
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(std::string host, int port,
+                                                                    std::vector<HttpRoute> routes) {
   if (host.empty()) return absl::InvalidArgumentError("metrics server: empty host");
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics server: port ", port, " is outside [0, 65535]"));
   }
-  if (path.empty()) return absl::InvalidArgumentError("metrics server: empty path");
-  if (path[0] != '/') path = "/" + path;
-  if (!render) return absl::InvalidArgumentError("metrics server: no render function");
+  if (routes.empty()) return absl::InvalidArgumentError("metrics server: no routes");
+  for (const HttpRoute& r : routes) {
+    if (r.path.empty() || r.path[0] != '/' || !r.handler) {
+      return absl::InvalidArgumentError(absl::StrCat("metrics server: bad route '", r.path, "'"));
+    }
+  }
+  std::string first_path = routes.front().path;
 
   auto server = std::make_unique<httplib::Server>();
   server->new_task_queue = [] { return new httplib::ThreadPool(kHandlerThreads); };
   server->set_socket_options(ListenerSocketOptions);
   server->set_keep_alive_timeout(kKeepAliveSeconds);
-  // One catch-all route with an exact path comparison: httplib's patterns are
+  // One catch-all route with exact path comparisons: httplib's patterns are
   // regular expressions, and a metrics path is not one.
-  server->Get(".*", [path, render = std::move(render)](const httplib::Request& req,
-                                                       httplib::Response& res) {
-    if (req.path != path) {
-      res.status = 404;
-      res.set_content("404 page not found\n", "text/plain; charset=utf-8");
+  server->Get(".*", [routes = std::move(routes)](const httplib::Request& req,
+                                                 httplib::Response& res) {
+    for (const HttpRoute& route : routes) {
+      if (req.path != route.path) continue;
+      HttpResponse r = route.handler();
+      res.status = r.status;
+      res.set_content(r.body, r.content_type);
       return;
     }
-    res.set_content(render(), kExpositionContentType);
+    res.status = 404;
+    res.set_content("404 page not found\n", "text/plain; charset=utf-8");
   });
 
   int bound_port = -1;
@@ -105,7 +125,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   }
 
   std::unique_ptr<MetricsServer> metrics(
-      new MetricsServer(std::move(server), std::move(host), bound_port, std::move(path)));
+      new MetricsServer(std::move(server), std::move(host), bound_port, std::move(first_path)));
   MetricsServer* self = metrics.get();
   self->listener_ = std::thread([self] {
     self->server_->listen_after_bind();

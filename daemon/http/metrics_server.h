@@ -1,5 +1,6 @@
-// MetricsServer: a small HTTP server (cpp-httplib) that serves one Prometheus
-// text exposition at one path while a run lasts.
+// MetricsServer: a small HTTP server (cpp-httplib) that serves a Prometheus
+// text exposition at one path while a run lasts (`perld bench -context`), or
+// a few exact routes (the daemon: /metrics, /healthz, /readyz).
 //
 // GET `path` answers 200 with `render()` and Content-Type
 // "text/plain; version=0.0.4; charset=utf-8"; every other path answers 404.
@@ -21,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -32,6 +34,18 @@ namespace perld::http {
 
 inline constexpr char kDefaultMetricsHost[] = "127.0.0.1";
 inline constexpr char kExpositionContentType[] = "text/plain; version=0.0.4; charset=utf-8";
+
+struct HttpResponse {
+  int status = 200;
+  std::string body;
+  std::string content_type = "text/plain; charset=utf-8";
+};
+
+// One exact path and its handler (run on a server pool thread).
+struct HttpRoute {
+  std::string path;  // starts with '/'
+  std::function<HttpResponse()> handler;
+};
 
 class MetricsServer {
  public:
@@ -45,6 +59,10 @@ class MetricsServer {
   // and the reason (e.g. "Address already in use").
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
       std::string host, int port, std::string path, std::function<std::string()> render);
+  // Serves several exact paths (GET); any other path answers 404. Url()
+  // names the first route.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      std::string host, int port, std::vector<HttpRoute> routes);
 
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

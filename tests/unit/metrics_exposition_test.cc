@@ -53,7 +53,7 @@ ExpositionInput SmallInput() {
 }
 
 constexpr char kGolden[] =
-    R"(# HELP perld_latency_resolution_seconds Latency time unit of the run (MILLISECONDS); every latency is a multiple of it.
+    R"(# HELP perld_latency_resolution_seconds Latency time unit of the run; every latency is a multiple of it.
 # TYPE perld_latency_resolution_seconds gauge
 perld_latency_resolution_seconds{storage="PerlBench",action="Writing",writers="1",readers="0"} 0.001
 # HELP perld_window_seconds Length of the window in seconds.
@@ -108,7 +108,7 @@ TEST(MetricsExpositionTest, BeforeAnyWindowOnlyTheResolutionIsExposed) {
   in.interval.reset();
   in.unit = TimeUnit::kNs;
   EXPECT_EQ(RenderExposition(in),
-            "# HELP perld_latency_resolution_seconds Latency time unit of the run (NANOSECONDS); "
+            "# HELP perld_latency_resolution_seconds Latency time unit of the run; "
             "every latency is a multiple of it.\n"
             "# TYPE perld_latency_resolution_seconds gauge\n"
             "perld_latency_resolution_seconds{storage=\"PerlBench\",action=\"Writing\",writers="

@@ -1,0 +1,587 @@
+// perlctl: the command line client of a perld daemon.
+//
+//   perlctl [--target HOST:PORT] [--json] COMMAND ...
+//     runs [--state running|finished|failed] [--label KEY=VALUE]...
+//     show RUN
+//     percentiles RUN [--p 50,99,99.9] [--scope total|latest]
+//     history RUN
+//     watch RUN [--from-start]
+//     bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
+//     stop RUN [--wait]
+//
+// RUN is a run id or a unique run name. Exit status: 0 on success; 1 on a
+// server error (printed as "perlctl: <STATUS_NAME>: <message>") or, for
+// `bench --wait`, when the run failed; 2 on a usage error.
+#include <grpcpp/grpcpp.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/perlctl/json_writer.h"
+#include "client/perlctl/run_output.h"
+#include "daemon/bench/bench_options.h"
+#include "perld/v1/perld.grpc.pb.h"
+#include "perld/version.h"
+
+namespace perld::perlctl {
+namespace {
+
+constexpr char kDefaultTarget[] = "127.0.0.1:9717";
+
+const char* kUsage =
+    R"(usage: perlctl [--target HOST:PORT] [--json] [--timeout SECONDS] COMMAND ...
+  runs [--state running|finished|failed] [--label KEY=VALUE]...   list runs
+  show RUN                                     a run, its latest window and its total
+  percentiles RUN [--p 50,99,99.9] [--scope total|latest]
+                                               exact percentiles of any set
+  history RUN                                  the run's retained windows
+  watch RUN [--from-start]                     each window as it closes, then the total
+  bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
+                                               start an in-process PerlBench run
+  stop RUN [--wait]                            stop a run (its total is kept)
+RUN is a run id or a unique run name. --target defaults to $PERLD_TARGET or 127.0.0.1:9717
+(unix:PATH for a Unix socket). --json prints stable JSON (one object per line for watch).
+Exit status: 0 success; 1 server error (or a failed run with bench --wait); 2 usage error.
+)";
+
+struct UsageError {
+  std::string message;
+};
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+int ServerError(const grpc::Status& status) {
+  std::cerr << "perlctl: " << CodeName(status.error_code()) << ": " << status.error_message()
+            << "\n";
+  return 1;
+}
+
+// Command-line state shared by every command.
+struct Cli {
+  std::string target;
+  bool json = false;
+  double timeout_s = 10;
+  std::string command;
+  std::vector<std::string> args;  // the command's own arguments
+  std::unique_ptr<v1::Query::Stub> query;
+  std::unique_ptr<v1::Control::Stub> control;
+
+  void Deadline(grpc::ClientContext* context) const {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+  }
+};
+
+// Takes "--name VALUE" / "--name=VALUE" out of `args` (all occurrences).
+std::vector<std::string> TakeValues(std::vector<std::string>* args, const std::string& name) {
+  std::vector<std::string> values;
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    if (a == "--" + name) {
+      if (i + 1 >= args->size()) throw UsageError{"--" + name + " needs a value"};
+      values.push_back((*args)[++i]);
+    } else if (a.rfind("--" + name + "=", 0) == 0) {
+      values.push_back(a.substr(name.size() + 3));
+    } else {
+      rest.push_back(a);
+    }
+  }
+  *args = std::move(rest);
+  return values;
+}
+
+bool TakeFlag(std::vector<std::string>* args, const std::string& name) {
+  bool found = false;
+  std::vector<std::string> rest;
+  for (const std::string& a : *args) {
+    if (a == "--" + name) {
+      found = true;
+    } else {
+      rest.push_back(a);
+    }
+  }
+  *args = std::move(rest);
+  return found;
+}
+
+std::optional<std::string> TakeOne(std::vector<std::string>* args, const std::string& name) {
+  std::vector<std::string> v = TakeValues(args, name);
+  if (v.size() > 1) throw UsageError{"--" + name + " given more than once"};
+  if (v.empty()) return std::nullopt;
+  return v.front();
+}
+
+std::map<std::string, std::string> TakeLabels(std::vector<std::string>* args) {
+  std::map<std::string, std::string> labels;
+  for (const std::string& kv : TakeValues(args, "label")) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError{"--label needs KEY=VALUE: " + kv};
+    labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return labels;
+}
+
+// The single positional RUN argument of a command.
+std::string TakeRun(std::vector<std::string>* args, const std::string& command) {
+  if (args->empty()) throw UsageError{command + " needs RUN (an id or a unique name)"};
+  std::string run = args->front();
+  if (!run.empty() && run[0] == '-') throw UsageError{"unknown option '" + run + "'"};
+  args->erase(args->begin());
+  return run;
+}
+
+void NoMoreArgs(const std::vector<std::string>& args) {
+  if (!args.empty()) throw UsageError{"unexpected argument '" + args.front() + "'"};
+}
+
+void PrintJson(const JsonWriter& json) { std::cout << json.str() << "\n" << std::flush; }
+
+int Runs(Cli& cli) {
+  v1::ListRunsRequest request;
+  if (std::optional<std::string> state = TakeOne(&cli.args, "state")) {
+    if (*state == "running") {
+      request.set_state(v1::RUN_STATE_RUNNING);
+    } else if (*state == "finished") {
+      request.set_state(v1::RUN_STATE_FINISHED);
+    } else if (*state == "failed") {
+      request.set_state(v1::RUN_STATE_FAILED);
+    } else {
+      throw UsageError{"--state must be running, finished or failed"};
+    }
+  }
+  for (const auto& [k, v] : TakeLabels(&cli.args)) (*request.mutable_labels())[k] = v;
+  NoMoreArgs(cli.args);
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::ListRunsResponse response;
+  if (grpc::Status s = cli.query->ListRuns(&context, request, &response); !s.ok()) {
+    return ServerError(s);
+  }
+  if (cli.json) {
+    JsonWriter json;
+    json.BeginObject().Key("runs").BeginArray();
+    for (const v1::RunInfo& r : response.runs()) {
+      json.BeginObject();
+      WriteRunJson(r, json);
+      json.EndObject();
+    }
+    json.EndArray().EndObject();
+    PrintJson(json);
+  } else {
+    std::cout << RunsTable(response);
+  }
+  return 0;
+}
+
+int Show(Cli& cli) {
+  v1::GetRunRequest request;
+  request.set_run(TakeRun(&cli.args, "show"));
+  NoMoreArgs(cli.args);
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::GetRunResponse response;
+  if (grpc::Status s = cli.query->GetRun(&context, request, &response); !s.ok()) {
+    return ServerError(s);
+  }
+  if (cli.json) {
+    JsonWriter json;
+    json.BeginObject();
+    WriteRunJson(response.run(), json);
+    json.Key("latest");
+    if (response.has_latest()) {
+      WriteWindowJson(response.latest(), json);
+    } else {
+      json.Null();
+    }
+    json.Key("total");
+    WriteWindowJson(response.total(), json);
+    json.EndObject();
+    PrintJson(json);
+  } else {
+    std::cout << ShowText(response);
+  }
+  return 0;
+}
+
+int Percentiles(Cli& cli) {
+  v1::GetPercentilesRequest request;
+  request.set_run(TakeRun(&cli.args, "percentiles"));
+  if (std::optional<std::string> list = TakeOne(&cli.args, "p")) {
+    for (absl::string_view part : absl::StrSplit(*list, ',', absl::SkipWhitespace())) {
+      double p = 0;
+      if (!absl::SimpleAtod(part, &p)) {
+        throw UsageError{"--p: '" + std::string(part) + "' is not a number"};
+      }
+      request.add_percentiles(p);
+    }
+  }
+  if (std::optional<std::string> scope = TakeOne(&cli.args, "scope")) {
+    if (*scope == "total") {
+      request.set_scope(v1::GetPercentilesRequest::SCOPE_TOTAL);
+    } else if (*scope == "latest") {
+      request.set_scope(v1::GetPercentilesRequest::SCOPE_LATEST);
+    } else {
+      throw UsageError{"--scope must be total or latest"};
+    }
+  }
+  NoMoreArgs(cli.args);
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::GetPercentilesResponse response;
+  if (grpc::Status s = cli.query->GetPercentiles(&context, request, &response); !s.ok()) {
+    return ServerError(s);
+  }
+  const bool latest = request.scope() == v1::GetPercentilesRequest::SCOPE_LATEST;
+  if (cli.json) {
+    JsonWriter json;
+    json.BeginObject();
+    json.Key("run").Uint(response.run_id());
+    json.Key("scope").String(latest ? "latest" : "total");
+    json.Key("final").Bool(response.final());
+    json.Key("exact").Bool(response.exact());
+    json.Key("validLatencyRecords").Int(response.valid_latency_records());
+    json.Key("medianLatency").Int(response.median_latency());
+    json.Key("percentiles").BeginObject();
+    for (const v1::Percentile& p : response.percentiles()) {
+      json.Key(ShortestDouble(p.percent())).Int(p.latency());
+    }
+    json.EndObject();
+    json.Key("percentileCounts").BeginObject();
+    for (const v1::Percentile& p : response.percentiles()) {
+      json.Key(ShortestDouble(p.percent())).Int(p.count());
+    }
+    json.EndObject().EndObject();
+    PrintJson(json);
+  } else {
+    std::printf("run %llu, %s%s, %lld valid latency records%s\n",
+                static_cast<unsigned long long>(response.run_id()),
+                latest ? "latest window" : "total", latest || response.final() ? "" : " (running)",
+                static_cast<long long>(response.valid_latency_records()),
+                response.exact() ? "" : " (percentiles cover the last segments only)");
+    for (const v1::Percentile& p : response.percentiles()) {
+      std::printf("  %10s  %lld  (%lld records at exactly this latency)\n",
+                  (ShortestDouble(p.percent()) + "th").c_str(),
+                  static_cast<long long>(p.latency()), static_cast<long long>(p.count()));
+    }
+  }
+  return 0;
+}
+
+int History(Cli& cli) {
+  v1::GetWindowHistoryRequest request;
+  request.set_run(TakeRun(&cli.args, "history"));
+  NoMoreArgs(cli.args);
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::GetWindowHistoryResponse response;
+  if (grpc::Status s = cli.query->GetWindowHistory(&context, request, &response); !s.ok()) {
+    return ServerError(s);
+  }
+  v1::TimeUnit unit = v1::TIME_UNIT_UNSPECIFIED;
+  {
+    grpc::ClientContext ctx;
+    cli.Deadline(&ctx);
+    v1::GetRunRequest get;
+    get.set_run(std::to_string(response.run_id()));
+    v1::GetRunResponse run;
+    if (grpc::Status s = cli.query->GetRun(&ctx, get, &run); s.ok()) {
+      unit = run.run().latency().time_unit();
+    }
+  }
+  if (cli.json) {
+    JsonWriter json;
+    json.BeginObject().Key("run").Uint(response.run_id()).Key("windows").BeginArray();
+    for (const v1::Window& w : response.windows()) WriteWindowJson(w, json);
+    json.EndArray().EndObject();
+    PrintJson(json);
+  } else {
+    for (const v1::Window& w : response.windows()) std::cout << WindowLine(w, unit) << "\n";
+  }
+  return 0;
+}
+
+// Streams a run's windows until its total; returns the final total.
+int Watch(Cli& cli, const std::string& run, bool from_start, v1::Window* total) {
+  v1::GetRunRequest get;
+  get.set_run(run);
+  v1::GetRunResponse info;
+  {
+    grpc::ClientContext context;
+    cli.Deadline(&context);
+    if (grpc::Status s = cli.query->GetRun(&context, get, &info); !s.ok()) return ServerError(s);
+  }
+  const v1::TimeUnit unit = info.run().latency().time_unit();
+  v1::WatchRunRequest request;
+  request.set_run(std::to_string(info.run().id()));
+  request.set_from_start(from_start);
+  grpc::ClientContext context;  // no deadline: a watch lasts as long as the run
+  std::unique_ptr<grpc::ClientReader<v1::WatchRunResponse>> reader =
+      cli.query->WatchRun(&context, request);
+  v1::WatchRunResponse event;
+  while (reader->Read(&event)) {
+    if (event.skipped() > 0 && !cli.json) {
+      std::cout << "(" << event.skipped() << " windows skipped: beyond the retained history)\n";
+    }
+    if (cli.json) {
+      JsonWriter json;
+      WriteWindowJson(event.window(), json);
+      PrintJson(json);
+    } else {
+      std::cout << WindowLine(event.window(), unit) << "\n" << std::flush;
+    }
+    if (event.window().kind() == v1::Window::KIND_TOTAL && total != nullptr) {
+      *total = event.window();
+    }
+  }
+  if (grpc::Status s = reader->Finish(); !s.ok()) return ServerError(s);
+  return 0;
+}
+
+int WatchCommand(Cli& cli) {
+  const bool from_start = TakeFlag(&cli.args, "from-start");
+  const std::string run = TakeRun(&cli.args, "watch");
+  NoMoreArgs(cli.args);
+  return Watch(cli, run, from_start, nullptr);
+}
+
+v1::TimeUnit ToProtoUnit(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kMs:
+      return v1::TIME_UNIT_MS;
+    case TimeUnit::kUs:
+      return v1::TIME_UNIT_US;
+    case TimeUnit::kNs:
+      return v1::TIME_UNIT_NS;
+  }
+  return v1::TIME_UNIT_UNSPECIFIED;
+}
+
+int Bench(Cli& cli) {
+  v1::StartBenchRequest request;
+  if (std::optional<std::string> name = TakeOne(&cli.args, "name")) request.set_name(*name);
+  for (const auto& [k, v] : TakeLabels(&cli.args)) (*request.mutable_labels())[k] = v;
+  const bool wait = TakeFlag(&cli.args, "wait");
+  // Options of `perld bench` that belong to a local process, not a daemon run.
+  static const std::set<std::string> kLocalOnly = {"csvfile", "context", "clock", "progress",
+                                                   "idleNS"};
+  std::set<std::string> given;
+  for (const std::string& a : cli.args) {
+    if (a.size() > 1 && a[0] == '-') {
+      std::string name = a.substr(a[1] == '-' ? 2 : 1);
+      name = name.substr(0, name.find('='));
+      if (kLocalOnly.count(name) > 0) {
+        throw UsageError{"bench: -" + name +
+                         " applies to a local `perld bench` only; query the daemon's run instead"};
+      }
+      given.insert(name);
+    }
+  }
+  absl::StatusOr<bench::BenchOptions> parsed = bench::ParseBenchArgs(cli.args);
+  if (!parsed.ok()) throw UsageError{"bench: " + std::string(parsed.status().message())};
+  if (parsed->help) {
+    std::cout << bench::BenchUsage();
+    return 0;
+  }
+  const bench::BenchOptions& o = *parsed;
+  v1::BenchOptions* out = request.mutable_options();
+  out->set_writers(o.writers);
+  out->set_readers(o.readers);
+  out->set_size(o.size);
+  out->set_records(o.records);
+  out->set_seconds(o.seconds);
+  out->set_throughput_mbps(o.throughput_mbps);
+  // Unset options take the daemon's configuration (its timeUnit, range, ...).
+  if (given.count("time")) out->set_time_unit(ToProtoUnit(o.time_unit));
+  if (given.count("minlatency")) out->set_min_latency(*o.min_latency);
+  if (given.count("maxlatency")) out->set_max_latency(*o.max_latency);
+  if (given.count("time") && !given.count("minlatency")) out->set_min_latency(*o.min_latency);
+  if (given.count("time") && !given.count("maxlatency")) out->set_max_latency(*o.max_latency);
+  if (given.count("mpscqueue")) out->set_mpscqueue(o.channels.queue == QueueKind::kMpsc);
+  if (given.count("maxQs")) out->set_max_qs(o.channels.max_qs);
+  if (given.count("qPerWorker")) out->set_q_per_worker(o.channels.q_per_worker);
+  if (given.count("maxPendingPerWorker")) {
+    out->set_max_pending_per_worker(static_cast<int64_t>(o.channels.max_pending_per_worker));
+  }
+  if (given.count("overflow")) {
+    out->set_overflow(o.channels.overflow == OverflowPolicy::kBlock ? v1::OVERFLOW_BLOCK
+                                                                    : v1::OVERFLOW_DROP);
+  }
+  if (given.count("interval")) out->set_reporting_interval_ms(int64_t{o.interval_seconds} * 1000);
+
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::StartBenchResponse response;
+  if (grpc::Status s = cli.control->StartBench(&context, request, &response); !s.ok()) {
+    return ServerError(s);
+  }
+  if (!wait) {
+    if (cli.json) {
+      JsonWriter json;
+      json.BeginObject();
+      WriteRunJson(response.run(), json);
+      json.EndObject();
+      PrintJson(json);
+    } else {
+      std::cout << "run " << response.run_id() << " started\n";
+    }
+    return 0;
+  }
+  if (!cli.json) std::cout << "run " << response.run_id() << " started\n" << std::flush;
+  v1::Window total;
+  if (int rc = Watch(cli, std::to_string(response.run_id()), true, &total); rc != 0) return rc;
+  grpc::ClientContext ctx;
+  cli.Deadline(&ctx);
+  v1::GetRunRequest get;
+  get.set_run(std::to_string(response.run_id()));
+  v1::GetRunResponse run;
+  if (grpc::Status s = cli.query->GetRun(&ctx, get, &run); !s.ok()) return ServerError(s);
+  if (run.run().state() == v1::RUN_STATE_FAILED) {
+    std::cerr << "perlctl: run " << run.run().id() << " failed: " << run.run().failure_reason()
+              << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int Stop(Cli& cli) {
+  v1::StopRunRequest request;
+  request.set_wait(TakeFlag(&cli.args, "wait"));
+  request.set_run(TakeRun(&cli.args, "stop"));
+  NoMoreArgs(cli.args);
+  grpc::ClientContext context;
+  if (!request.wait()) cli.Deadline(&context);
+  v1::StopRunResponse response;
+  if (grpc::Status s = cli.control->StopRun(&context, request, &response); !s.ok()) {
+    return ServerError(s);
+  }
+  if (cli.json) {
+    JsonWriter json;
+    json.BeginObject();
+    WriteRunJson(response.run(), json);
+    json.EndObject();
+    PrintJson(json);
+  } else {
+    std::cout << "run " << response.run().id() << " " << StateText(response.run().state())
+              << (response.run().failure_reason().empty()
+                      ? ""
+                      : " (" + response.run().failure_reason() + ")")
+              << "\n";
+  }
+  return 0;
+}
+
+int Main(std::vector<std::string> args) {
+  Cli cli;
+  const char* env_target = std::getenv("PERLD_TARGET");
+  cli.target = env_target != nullptr && *env_target != '\0' ? env_target : kDefaultTarget;
+  // Global options come before the command.
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (a == "--version") {
+      std::cout << "perlctl " << PERLD_VERSION << "\n";
+      return 0;
+    }
+    if (a == "--json") {
+      cli.json = true;
+    } else if (a == "--target" || a == "--timeout") {
+      if (i + 1 >= args.size()) throw UsageError{a + " needs a value"};
+      if (a == "--target") {
+        cli.target = args[++i];
+      } else if (!absl::SimpleAtod(args[++i], &cli.timeout_s) || cli.timeout_s <= 0) {
+        throw UsageError{"--timeout needs a positive number of seconds"};
+      }
+    } else if (a.rfind("--target=", 0) == 0) {
+      cli.target = a.substr(9);
+    } else if (!a.empty() && a[0] == '-') {
+      throw UsageError{"unknown option '" + a + "'"};
+    } else {
+      break;
+    }
+  }
+  if (i >= args.size()) throw UsageError{"no command"};
+  cli.command = args[i];
+  cli.args.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+  // --json and --target are accepted after the command too.
+  if (TakeFlag(&cli.args, "json")) cli.json = true;
+  if (std::optional<std::string> t = TakeOne(&cli.args, "target")) cli.target = *t;
+  if (cli.target.empty()) throw UsageError{"--target is empty"};
+
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(cli.target, grpc::InsecureChannelCredentials());
+  cli.query = v1::Query::NewStub(channel);
+  cli.control = v1::Control::NewStub(channel);
+  if (cli.command == "runs") return Runs(cli);
+  if (cli.command == "show") return Show(cli);
+  if (cli.command == "percentiles") return Percentiles(cli);
+  if (cli.command == "history") return History(cli);
+  if (cli.command == "watch") return WatchCommand(cli);
+  if (cli.command == "bench") return Bench(cli);
+  if (cli.command == "stop") return Stop(cli);
+  throw UsageError{"unknown command '" + cli.command + "'"};
+}
+
+}  // namespace
+}  // namespace perld::perlctl
+
+int main(int argc, char** argv) {
+  try {
+    return perld::perlctl::Main(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const perld::perlctl::UsageError& e) {
+    std::cerr << "perlctl: " << e.message << "\n\n" << perld::perlctl::kUsage;
+    return 2;
+  }
+}

@@ -1,0 +1,221 @@
+#include "client/perlctl/run_output.h"
+
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+namespace perld::perlctl {
+namespace {
+
+std::string Format(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+std::string LocalTime(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+}  // namespace
+
+const char* TimeUnitText(v1::TimeUnit unit) {
+  switch (unit) {
+    case v1::TIME_UNIT_MS:
+      return "ms";
+    case v1::TIME_UNIT_US:
+      return "us";
+    case v1::TIME_UNIT_NS:
+      return "ns";
+    default:
+      return "?";
+  }
+}
+
+const char* StateText(v1::RunState state) {
+  switch (state) {
+    case v1::RUN_STATE_RUNNING:
+      return "running";
+    case v1::RUN_STATE_FINISHED:
+      return "finished";
+    case v1::RUN_STATE_FAILED:
+      return "failed";
+    default:
+      return "unknown";
+  }
+}
+
+const char* SourceText(v1::RunSource source) {
+  switch (source) {
+    case v1::RUN_SOURCE_BENCH:
+      return "bench";
+    case v1::RUN_SOURCE_INGEST:
+      return "ingest";
+    case v1::RUN_SOURCE_SBP:
+      return "sbp";
+    default:
+      return "unknown";
+  }
+}
+
+const char* WindowKindText(v1::Window::Kind kind) {
+  switch (kind) {
+    case v1::Window::KIND_PERIODIC:
+      return "periodic";
+    case v1::Window::KIND_TOTAL_SEGMENT:
+      return "total_segment";
+    case v1::Window::KIND_TOTAL:
+      return "total";
+    default:
+      return "unknown";
+  }
+}
+
+void WriteRunJson(const v1::RunInfo& run, JsonWriter& json) {
+  json.Key("id").Uint(run.id());
+  json.Key("name").String(run.name());
+  json.Key("labels").BeginObject();
+  // protobuf maps have no order: sort for stable output.
+  std::map<std::string, std::string> labels(run.labels().begin(), run.labels().end());
+  for (const auto& [k, v] : labels) json.Key(k).String(v);
+  json.EndObject();
+  json.Key("source").String(SourceText(run.source()));
+  json.Key("state").String(StateText(run.state()));
+  json.Key("failureReason").String(run.failure_reason());
+  json.Key("startUnixMs").Int(run.start_unix_ms());
+  json.Key("endUnixMs").Int(run.end_unix_ms());
+  const v1::LatencyConfig& l = run.latency();
+  json.Key("latencyConfig").BeginObject();
+  json.Key("timeUnit").String(TimeUnitText(l.time_unit()));
+  json.Key("minLatency").Int(l.min_latency());
+  json.Key("maxLatency").Int(l.max_latency());
+  json.Key("percentiles").BeginArray();
+  for (double p : l.percentiles()) json.Double(p);
+  json.EndArray();
+  json.Key("periodicRecorder").String(l.periodic_recorder());
+  json.Key("totalRecorder").String(l.total_recorder());
+  json.EndObject();
+  json.Key("reportingIntervalMs").Int(run.reporting_interval_ms());
+  json.Key("clock").String(run.clock());
+  json.Key("clockResolutionNs").Int(run.clock_resolution_ns());
+  json.Key("parameters").String(run.parameters());
+}
+
+void WriteWindowJson(const v1::Window& w, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("kind").String(WindowKindText(w.kind()));
+  json.Key("seq").Int(w.seq());
+  json.Key("startUnixMs").Int(w.start_unix_ms());
+  json.Key("endUnixMs").Int(w.end_unix_ms());
+  json.Key("seconds").Double(w.seconds());
+  json.Key("records").Int(w.records());
+  json.Key("bytes").Int(w.bytes());
+  json.Key("validLatencyRecords").Int(w.valid_latency_records());
+  json.Key("invalidLatencyRecords").Int(w.invalid_latency_records());
+  json.Key("lowerLatencyDiscardRecords").Int(w.lower_latency_discard_records());
+  json.Key("higherLatencyDiscardRecords").Int(w.higher_latency_discard_records());
+  json.Key("rejectedRecords").Int(w.rejected_records());
+  json.Key("minLatency").Int(w.min_latency());
+  json.Key("maxLatency").Int(w.max_latency());
+  json.Key("totalLatency").Int(w.total_latency());
+  json.Key("avgLatency").Double(w.avg_latency());
+  json.Key("recordsPerSecond").Double(w.records_per_second());
+  json.Key("mbPerSecond").Double(w.mb_per_second());
+  json.Key("medianLatency").Int(w.median_latency());
+  json.Key("percentiles").BeginObject();
+  for (const v1::Percentile& p : w.percentiles()) json.Key(ShortestDouble(p.percent())).Int(p.latency());
+  json.EndObject();
+  json.Key("percentileCounts").BeginObject();
+  for (const v1::Percentile& p : w.percentiles()) json.Key(ShortestDouble(p.percent())).Int(p.count());
+  json.EndObject();
+  json.Key("overflow").Bool(w.overflow());
+  json.Key("closedFull").Bool(w.closed_full());
+  if (w.kind() == v1::Window::KIND_TOTAL) {
+    json.Key("final").Bool(w.final());
+    json.Key("exactTotal").Bool(w.exact_total());
+    json.Key("segments").Int(w.segments());
+  }
+  json.EndObject();
+}
+
+std::string RunsTable(const v1::ListRunsResponse& runs) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof(line), "%-6s %-24s %-7s %-9s %-20s %-20s %-4s %s\n", "ID", "NAME",
+                "SOURCE", "STATE", "STARTED", "ENDED", "UNIT", "PARAMETERS");
+  out += line;
+  for (const v1::RunInfo& r : runs.runs()) {
+    std::snprintf(line, sizeof(line), "%-6llu %-24s %-7s %-9s %-20s %-20s %-4s %s\n",
+                  static_cast<unsigned long long>(r.id()), r.name().c_str(),
+                  SourceText(r.source()), StateText(r.state()),
+                  LocalTime(r.start_unix_ms()).c_str(), LocalTime(r.end_unix_ms()).c_str(),
+                  TimeUnitText(r.latency().time_unit()), r.parameters().c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string WindowLine(const v1::Window& w, v1::TimeUnit unit) {
+  const char* u = TimeUnitText(unit);
+  std::string s = WindowKindText(w.kind());
+  if (w.kind() != v1::Window::KIND_TOTAL) absl::StrAppend(&s, " ", w.seq());
+  if (w.kind() == v1::Window::KIND_TOTAL && !w.final()) absl::StrAppend(&s, " (running)");
+  absl::StrAppend(&s, ": ", Format("%.2f", w.seconds()), " s, ", w.records(), " records, ",
+                  Format("%.1f", w.records_per_second()), " records/sec, ",
+                  Format("%.2f", w.mb_per_second()), " MB/sec, ", Format("%.1f", w.avg_latency()),
+                  " ", u, " avg latency, ", w.min_latency(), " ", u, " min latency, ",
+                  w.max_latency(), " ", u, " max latency; ", w.invalid_latency_records(),
+                  " invalid latencies; Discarded Latencies: ", w.lower_latency_discard_records(),
+                  " lower, ", w.higher_latency_discard_records(),
+                  " higher; Latency Percentiles: ");
+  const char* sep = "";
+  for (const v1::Percentile& p : w.percentiles()) {
+    absl::StrAppend(&s, sep, p.latency(), " ", u, " ", ShortestDouble(p.percent()), "th");
+    sep = ", ";
+  }
+  if (w.kind() == v1::Window::KIND_TOTAL && !w.exact_total()) {
+    absl::StrAppend(&s, " (percentiles cover the last segments only)");
+  }
+  absl::StrAppend(&s, ".");
+  return s;
+}
+
+std::string ShowText(const v1::GetRunResponse& r) {
+  const v1::RunInfo& run = r.run();
+  std::string s = absl::StrCat("run ", run.id(), " '", run.name(), "'\n");
+  absl::StrAppend(&s, "  source:   ", SourceText(run.source()), "\n");
+  absl::StrAppend(&s, "  state:    ", StateText(run.state()));
+  if (!run.failure_reason().empty()) absl::StrAppend(&s, " (", run.failure_reason(), ")");
+  absl::StrAppend(&s, "\n  started:  ", LocalTime(run.start_unix_ms()), "\n");
+  if (run.end_unix_ms() > 0) absl::StrAppend(&s, "  ended:    ", LocalTime(run.end_unix_ms()), "\n");
+  if (!run.labels().empty()) {
+    std::map<std::string, std::string> labels(run.labels().begin(), run.labels().end());
+    absl::StrAppend(&s, "  labels:  ");
+    for (const auto& [k, v] : labels) absl::StrAppend(&s, " ", k, "=", v);
+    absl::StrAppend(&s, "\n");
+  }
+  const v1::LatencyConfig& l = run.latency();
+  absl::StrAppend(&s, "  latency:  ", TimeUnitText(l.time_unit()), ", range [", l.min_latency(),
+                  ", ", l.max_latency(), "], recorders ", l.periodic_recorder(), " / ",
+                  l.total_recorder(), "\n");
+  absl::StrAppend(&s, "  interval: ", run.reporting_interval_ms(), " ms\n");
+  absl::StrAppend(&s, "  clock:    ", run.clock());
+  if (run.clock_resolution_ns() > 0) {
+    absl::StrAppend(&s, " (resolution ", run.clock_resolution_ns(), " ns)");
+  }
+  absl::StrAppend(&s, "\n");
+  if (!run.parameters().empty()) absl::StrAppend(&s, "  options:  ", run.parameters(), "\n");
+  if (r.has_latest()) absl::StrAppend(&s, "  latest:   ", WindowLine(r.latest(), l.time_unit()), "\n");
+  absl::StrAppend(&s, "  total:    ", WindowLine(r.total(), l.time_unit()), "\n");
+  return s;
+}
+
+}  // namespace perld::perlctl

@@ -1,0 +1,31 @@
+// How perlctl shows runs and windows: human text and --json objects. The JSON
+// keys are a stable interface for scripts (documented in the README,
+// "perlctl"); integers are exact JSON numbers, percentiles an object from the
+// percent as written ("99.9") to the exact integer latency.
+//
+// Pure functions; any thread.
+#pragma once
+
+#include <string>
+
+#include "client/perlctl/json_writer.h"
+#include "perld/v1/perld.pb.h"
+
+namespace perld::perlctl {
+
+const char* TimeUnitText(v1::TimeUnit unit);  // "ms", "us", "ns"
+const char* StateText(v1::RunState state);    // "running", "finished", "failed"
+const char* SourceText(v1::RunSource source);
+const char* WindowKindText(v1::Window::Kind kind);  // "periodic", "total_segment", "total"
+
+void WriteRunJson(const v1::RunInfo& run, JsonWriter& json);
+void WriteWindowJson(const v1::Window& window, JsonWriter& json);
+
+// One line per run (header included) for `perlctl runs`.
+std::string RunsTable(const v1::ListRunsResponse& runs);
+// `perlctl show`: the run, then its latest window and total.
+std::string ShowText(const v1::GetRunResponse& run);
+// One window as one SBK-style line, latencies in `unit`.
+std::string WindowLine(const v1::Window& window, v1::TimeUnit unit);
+
+}  // namespace perld::perlctl

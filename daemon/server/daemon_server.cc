@@ -1,0 +1,214 @@
+#include "daemon/server/daemon_server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <atomic>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/bench/perlbench_worker.h"
+#include "daemon/core/tsc_clock.h"
+#include "daemon/http/metrics_exposition.h"
+#include "daemon/http/metrics_server.h"
+#include "daemon/http/runs_exposition.h"
+#include "daemon/log/log.h"
+#include "daemon/runs/run_manager.h"
+#include "daemon/service/bench_jobs.h"
+#include "daemon/service/control_service.h"
+#include "daemon/service/current_config.h"
+#include "daemon/service/query_service.h"
+
+namespace perld::server {
+namespace {
+
+constexpr const char* kServices[] = {"perld.v1.Query", "perld.v1.Control"};
+
+log::Level ToLogLevel(config::LogLevel level) {
+  switch (level) {
+    case config::LogLevel::kDebug:
+      return log::Level::kDebug;
+    case config::LogLevel::kInfo:
+      return log::Level::kInfo;
+    case config::LogLevel::kWarning:
+      return log::Level::kWarning;
+    case config::LogLevel::kError:
+      return log::Level::kError;
+  }
+  return log::Level::kInfo;
+}
+
+// "HOST:PORT" or "[V6]:PORT" -> host (brackets removed) and port.
+absl::Status SplitHostPort(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("'", address, "' is not HOST:PORT"));
+  }
+  *host = address.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  if (!absl::SimpleAtoi(address.substr(colon + 1), port) || *port < 0 || *port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("'", address, "': bad port"));
+  }
+  return absl::OkStatus();
+}
+
+std::string JoinHostPort(const std::string& host, int port) {
+  return host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)
+                                             : absl::StrCat(host, ":", port);
+}
+
+// Logs run lifecycle events (dispatcher thread).
+class RunLog final : public runs::RunObserver {
+ public:
+  void OnRunStarted(const runs::RunInfo& info) override {
+    log::Info("run ", info.id, " '", info.spec.name, "' started (source ",
+              runs::RunSourceName(info.spec.source), ", ",
+              TimeUnitName(info.spec.latency.time_unit), ", ", info.spec.parameters, ")");
+  }
+  void OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) override {
+    log::Info("run ", info.id, " '", info.spec.name, "' ", runs::RunStateName(info.state), ": ",
+              total.snapshot.records, " records, ", total.snapshot.invalid, " invalid",
+              info.failure_reason.empty() ? "" : absl::StrCat(" (", info.failure_reason, ")"));
+  }
+};
+
+}  // namespace
+
+struct DaemonServer::Parts {
+  explicit Parts(const config::DaemonConfig& config) : current(config) {}
+
+  service::CurrentConfig current;
+  std::optional<TscClock> tsc;
+  std::unique_ptr<bench::BenchClock> clock;
+  RunLog run_log;
+  std::unique_ptr<runs::RunManager> manager;
+  std::unique_ptr<service::BenchJobs> jobs;
+  std::unique_ptr<service::QueryService> query;
+  std::unique_ptr<service::ControlService> control;
+  std::unique_ptr<grpc::Server> grpc;
+  std::unique_ptr<http::MetricsServer> http;
+  std::atomic<bool> ready{false};
+  Listeners listeners;
+  bool shut_down = false;
+};
+
+DaemonServer::DaemonServer(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+DaemonServer::~DaemonServer() { Shutdown(); }
+
+const Listeners& DaemonServer::listeners() const { return parts_->listeners; }
+
+absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
+    const config::DaemonConfig& config, const std::string& state_dir) {
+  log::SetLevel(ToLogLevel(config.log_level));
+  auto p = std::make_unique<Parts>(config);
+  static_cast<void>(state_dir);
+
+  // The bench clock: calibrated TSC when the machine has an invariant one.
+  if (absl::StatusOr<TscClock> tsc = TscClock::Create(); tsc.ok()) {
+    p->tsc = *tsc;
+  } else {
+    log::Info("bench clock: CLOCK_MONOTONIC (", tsc.status().message(), ")");
+  }
+  p->clock = std::make_unique<bench::BenchClock>(p->tsc ? &*p->tsc : nullptr);
+
+  runs::RunManager::Options options;
+  options.recorder.idle_ns = config.idle_ns;
+  options.retention = config.retention;
+  options.max_running_runs = config.limits.max_running_runs;
+  p->manager = std::make_unique<runs::RunManager>(options);
+  p->manager->AddObserver(&p->run_log);
+  p->manager->Start();
+  p->jobs = std::make_unique<service::BenchJobs>(*p->manager, *p->clock, p->current);
+  p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current);
+  p->control = std::make_unique<service::ControlService>(*p->manager, *p->jobs, p->current);
+
+  // gRPC: Query, Control, health, reflection.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int grpc_port = 0;
+  builder.AddListeningPort(config.grpc_listen, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config.limits.max_message_bytes));
+  builder.RegisterService(p->query.get());
+  builder.RegisterService(p->control.get());
+  p->grpc = builder.BuildAndStart();
+  if (p->grpc == nullptr || grpc_port == 0) {
+    p->manager->Stop();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for gRPC on ", config.grpc_listen,
+                     " (address in use, or not an address of this host)"));
+  }
+  for (const char* name : kServices) {
+    p->grpc->GetHealthCheckService()->SetServingStatus(name, true);
+  }
+  std::string grpc_host;
+  int ignored_port = 0;
+  if (absl::Status s = SplitHostPort(config.grpc_listen, &grpc_host, &ignored_port); !s.ok()) {
+    return s;
+  }
+  p->listeners.grpc = JoinHostPort(grpc_host, grpc_port);
+
+  // HTTP: /metrics, /healthz, /readyz.
+  std::string http_host;
+  int http_port = 0;
+  if (absl::Status s = SplitHostPort(config.http_listen, &http_host, &http_port); !s.ok()) {
+    return s;
+  }
+  Parts* raw = p.get();
+  std::vector<http::HttpRoute> routes;
+  routes.push_back({"/metrics", [raw] {
+                      return http::HttpResponse{
+                          200, http::RenderRunsExposition(raw->manager->registry()),
+                          http::kExpositionContentType};
+                    }});
+  routes.push_back({"/healthz", [] { return http::HttpResponse{200, "ok\n"}; }});
+  routes.push_back({"/readyz", [raw] {
+                      return raw->ready.load(std::memory_order_relaxed)
+                                 ? http::HttpResponse{200, "ready\n"}
+                                 : http::HttpResponse{503, "not ready\n"};
+                    }});
+  absl::StatusOr<std::unique_ptr<http::MetricsServer>> http_server =
+      http::MetricsServer::Start(http_host, http_port, std::move(routes));
+  if (!http_server.ok()) {
+    p->grpc->Shutdown();
+    p->manager->Stop();
+    return http_server.status();
+  }
+  p->http = std::move(*http_server);
+  p->listeners.http = JoinHostPort(http_host, p->http->port());
+  p->ready.store(true, std::memory_order_relaxed);
+  return std::unique_ptr<DaemonServer>(new DaemonServer(std::move(p)));
+}
+
+void DaemonServer::Reload(const config::DaemonConfig& next) {
+  log::SetLevel(ToLogLevel(next.log_level));
+  parts_->manager->registry().SetRetention(next.retention);
+  parts_->current.Set(next);
+}
+
+void DaemonServer::Shutdown() {
+  Parts& p = *parts_;
+  if (p.shut_down) return;
+  p.shut_down = true;
+  p.ready.store(false, std::memory_order_relaxed);
+  log::Info("shutting down: no new runs; stopping ", p.jobs->running(), " running run(s)");
+  p.grpc->GetHealthCheckService()->Shutdown();
+  p.manager->StopAccepting();
+  // Every running run ends: its last window and total are published and
+  // stored, and its watchers receive the total and finish.
+  p.jobs->StopAll();
+  const int64_t drain_ms = p.current.Get()->drain_timeout_ms;
+  p.grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(drain_ms));
+  p.query->CancelWatches();
+  p.http->Stop();
+  p.manager->Stop();
+  log::Info("stopped");
+}
+
+}  // namespace perld::server

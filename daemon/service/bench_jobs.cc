@@ -1,0 +1,103 @@
+#include "daemon/service/bench_jobs.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace perld::service {
+
+absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& options,
+                                               std::string name,
+                                               std::map<std::string, std::string> labels,
+                                               int64_t reporting_interval_ms) {
+  Reap();
+  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
+  const config::LimitsConfig& limits = config->limits;
+  const int64_t workers = options.workers();
+  if (workers > limits.max_bench_workers) {
+    return absl::ResourceExhaustedError(absl::StrCat("limits.maxBenchWorkers: ", workers,
+                                                     " workers requested, at most ",
+                                                     limits.max_bench_workers));
+  }
+  if (options.size > limits.max_bench_payload_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("limits.maxBenchPayloadBytes: size ", options.size, " bytes, at most ",
+                     limits.max_bench_payload_bytes));
+  }
+  const int64_t pending_bytes = workers *
+                                static_cast<int64_t>(options.channels.max_pending_per_worker) *
+                                static_cast<int64_t>(sizeof(TimeStampNode));
+  if (options.channels.max_pending_per_worker > (size_t{1} << 32) ||
+      pending_bytes > kMaxBenchPendingBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "pending timestamps would need ", pending_bytes, " bytes (", workers, " workers x ",
+        options.channels.max_pending_per_worker, " maxPendingPerWorker); at most ",
+        kMaxBenchPendingBytes));
+  }
+  bench::BenchJobSetup setup;
+  setup.options = options;
+  setup.name = name.empty() ? "perlbench" : std::move(name);
+  setup.labels = std::move(labels);
+  setup.latency_defaults = config->latency;
+  setup.reporting_interval_ms = reporting_interval_ms;
+  setup.clock = &clock_;
+  absl::StatusOr<std::unique_ptr<bench::BenchJob>> job =
+      bench::BenchJob::Start(manager_, std::move(setup));
+  if (!job.ok()) return job.status();
+  runs::RunInfo info = (*job)->info();
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_[info.id] = std::move(*job);
+  return info;
+}
+
+absl::Status BenchJobs::Stop(runs::RunId id) {
+  std::shared_ptr<bench::BenchJob> job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) job = it->second;
+  }
+  if (job == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", id, " is not a running in-process bench run"));
+  }
+  job->Stop();
+  return absl::OkStatus();
+}
+
+void BenchJobs::StopAll() {
+  std::vector<std::shared_ptr<bench::BenchJob>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, job] : jobs_) all.push_back(job);
+  }
+  for (auto& job : all) job->Stop();
+  for (auto& job : all) job->Wait();
+  Reap();
+}
+
+size_t BenchJobs::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, job] : jobs_) n += job->Done() ? 0 : 1;
+  return n;
+}
+
+void BenchJobs::Reap() {
+  std::vector<std::shared_ptr<bench::BenchJob>> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (it->second->Done()) {
+        done.push_back(std::move(it->second));
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // `done` joins the jobs' controller threads outside the lock.
+}
+
+}  // namespace perld::service

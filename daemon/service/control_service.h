@@ -1,0 +1,31 @@
+// ControlService: perld.v1.Control -- start an in-process PerlBench run,
+// stop a run. Validation happens here and in BenchJobs; a run is never
+// created half-configured.
+//
+// Threads: gRPC's sync server threads, concurrently.
+#pragma once
+
+#include "daemon/runs/run_registry.h"
+#include "daemon/service/bench_jobs.h"
+#include "daemon/service/current_config.h"
+#include "perld/v1/perld.grpc.pb.h"
+
+namespace perld::service {
+
+class ControlService final : public v1::Control::Service {
+ public:
+  ControlService(runs::RunManager& manager, BenchJobs& jobs, const CurrentConfig& config)
+      : manager_(manager), jobs_(jobs), config_(config) {}
+
+  grpc::Status StartBench(grpc::ServerContext* context, const v1::StartBenchRequest* request,
+                          v1::StartBenchResponse* response) override;
+  grpc::Status StopRun(grpc::ServerContext* context, const v1::StopRunRequest* request,
+                       v1::StopRunResponse* response) override;
+
+ private:
+  runs::RunManager& manager_;
+  BenchJobs& jobs_;
+  const CurrentConfig& config_;
+};
+
+}  // namespace perld::service

@@ -1,0 +1,131 @@
+#include "daemon/service/query_service.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "daemon/service/grpc_status.h"
+#include "daemon/service/run_proto.h"
+
+namespace perld::service {
+
+grpc::Status QueryService::ListRuns(grpc::ServerContext*, const v1::ListRunsRequest* request,
+                                    v1::ListRunsResponse* response) {
+  runs::RunFilter filter;
+  filter.state = FromProto(request->state());
+  for (const auto& [k, v] : request->labels()) filter.labels[k] = v;
+  for (const runs::RunInfo& info : registry_.List(filter)) ToProto(info, response->add_runs());
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::GetRun(grpc::ServerContext*, const v1::GetRunRequest* request,
+                                  v1::GetRunResponse* response) {
+  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
+  if (!id.ok()) return ToGrpcStatus(id.status());
+  absl::StatusOr<runs::RunView> view = registry_.Get(*id);
+  if (!view.ok()) return ToGrpcStatus(view.status());
+  ToProto(view->info, response->mutable_run());
+  if (view->latest) ToProto(*view->latest, false, response->mutable_latest());
+  ToProto(view->total, view->total_final, response->mutable_total());
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::GetPercentiles(grpc::ServerContext*,
+                                          const v1::GetPercentilesRequest* request,
+                                          v1::GetPercentilesResponse* response) {
+  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
+  if (!id.ok()) return ToGrpcStatus(id.status());
+  std::vector<double> percents(request->percentiles().begin(), request->percentiles().end());
+  if (percents.empty()) {
+    absl::StatusOr<runs::RunInfo> info = registry_.Info(*id);
+    if (!info.ok()) return ToGrpcStatus(info.status());
+    percents = info->spec.latency.percentiles;
+  }
+  if (percents.size() > 1000) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "at most 1000 percentiles per call");
+  }
+  const runs::PercentileScope scope = request->scope() == v1::GetPercentilesRequest::SCOPE_LATEST
+                                          ? runs::PercentileScope::kLatest
+                                          : runs::PercentileScope::kTotal;
+  absl::StatusOr<runs::PercentileAnswer> answer =
+      registry_.Percentiles(*id, scope, std::move(percents));
+  if (!answer.ok()) return ToGrpcStatus(answer.status());
+  const LatencySnapshot& s = answer->snapshot;
+  response->set_run_id(*id);
+  for (size_t i = 0; i < s.percents.size(); ++i) {
+    v1::Percentile* p = response->add_percentiles();
+    p->set_percent(s.percents[i]);
+    p->set_latency(s.values[i]);
+    p->set_count(s.counts[i]);
+  }
+  response->set_valid_latency_records(s.valid);
+  response->set_exact(answer->exact);
+  response->set_final(answer->total_final);
+  response->set_median_latency(s.median);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::GetWindowHistory(grpc::ServerContext*,
+                                            const v1::GetWindowHistoryRequest* request,
+                                            v1::GetWindowHistoryResponse* response) {
+  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
+  if (!id.ok()) return ToGrpcStatus(id.status());
+  absl::StatusOr<std::vector<runs::WindowRecord>> history = registry_.History(*id);
+  if (!history.ok()) return ToGrpcStatus(history.status());
+  absl::StatusOr<runs::RunInfo> info = registry_.Info(*id);
+  const bool ended = info.ok() && info->state != runs::RunState::kRunning;
+  response->set_run_id(*id);
+  for (const runs::WindowRecord& w : *history) {
+    ToProto(w, ended && w.kind == runs::WindowRecord::Kind::kTotal, response->add_windows());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::WatchRun(grpc::ServerContext* context,
+                                    const v1::WatchRunRequest* request,
+                                    grpc::ServerWriter<v1::WatchRunResponse>* writer) {
+  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
+  if (!id.ok()) return ToGrpcStatus(id.status());
+  const int64_t max_watchers = config_.Get()->limits.max_watchers;
+  if (watchers_.fetch_add(1, std::memory_order_relaxed) >= max_watchers) {
+    watchers_.fetch_sub(1, std::memory_order_relaxed);
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("limits.maxWatchers: ", max_watchers, " watchers already"));
+  }
+  struct Release {
+    std::atomic<int>& n;
+    ~Release() { n.fetch_sub(1, std::memory_order_relaxed); }
+  } release{watchers_};
+
+  // Start at the newest event (or replay the retained history).
+  absl::StatusOr<runs::RunView> view = registry_.Get(*id);
+  if (!view.ok()) return ToGrpcStatus(view.status());
+  int64_t next = request->from_start() ? 0 : view->events;
+  if (!request->from_start() && view->info.state != runs::RunState::kRunning && next > 0) {
+    next -= 1;  // an ended run: deliver its final total
+  }
+  for (;;) {
+    if (context->IsCancelled()) return grpc::Status::CANCELLED;
+    if (cancel_watches_.load(std::memory_order_relaxed)) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
+    }
+    absl::StatusOr<runs::RunRegistry::WatchBatch> batch = registry_.WaitForEvents(
+        *id, next, absl::Now() + absl::Milliseconds(kWatchPollMs));
+    if (!batch.ok()) return ToGrpcStatus(batch.status());
+    int64_t skipped = batch->skipped;
+    for (size_t i = 0; i < batch->events.size(); ++i) {
+      const runs::WindowRecord& w = batch->events[i];
+      v1::WatchRunResponse out;
+      const bool last = batch->ended && i + 1 == batch->events.size();
+      ToProto(w, last && w.kind == runs::WindowRecord::Kind::kTotal, out.mutable_window());
+      out.set_skipped(skipped);
+      skipped = 0;
+      if (!writer->Write(out)) return grpc::Status::CANCELLED;
+    }
+    next = batch->next;
+    if (batch->ended) return grpc::Status::OK;
+  }
+}
+
+}  // namespace perld::service

@@ -1,0 +1,232 @@
+#include "daemon/service/run_proto.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/bench/sbk_report.h"
+
+namespace perld::service {
+
+v1::RunState ToProto(runs::RunState state) {
+  switch (state) {
+    case runs::RunState::kRunning:
+      return v1::RUN_STATE_RUNNING;
+    case runs::RunState::kFinished:
+      return v1::RUN_STATE_FINISHED;
+    case runs::RunState::kFailed:
+      return v1::RUN_STATE_FAILED;
+  }
+  return v1::RUN_STATE_UNSPECIFIED;
+}
+
+std::optional<runs::RunState> FromProto(v1::RunState state) {
+  switch (state) {
+    case v1::RUN_STATE_RUNNING:
+      return runs::RunState::kRunning;
+    case v1::RUN_STATE_FINISHED:
+      return runs::RunState::kFinished;
+    case v1::RUN_STATE_FAILED:
+      return runs::RunState::kFailed;
+    default:
+      return std::nullopt;
+  }
+}
+
+v1::TimeUnit ToProto(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kMs:
+      return v1::TIME_UNIT_MS;
+    case TimeUnit::kUs:
+      return v1::TIME_UNIT_US;
+    case TimeUnit::kNs:
+      return v1::TIME_UNIT_NS;
+  }
+  return v1::TIME_UNIT_UNSPECIFIED;
+}
+
+namespace {
+
+v1::RunSource ToProto(runs::RunSource source) {
+  switch (source) {
+    case runs::RunSource::kBench:
+      return v1::RUN_SOURCE_BENCH;
+    case runs::RunSource::kIngest:
+      return v1::RUN_SOURCE_INGEST;
+    case runs::RunSource::kSbp:
+      return v1::RUN_SOURCE_SBP;
+  }
+  return v1::RUN_SOURCE_UNSPECIFIED;
+}
+
+v1::Window::Kind ToProto(runs::WindowRecord::Kind kind) {
+  switch (kind) {
+    case runs::WindowRecord::Kind::kPeriodic:
+      return v1::Window::KIND_PERIODIC;
+    case runs::WindowRecord::Kind::kTotalSegment:
+      return v1::Window::KIND_TOTAL_SEGMENT;
+    case runs::WindowRecord::Kind::kTotal:
+      return v1::Window::KIND_TOTAL;
+  }
+  return v1::Window::KIND_UNSPECIFIED;
+}
+
+}  // namespace
+
+void ToProto(const runs::RunInfo& info, v1::RunInfo* out) {
+  out->set_id(info.id);
+  out->set_name(info.spec.name);
+  for (const auto& [k, v] : info.spec.labels) (*out->mutable_labels())[k] = v;
+  out->set_source(ToProto(info.spec.source));
+  out->set_state(ToProto(info.state));
+  out->set_failure_reason(info.failure_reason);
+  out->set_start_unix_ms(info.start_unix_ms);
+  out->set_end_unix_ms(info.end_unix_ms);
+  const LatencyConfig& l = info.spec.latency;
+  v1::LatencyConfig* lc = out->mutable_latency();
+  lc->set_time_unit(ToProto(l.time_unit));
+  lc->set_min_latency(l.min_latency);
+  lc->set_max_latency(l.max_latency);
+  for (double p : l.percentiles) lc->add_percentiles(p);
+  lc->set_periodic_recorder(RecorderKindName(info.spec.periodic_recorder));
+  lc->set_total_recorder(RecorderKindName(info.spec.total_recorder));
+  lc->set_max_array_size_mb(l.max_array_size_mb);
+  lc->set_max_hash_map_size_mb(l.max_hash_map_size_mb);
+  lc->set_total_max_hash_map_size_mb(l.total_max_hash_map_size_mb);
+  out->set_reporting_interval_ms(info.spec.reporting_interval_ms);
+  out->set_clock(info.spec.clock);
+  out->set_clock_resolution_ns(info.spec.clock_resolution_ns);
+  out->set_parameters(info.spec.parameters);
+}
+
+void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {
+  const LatencySnapshot& s = w.snapshot;
+  const bench::ReportRow row = bench::MakeReportRow(s, w.seconds);
+  out->set_kind(ToProto(w.kind));
+  out->set_seq(w.seq);
+  out->set_start_unix_ms(w.start_unix_ms);
+  out->set_end_unix_ms(w.end_unix_ms);
+  out->set_seconds(w.seconds);
+  out->set_records(s.records);
+  out->set_bytes(s.bytes);
+  out->set_valid_latency_records(s.valid);
+  out->set_invalid_latency_records(s.invalid);
+  out->set_lower_latency_discard_records(s.lower_discard);
+  out->set_higher_latency_discard_records(s.higher_discard);
+  out->set_min_latency(s.min_latency);
+  out->set_max_latency(s.max_latency);
+  out->set_total_latency(s.total_latency);
+  out->set_rejected_records(s.rejected);
+  out->set_avg_latency(row.avg_latency);
+  out->set_records_per_second(row.records_per_sec);
+  out->set_mb_per_second(row.mb_per_sec);
+  out->set_median_latency(s.median);
+  const size_t n = std::min({s.percents.size(), s.values.size(), s.counts.size()});
+  for (size_t i = 0; i < n; ++i) {
+    v1::Percentile* p = out->add_percentiles();
+    p->set_percent(s.percents[i]);
+    p->set_latency(s.values[i]);
+    p->set_count(s.counts[i]);
+  }
+  out->set_overflow(s.overflow);
+  out->set_closed_full(s.closed_full);
+  out->set_full_closes(s.full_closes);
+  if (w.kind == runs::WindowRecord::Kind::kTotal) {
+    out->set_segments(w.segments);
+    out->set_exact_total(w.exact_total);
+    out->set_final(final_total);
+  }
+}
+
+absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions& in,
+                                                          const config::DaemonConfig& config,
+                                                          int64_t* reporting_interval_ms) {
+  auto bad = [](const char* field, const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("options.", field, ": ", why));
+  };
+  bench::BenchOptions o;
+  if (in.writers() < 0 || in.readers() < 0) return bad("writers", "must be >= 0");
+  if (in.writers() + int64_t{in.readers()} < 1) {
+    return bad("writers", "give writers and/or readers (>= 1 in total)");
+  }
+  o.writers = in.writers();
+  o.readers = in.readers();
+  if (in.size() < 0) return bad("size", "must be >= 0");
+  o.size = in.size();
+  if (in.records() < 0) return bad("records", "must be >= 0");
+  o.records = in.records();
+  if (!std::isfinite(in.seconds()) || in.seconds() < 0 || in.seconds() > 365.0 * 86400) {
+    return bad("seconds", "must be >= 0 and at most a year");
+  }
+  o.seconds = in.seconds();
+  if (o.records == 0 && o.seconds == 0) {
+    return bad("records", "give records (exact mode) or seconds (timed mode)");
+  }
+  if (!std::isfinite(in.throughput_mbps()) ||
+      (in.throughput_mbps() < 0 && in.throughput_mbps() != -1)) {
+    return bad("throughput_mbps", "must be -1 or 0 (saturation) or > 0 MB/s");
+  }
+  o.throughput_mbps = in.throughput_mbps() > 0 ? in.throughput_mbps() : -1;
+  if (o.throughput_mbps > 0 && o.size <= 0) {
+    return bad("throughput_mbps", "rate control needs size > 0");
+  }
+  if (o.throughput_mbps > 0 && o.seconds <= 0) {
+    return bad("throughput_mbps", "rate control needs seconds > 0");
+  }
+  switch (in.time_unit()) {
+    case v1::TIME_UNIT_MS:
+      o.time_unit = TimeUnit::kMs;
+      break;
+    case v1::TIME_UNIT_US:
+      o.time_unit = TimeUnit::kUs;
+      break;
+    case v1::TIME_UNIT_NS:
+      o.time_unit = TimeUnit::kNs;
+      break;
+    case v1::TIME_UNIT_UNSPECIFIED:
+      o.time_unit = config.latency.time_unit;
+      break;
+    default:
+      return bad("time_unit", "unknown time unit");
+  }
+  // The configured range applies when the run uses the configured unit.
+  const LatencyConfig unit_defaults = o.time_unit == config.latency.time_unit
+                                          ? config.latency
+                                          : LatencyConfig::ForUnit(o.time_unit);
+  o.min_latency = in.has_min_latency() ? in.min_latency() : unit_defaults.min_latency;
+  o.max_latency = in.has_max_latency() ? in.max_latency() : unit_defaults.max_latency;
+  if (*o.min_latency < 0 || *o.max_latency <= *o.min_latency) {
+    return bad("min_latency", absl::StrCat("range [", *o.min_latency, ", ", *o.max_latency,
+                                           "] must satisfy 0 <= min < max"));
+  }
+  o.channels = config.channels;
+  if (in.has_mpscqueue()) o.channels.queue = in.mpscqueue() ? QueueKind::kMpsc : QueueKind::kLibrary;
+  if (in.has_max_qs()) o.channels.max_qs = in.max_qs();
+  if (in.has_q_per_worker()) o.channels.q_per_worker = in.q_per_worker();
+  if (in.has_max_pending_per_worker()) {
+    if (in.max_pending_per_worker() < 2) return bad("max_pending_per_worker", "must be >= 2");
+    o.channels.max_pending_per_worker = static_cast<size_t>(in.max_pending_per_worker());
+  }
+  switch (in.overflow()) {
+    case v1::OVERFLOW_BLOCK:
+      o.channels.overflow = OverflowPolicy::kBlock;
+      break;
+    case v1::OVERFLOW_DROP:
+      o.channels.overflow = OverflowPolicy::kDrop;
+      break;
+    case v1::OVERFLOW_UNSPECIFIED:
+      break;
+    default:
+      return bad("overflow", "unknown policy");
+  }
+  o.idle_ns = config.idle_ns;
+  *reporting_interval_ms = config.reporting_interval_ms;
+  if (in.has_reporting_interval_ms()) {
+    if (in.reporting_interval_ms() < 10 || in.reporting_interval_ms() > 86'400'000) {
+      return bad("reporting_interval_ms", "must be in [10, 86400000]");
+    }
+    *reporting_interval_ms = in.reporting_interval_ms();
+  }
+  return o;
+}
+
+}  // namespace perld::service

@@ -1,0 +1,29 @@
+// The one place where run data becomes perld.v1 messages (and bench options
+// come back from them). Pure functions; any thread.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "daemon/bench/bench_options.h"
+#include "daemon/config/daemon_config.h"
+#include "daemon/runs/run_info.h"
+#include "daemon/runs/window_record.h"
+#include "perld/v1/perld.pb.h"
+
+namespace perld::service {
+
+void ToProto(const runs::RunInfo& info, v1::RunInfo* out);
+// `final_total`: a KIND_TOTAL window that is the run's final total.
+void ToProto(const runs::WindowRecord& window, bool final_total, v1::Window* out);
+v1::RunState ToProto(runs::RunState state);
+v1::TimeUnit ToProto(TimeUnit unit);
+
+// Proto state filter -> registry state; UNSPECIFIED -> nullopt.
+std::optional<runs::RunState> FromProto(v1::RunState state);
+
+// Bench options from a StartBench request, unset fields from the daemon's
+// configuration. InvalidArgument names the field.
+absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions& in,
+                                                          const config::DaemonConfig& config,
+                                                          int64_t* reporting_interval_ms);
+
+}  // namespace perld::service
