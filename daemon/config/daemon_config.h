@@ -1,0 +1,73 @@
+// DaemonConfig: the effective configuration of one perld daemon, immutable
+// once loaded. Filled from config/perld.yaml (every key documented there with
+// its default) and then from command-line flags, which override the file.
+//
+// Plain data. Threads: built once on the main thread, then shared read-only
+// (SIGHUP builds a new instance and swaps what may change; see
+// ReloadDecision).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/core/latency_config.h"
+#include "daemon/core/timestamp_channels.h"
+
+namespace perld::config {
+
+enum class LogLevel { kDebug, kInfo, kWarning, kError };
+const char* LogLevelName(LogLevel level);  // "debug", "info", "warning", "error"
+// The level named `name` (exactly one of LogLevelName's spellings), or nullopt.
+std::optional<LogLevel> ParseLogLevel(std::string_view name);
+
+// Where finished runs and their windows are kept (memory and SQLite).
+struct RetentionConfig {
+  int64_t max_finished_runs = 1000;        // key retention.maxFinishedRuns, >= 1
+  int64_t max_windows_per_run = 2048;      // key retention.maxWindowsPerRun, >= 1
+  int64_t max_bytes = int64_t{256} << 20;  // key retention.maxBytes: history bytes, >= 1 MiB
+
+  bool operator==(const RetentionConfig&) const = default;
+};
+
+// What one client or request may ask of the daemon.
+struct LimitsConfig {
+  int64_t max_running_runs = 16;   // key limits.maxRunningRuns, [1, 4096]
+  int64_t max_bench_workers = 64;  // key limits.maxBenchWorkers: writers + readers, [1, 4096]
+  int64_t max_bench_payload_bytes = 1 << 20;  // key limits.maxBenchPayloadBytes: per worker
+  int64_t max_message_bytes = 4 << 20;        // key limits.maxMessageBytes: gRPC receive limit
+  int64_t max_watchers = 256;                 // key limits.maxWatchers: concurrent WatchRun streams
+
+  bool operator==(const LimitsConfig&) const = default;
+};
+
+struct DaemonConfig {
+  // Listeners and files.
+  std::string grpc_listen = "127.0.0.1:9717";  // key grpcListen / --grpc-listen, HOST:PORT
+  std::string http_listen = "127.0.0.1:9718";  // key httpListen / --http-listen, HOST:PORT
+  std::string state_dir;  // key stateDir / --state-dir; "" -> $STATE_DIRECTORY or ./perld-state
+  LogLevel log_level = LogLevel::kInfo;  // key logLevel
+  int64_t drain_timeout_ms = 10'000;     // key drainTimeoutMs: SIGTERM grace for open streams
+
+  // Defaults for new runs (SBK PerL properties). `latency.max_latency` is
+  // DefaultMaxLatency(timeUnit) unless maxLatency is given.
+  int64_t reporting_interval_ms = 5'000;  // key reportingIntervalMs, [10, 86'400'000]
+  LatencyConfig latency;     // timeUnit, minLatency, maxLatency, percentiles, maxArraySizeMB,
+                             // maxHashMapSizeMB, totalMaxHashMapSizeMB, exactLatencyPageBits,
+                             // exactLatencySparsePageEntries, exactLatencyMaxMemoryMB,
+                             // exactTotalLatencyMaxMemoryMB
+  ChannelOptions channels;   // maxQs, qPerWorker, maxPendingPerWorker, overflow (block|drop),
+                             // queue (mpsc|library); producer_idle_ns is not a key (default)
+  int64_t idle_ns = 10'000;  // key idleNS: the recorder's first park when idle
+
+  RetentionConfig retention;
+  LimitsConfig limits;
+};
+
+// Field-by-field equality, LatencyConfig and ChannelOptions included
+// (percentiles compared in order: load and Normalize() sort them).
+bool operator==(const DaemonConfig& a, const DaemonConfig& b);
+
+}  // namespace perld::config
