@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/core/latency_config.h"
@@ -18,22 +20,27 @@ namespace perld::config {
 
 enum class LogLevel { kDebug, kInfo, kWarning, kError };
 const char* LogLevelName(LogLevel level);  // "debug", "info", "warning", "error"
+// The level named `name` (exactly one of LogLevelName's spellings), or nullopt.
+std::optional<LogLevel> ParseLogLevel(std::string_view name);
 
 // Where finished runs and their windows are kept (memory and SQLite).
 struct RetentionConfig {
   int64_t max_finished_runs = 1000;        // key retention.maxFinishedRuns, >= 1
   int64_t max_windows_per_run = 2048;      // key retention.maxWindowsPerRun, >= 1
   int64_t max_bytes = int64_t{256} << 20;  // key retention.maxBytes: history bytes, >= 1 MiB
+
+  bool operator==(const RetentionConfig&) const = default;
 };
 
 // What one client or request may ask of the daemon.
 struct LimitsConfig {
   int64_t max_running_runs = 16;   // key limits.maxRunningRuns, [1, 4096]
   int64_t max_bench_workers = 64;  // key limits.maxBenchWorkers: writers + readers, [1, 4096]
-  int64_t max_bench_payload_bytes =
-      1 << 20;                          // key limits.maxBenchPayloadBytes: per-worker payload cap
-  int64_t max_message_bytes = 4 << 20;  // key limits.maxMessageBytes: gRPC receive limit
-  int64_t max_watchers = 256;           // key limits.maxWatchers: concurrent WatchRun streams
+  int64_t max_bench_payload_bytes = 1 << 20;  // key limits.maxBenchPayloadBytes: per worker
+  int64_t max_message_bytes = 4 << 20;        // key limits.maxMessageBytes: gRPC receive limit
+  int64_t max_watchers = 256;                 // key limits.maxWatchers: concurrent WatchRun streams
+
+  bool operator==(const LimitsConfig&) const = default;
 };
 
 struct DaemonConfig {
@@ -51,11 +58,16 @@ struct DaemonConfig {
                              // maxHashMapSizeMB, totalMaxHashMapSizeMB, exactLatencyPageBits,
                              // exactLatencySparsePageEntries, exactLatencyMaxMemoryMB,
                              // exactTotalLatencyMaxMemoryMB
-  ChannelOptions channels;   // maxQs, qPerWorker, maxPendingPerWorker, overflow (block|drop)
+  ChannelOptions channels;   // maxQs, qPerWorker, maxPendingPerWorker, overflow (block|drop),
+                             // queue (mpsc|library); producer_idle_ns is not a key (default)
   int64_t idle_ns = 10'000;  // key idleNS: the recorder's first park when idle
 
   RetentionConfig retention;
   LimitsConfig limits;
 };
+
+// Field-by-field equality, LatencyConfig and ChannelOptions included
+// (percentiles compared in order: load and Normalize() sort them).
+bool operator==(const DaemonConfig& a, const DaemonConfig& b);
 
 }  // namespace perld::config

@@ -1,0 +1,361 @@
+#include "daemon/config/config_schema.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "daemon/config/listen_address.h"
+
+namespace perld::config::internal {
+namespace {
+
+using YAML::Node;
+
+constexpr size_t kShownChars = 64;  // longest value quoted in a message
+constexpr int64_t kTiB = int64_t{1} << 40;
+
+// yaml-cpp tags: "?" for a plain scalar, "!" for a quoted one, the full tag
+// when one is written explicitly (!!int 5).
+bool IsPlainNumberTag(const Node& v) {
+  const std::string& tag = v.Tag();
+  return tag == "?" || tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float";
+}
+
+ValueError Expected(absl::string_view what, const Node& v) {
+  return ValueError{absl::StrCat("expected ", what, ", got ", Describe(v))};
+}
+
+// Decimal digits with an optional sign: the only integer spelling accepted
+// (no 0x, no 1_000, no 1e3, no 1.0).
+bool IsDecimalInteger(absl::string_view text) {
+  if (!text.empty() && (text.front() == '+' || text.front() == '-')) text.remove_prefix(1);
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+std::optional<ValueError> ReadInt(const Node& v, int64_t lo, int64_t hi, int64_t* out) {
+  if (!v.IsScalar() || !IsPlainNumberTag(v) || !IsDecimalInteger(v.Scalar())) {
+    return Expected("an integer", v);
+  }
+  absl::string_view text = v.Scalar();
+  if (text.front() == '+') text.remove_prefix(1);
+  int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < lo || n > hi) {
+    // Out of int64 range reads as out of [lo, hi] too: the digits are shown as given.
+    return ValueError{absl::StrCat(text, " is outside [", lo, ", ", hi, "]")};
+  }
+  *out = n;
+  return std::nullopt;
+}
+
+std::optional<ValueError> ReadDouble(const Node& v, double* out) {
+  if (!v.IsScalar() || !IsPlainNumberTag(v)) return Expected("a number", v);
+  absl::string_view text = v.Scalar();
+  if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
+  double d = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(d)) {
+    return Expected("a number", v);
+  }
+  *out = d;
+  return std::nullopt;
+}
+
+// Shortest text that reads back as exactly `d` ("5", "99.99").
+std::string DoubleText(double d) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d);
+  return ec == std::errc() ? std::string(buf, end) : absl::StrCat(d);
+}
+
+std::optional<ValueError> ReadString(const Node& v, std::string* out) {
+  if (!v.IsScalar()) return Expected("a string", v);
+  if (v.Scalar().find('\0') != std::string::npos) return ValueError{"contains a NUL character"};
+  *out = v.Scalar();
+  return std::nullopt;
+}
+
+// YAML double-quoted scalar: every byte survives the round trip.
+std::string Quoted(absl::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+// Each Access is a generic lambda `[](auto& c) -> auto& { return c.field; }`
+// so one accessor serves both the const (render) and mutable (parse) side.
+
+template <class Access>
+ConfigKey IntKey(std::string name, ReloadRule rule, int64_t lo, int64_t hi, Access access) {
+  ConfigKey key{std::move(name), rule, nullptr, nullptr, nullptr};
+  key.parse = [lo, hi, access](const Node& v, DaemonConfig* c) -> std::optional<ValueError> {
+    int64_t n = 0;
+    if (auto error = ReadInt(v, lo, hi, &n)) return error;
+    using T = std::remove_cvref_t<decltype(access(*c))>;
+    access(*c) = static_cast<T>(n);
+    return std::nullopt;
+  };
+  key.render = [access](const DaemonConfig& c) { return absl::StrCat(access(c)); };
+  key.copy = [access](const DaemonConfig& from, DaemonConfig* to) { access(*to) = access(from); };
+  return key;
+}
+
+// `names`: spelling -> value; the first spelling of a value is the one rendered.
+template <class E, class Access>
+ConfigKey EnumKey(std::string name, ReloadRule rule, std::vector<std::pair<std::string, E>> names,
+                  Access access) {
+  ConfigKey key{std::move(name), rule, nullptr, nullptr, nullptr};
+  key.parse = [names, access](const Node& v, DaemonConfig* c) -> std::optional<ValueError> {
+    if (v.IsScalar()) {
+      for (const auto& [spelling, value] : names) {
+        if (v.Scalar() == spelling) {
+          access(*c) = value;
+          return std::nullopt;
+        }
+      }
+    }
+    std::vector<std::string> spellings;
+    spellings.reserve(names.size());
+    for (const auto& entry : names) spellings.push_back(entry.first);
+    return Expected(absl::StrCat("one of ", absl::StrJoin(spellings, ", ")), v);
+  };
+  key.render = [names, access](const DaemonConfig& c) {
+    for (const auto& [spelling, value] : names) {
+      if (access(c) == value) return spelling;
+    }
+    return std::string("?");
+  };
+  key.copy = [access](const DaemonConfig& from, DaemonConfig* to) { access(*to) = access(from); };
+  return key;
+}
+
+template <class Access>
+ConfigKey StringKey(std::string name, ReloadRule rule, Access access) {
+  ConfigKey key{std::move(name), rule, nullptr, nullptr, nullptr};
+  key.parse = [access](const Node& v, DaemonConfig* c) -> std::optional<ValueError> {
+    return ReadString(v, &access(*c));
+  };
+  key.render = [access](const DaemonConfig& c) { return Quoted(access(c)); };
+  key.copy = [access](const DaemonConfig& from, DaemonConfig* to) { access(*to) = access(from); };
+  return key;
+}
+
+template <class Access>
+ConfigKey ListenKey(std::string name, Access access) {
+  ConfigKey key = StringKey(std::move(name), ReloadRule::kRestart, access);
+  key.parse = [access](const Node& v, DaemonConfig* c) -> std::optional<ValueError> {
+    std::string text;
+    if (auto error = ReadString(v, &text)) return error;
+    if (absl::StatusOr<ListenAddress> address = ParseListenAddress(text); !address.ok()) {
+      return ValueError{std::string(address.status().message())};
+    }
+    access(*c) = std::move(text);
+    return std::nullopt;
+  };
+  return key;
+}
+
+ConfigKey PercentilesKey() {
+  ConfigKey key{"percentiles", ReloadRule::kLive, nullptr, nullptr, nullptr};
+  key.parse = [](const Node& v, DaemonConfig* c) -> std::optional<ValueError> {
+    if (!v.IsSequence()) return Expected("a sequence of percents, e.g. [50, 99, 99.9]", v);
+    std::vector<double> percents;
+    for (const Node& item : v) {
+      double p = 0;
+      std::optional<ValueError> error = ReadDouble(item, &p);
+      if (!error && !(p > 0.0 && p <= 100.0)) {
+        error = ValueError{absl::StrCat(DoubleText(p), " is outside (0, 100]")};
+      }
+      if (!error && std::find(percents.begin(), percents.end(), p) != percents.end()) {
+        error = ValueError{absl::StrCat(DoubleText(p), " is listed twice")};
+      }
+      if (error) {
+        error->line = LineOf(item.Mark().line);
+        return error;
+      }
+      percents.push_back(p);
+    }
+    c->latency.percentiles = std::move(percents);
+    return std::nullopt;
+  };
+  key.render = [](const DaemonConfig& c) {
+    std::vector<std::string> items;
+    for (double p : c.latency.percentiles) items.push_back(DoubleText(p));
+    return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
+  };
+  key.copy = [](const DaemonConfig& from, DaemonConfig* to) {
+    to->latency.percentiles = from.latency.percentiles;
+  };
+  return key;
+}
+
+std::vector<ConfigKey> BuildKeys() {
+  constexpr ReloadRule kLive = ReloadRule::kLive;
+  constexpr ReloadRule kRestart = ReloadRule::kRestart;
+  constexpr int64_t kMaxLatency = (int64_t{1} << 62) - 1;  // LatencyConfig: < 2^62
+  std::vector<ConfigKey> keys;
+  // Listeners, files, daemon behaviour.
+  keys.push_back(ListenKey(
+      "grpcListen", [](auto& c) -> auto& { return c.grpc_listen; }));
+  keys.push_back(ListenKey(
+      "httpListen", [](auto& c) -> auto& { return c.http_listen; }));
+  keys.push_back(StringKey(
+      "stateDir", kRestart, [](auto& c) -> auto& { return c.state_dir; }));
+  keys.push_back(EnumKey<LogLevel>(
+      "logLevel", kLive,
+      {{"debug", LogLevel::kDebug},
+       {"info", LogLevel::kInfo},
+       {"warning", LogLevel::kWarning},
+       {"error", LogLevel::kError}},
+      [](auto& c) -> auto& { return c.log_level; }));
+  keys.push_back(IntKey(
+      "drainTimeoutMs", kLive, 0, 3'600'000, [](auto& c) -> auto& { return c.drain_timeout_ms; }));
+  // Run defaults (SBK PerL properties): SIGHUP applies them to new runs.
+  keys.push_back(IntKey(
+      "reportingIntervalMs", kLive, 10, 86'400'000,
+      [](auto& c) -> auto& { return c.reporting_interval_ms; }));
+  keys.push_back(EnumKey<TimeUnit>(
+      "timeUnit", kLive,
+      {{"ms", TimeUnit::kMs}, {"us", TimeUnit::kUs}, {"ns", TimeUnit::kNs}, {"mcs", TimeUnit::kUs}},
+      [](auto& c) -> auto& { return c.latency.time_unit; }));
+  keys.push_back(IntKey(
+      "minLatency", kLive, 0, kMaxLatency, [](auto& c) -> auto& { return c.latency.min_latency; }));
+  keys.push_back(IntKey(
+      "maxLatency", kLive, 0, kMaxLatency, [](auto& c) -> auto& { return c.latency.max_latency; }));
+  keys.push_back(PercentilesKey());
+  keys.push_back(IntKey(
+      "maxArraySizeMB", kLive, 1, kTiB,
+      [](auto& c) -> auto& { return c.latency.max_array_size_mb; }));
+  keys.push_back(IntKey(
+      "maxHashMapSizeMB", kLive, 1, kTiB,
+      [](auto& c) -> auto& { return c.latency.max_hash_map_size_mb; }));
+  keys.push_back(IntKey(
+      "totalMaxHashMapSizeMB", kLive, 1, kTiB,
+      [](auto& c) -> auto& { return c.latency.total_max_hash_map_size_mb; }));
+  keys.push_back(IntKey(
+      "exactLatencyPageBits", kLive, 1, 16,
+      [](auto& c) -> auto& { return c.latency.exact_latency_page_bits; }));
+  keys.push_back(IntKey(
+      "exactLatencySparsePageEntries", kLive, 1, (1 << 16) - 1,
+      [](auto& c) -> auto& { return c.latency.exact_latency_sparse_page_entries; }));
+  keys.push_back(IntKey(
+      "exactLatencyMaxMemoryMB", kLive, 1, kTiB,
+      [](auto& c) -> auto& { return c.latency.exact_latency_max_memory_mb; }));
+  keys.push_back(IntKey(
+      "exactTotalLatencyMaxMemoryMB", kLive, 1, kTiB,
+      [](auto& c) -> auto& { return c.latency.exact_total_latency_max_memory_mb; }));
+  keys.push_back(IntKey(
+      "maxQs", kLive, 0, 4096, [](auto& c) -> auto& { return c.channels.max_qs; }));
+  keys.push_back(IntKey(
+      "qPerWorker", kLive, 0, 4096, [](auto& c) -> auto& { return c.channels.q_per_worker; }));
+  keys.push_back(IntKey(
+      "maxPendingPerWorker", kLive, 2, int64_t{1} << 32,
+      [](auto& c) -> auto& { return c.channels.max_pending_per_worker; }));
+  keys.push_back(EnumKey<OverflowPolicy>(
+      "overflow", kLive, {{"block", OverflowPolicy::kBlock}, {"drop", OverflowPolicy::kDrop}},
+      [](auto& c) -> auto& { return c.channels.overflow; }));
+  keys.push_back(EnumKey<QueueKind>(
+      "queue", kLive, {{"mpsc", QueueKind::kMpsc}, {"library", QueueKind::kLibrary}},
+      [](auto& c) -> auto& { return c.channels.queue; }));
+  // The daemon's one recorder thread takes idleNS when it starts.
+  keys.push_back(IntKey(
+      "idleNS", kRestart, 1, 1'000'000'000, [](auto& c) -> auto& { return c.idle_ns; }));
+  // retention:
+  keys.push_back(IntKey(
+      "retention.maxFinishedRuns", kLive, 1, 1'000'000,
+      [](auto& c) -> auto& { return c.retention.max_finished_runs; }));
+  keys.push_back(IntKey(
+      "retention.maxWindowsPerRun", kLive, 1, 100'000'000,
+      [](auto& c) -> auto& { return c.retention.max_windows_per_run; }));
+  keys.push_back(IntKey(
+      "retention.maxBytes", kLive, int64_t{1} << 20, kTiB,
+      [](auto& c) -> auto& { return c.retention.max_bytes; }));
+  // limits:
+  keys.push_back(IntKey(
+      "limits.maxRunningRuns", kLive, 1, 4096,
+      [](auto& c) -> auto& { return c.limits.max_running_runs; }));
+  keys.push_back(IntKey(
+      "limits.maxBenchWorkers", kLive, 1, 4096,
+      [](auto& c) -> auto& { return c.limits.max_bench_workers; }));
+  keys.push_back(IntKey(
+      "limits.maxBenchPayloadBytes", kLive, 1, INT32_MAX,
+      [](auto& c) -> auto& { return c.limits.max_bench_payload_bytes; }));
+  // The gRPC server takes its receive limit when it is built.
+  keys.push_back(IntKey(
+      "limits.maxMessageBytes", kRestart, 4096, INT32_MAX,
+      [](auto& c) -> auto& { return c.limits.max_message_bytes; }));
+  keys.push_back(IntKey(
+      "limits.maxWatchers", kLive, 1, 65536,
+      [](auto& c) -> auto& { return c.limits.max_watchers; }));
+  return keys;
+}
+
+}  // namespace
+
+std::string Shown(absl::string_view text) {
+  if (text.size() <= kShownChars) return absl::CHexEscape(text);
+  return absl::StrCat(absl::CHexEscape(text.substr(0, kShownChars)), "...");
+}
+
+std::string Describe(const Node& v) {
+  switch (v.Type()) {
+    case YAML::NodeType::Null:
+      return "an empty value";
+    case YAML::NodeType::Sequence:
+      return "a sequence";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar:
+      if (!IsPlainNumberTag(v)) return absl::StrCat("the string \"", Shown(v.Scalar()), "\"");
+      return absl::StrCat("'", Shown(v.Scalar()), "'");
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "an undefined value";
+}
+
+const std::vector<ConfigKey>& ConfigKeys() {
+  static const std::vector<ConfigKey>* const keys = new std::vector<ConfigKey>(BuildKeys());
+  return *keys;
+}
+
+const ConfigKey* FindConfigKey(absl::string_view name) {
+  for (const ConfigKey& key : ConfigKeys()) {
+    if (key.name == name) return &key;
+  }
+  return nullptr;
+}
+
+bool IsSection(absl::string_view name) { return name == "retention" || name == "limits"; }
+
+int LineOf(int mark_line) { return mark_line < 0 ? 1 : mark_line + 1; }
+
+}  // namespace perld::config::internal

@@ -1,0 +1,81 @@
+// A configuration file that sets every key to a non-default value, and the
+// DaemonConfig it must load to. Shared by the loader and reload tests.
+#pragma once
+
+#include "daemon/config/daemon_config.h"
+
+namespace perld::config::testing {
+
+inline constexpr char kEveryKeyYaml[] = R"(# every key, none at its default
+grpcListen: "[::1]:19717"
+httpListen: 0.0.0.0:19718
+stateDir: /var/lib/perld-test
+logLevel: debug
+drainTimeoutMs: 2500
+reportingIntervalMs: 1000
+timeUnit: ns
+minLatency: 7
+maxLatency: 5000000000
+percentiles: [99.9, 50, 99]
+maxArraySizeMB: 32
+maxHashMapSizeMB: 96
+totalMaxHashMapSizeMB: 128
+exactLatencyPageBits: 10
+exactLatencySparsePageEntries: 64
+exactLatencyMaxMemoryMB: 512
+exactTotalLatencyMaxMemoryMB: 4096
+maxQs: 1
+qPerWorker: 3
+maxPendingPerWorker: 1024
+overflow: drop
+queue: library
+idleNS: 20000
+retention:
+  maxFinishedRuns: 10
+  maxWindowsPerRun: 100
+  maxBytes: 2097152
+limits:
+  maxRunningRuns: 2
+  maxBenchWorkers: 8
+  maxBenchPayloadBytes: 4096
+  maxMessageBytes: 65536
+  maxWatchers: 4
+)";
+
+inline DaemonConfig EveryKeyConfig() {
+  DaemonConfig c;
+  c.grpc_listen = "[::1]:19717";
+  c.http_listen = "0.0.0.0:19718";
+  c.state_dir = "/var/lib/perld-test";
+  c.log_level = LogLevel::kDebug;
+  c.drain_timeout_ms = 2500;
+  c.reporting_interval_ms = 1000;
+  c.latency.time_unit = TimeUnit::kNs;
+  c.latency.min_latency = 7;
+  c.latency.max_latency = 5'000'000'000;
+  c.latency.percentiles = {50, 99, 99.9};  // sorted by the loader
+  c.latency.max_array_size_mb = 32;
+  c.latency.max_hash_map_size_mb = 96;
+  c.latency.total_max_hash_map_size_mb = 128;
+  c.latency.exact_latency_page_bits = 10;
+  c.latency.exact_latency_sparse_page_entries = 64;
+  c.latency.exact_latency_max_memory_mb = 512;
+  c.latency.exact_total_latency_max_memory_mb = 4096;
+  c.channels.max_qs = 1;
+  c.channels.q_per_worker = 3;
+  c.channels.max_pending_per_worker = 1024;
+  c.channels.overflow = OverflowPolicy::kDrop;
+  c.channels.queue = QueueKind::kLibrary;
+  c.idle_ns = 20'000;
+  c.retention.max_finished_runs = 10;
+  c.retention.max_windows_per_run = 100;
+  c.retention.max_bytes = 2'097'152;
+  c.limits.max_running_runs = 2;
+  c.limits.max_bench_workers = 8;
+  c.limits.max_bench_payload_bytes = 4096;
+  c.limits.max_message_bytes = 65536;
+  c.limits.max_watchers = 4;
+  return c;
+}
+
+}  // namespace perld::config::testing
