@@ -159,9 +159,8 @@ void RunManager::HandleFinished(RecorderEvent& event) {
   WindowRecord total = pending.total ? std::move(*pending.total) : WindowRecord{};
   std::string reason;
   const RunState state = pending.judge ? pending.judge(total, &reason) : RunState::kFinished;
-  NotifyEvicted(registry_.AddWindow(total));
   RunInfo ended;
-  NotifyEvicted(registry_.MarkEnded(id, state, std::move(reason), NowUnixMs(), &ended));
+  NotifyEvicted(registry_.MarkEnded(id, total, state, std::move(reason), NowUnixMs(), &ended));
   for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
   event.retired.reset();  // frees the run's windows and channels here
   absl::MutexLock lock(&mu_);

@@ -154,6 +154,11 @@ std::vector<RunId> RunRegistry::AddWindow(WindowRecord window) {
   absl::MutexLock lock(&mu_);
   Entry* e = Find(window.run_id);
   if (e == nullptr) return {};
+  AddWindowLocked(e, std::move(window));
+  return Evict();
+}
+
+void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
   bytes_ -= e->Bytes();
   switch (window.kind) {
     case WindowRecord::Kind::kPeriodic: {
@@ -180,14 +185,16 @@ std::vector<RunId> RunRegistry::AddWindow(WindowRecord window) {
       break;
   }
   bytes_ += e->Bytes();
-  return Evict();
 }
 
-std::vector<RunId> RunRegistry::MarkEnded(RunId id, RunState state, std::string reason,
-                                          int64_t end_unix_ms, RunInfo* ended) {
+std::vector<RunId> RunRegistry::MarkEnded(RunId id, WindowRecord total, RunState state,
+                                          std::string reason, int64_t end_unix_ms, RunInfo* ended) {
   absl::MutexLock lock(&mu_);
   Entry* e = Find(id);
   if (e == nullptr) return {};
+  total.run_id = id;
+  total.kind = WindowRecord::Kind::kTotal;
+  AddWindowLocked(e, std::move(total));
   e->info.state = state;
   e->info.failure_reason = std::move(reason);
   e->info.end_unix_ms = end_unix_ms;

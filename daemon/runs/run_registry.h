@@ -77,10 +77,12 @@ class RunRegistry {
                              std::optional<WindowRecord> total);
   // Appends a published window; returns runs evicted by retention.
   std::vector<RunId> AddWindow(WindowRecord window);
-  // The run ended (its final total was published before). Returns the
-  // updated info and runs evicted by retention.
-  std::vector<RunId> MarkEnded(RunId id, RunState state, std::string reason, int64_t end_unix_ms,
-                               RunInfo* ended);
+  // The run ended with `total` (its final total, appended as its last
+  // event in the same step, so a watcher sees the total and the end
+  // together). Sets `ended` to the updated info; returns runs evicted by
+  // retention.
+  std::vector<RunId> MarkEnded(RunId id, WindowRecord total, RunState state, std::string reason,
+                               int64_t end_unix_ms, RunInfo* ended);
   void SetRetention(const config::RetentionConfig& retention);
 
   // Queries. NotFound for an unknown id.
@@ -120,6 +122,7 @@ class RunRegistry {
   const Entry* Find(RunId id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::vector<RunId> Evict() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Append(Entry& e, WindowRecord window) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddWindowLocked(Entry* e, WindowRecord window) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   config::RetentionConfig retention_ ABSL_GUARDED_BY(mu_);
