@@ -309,8 +309,8 @@ int Percentiles(Cli& cli) {
                 response.exact() ? "" : " (percentiles cover the last segments only)");
     for (const v1::Percentile& p : response.percentiles()) {
       std::printf("  %10s  %lld  (%lld records at exactly this latency)\n",
-                  (ShortestDouble(p.percent()) + "th").c_str(),
-                  static_cast<long long>(p.latency()), static_cast<long long>(p.count()));
+                  (ShortestDouble(p.percent()) + "th").c_str(), static_cast<long long>(p.latency()),
+                  static_cast<long long>(p.count()));
     }
   }
   return 0;

@@ -107,6 +107,8 @@ void WriteRunJson(const v1::RunInfo& run, JsonWriter& json) {
   json.Key("clock").String(run.clock());
   json.Key("clockResolutionNs").Int(run.clock_resolution_ns());
   json.Key("parameters").String(run.parameters());
+  json.Key("writers").Int(run.writers());
+  json.Key("readers").Int(run.readers());
 }
 
 void WriteWindowJson(const v1::Window& w, JsonWriter& json) {
@@ -131,10 +133,12 @@ void WriteWindowJson(const v1::Window& w, JsonWriter& json) {
   json.Key("mbPerSecond").Double(w.mb_per_second());
   json.Key("medianLatency").Int(w.median_latency());
   json.Key("percentiles").BeginObject();
-  for (const v1::Percentile& p : w.percentiles()) json.Key(ShortestDouble(p.percent())).Int(p.latency());
+  for (const v1::Percentile& p : w.percentiles())
+    json.Key(ShortestDouble(p.percent())).Int(p.latency());
   json.EndObject();
   json.Key("percentileCounts").BeginObject();
-  for (const v1::Percentile& p : w.percentiles()) json.Key(ShortestDouble(p.percent())).Int(p.count());
+  for (const v1::Percentile& p : w.percentiles())
+    json.Key(ShortestDouble(p.percent())).Int(p.count());
   json.EndObject();
   json.Key("overflow").Bool(w.overflow());
   json.Key("closedFull").Bool(w.closed_full());
@@ -154,10 +158,10 @@ std::string RunsTable(const v1::ListRunsResponse& runs) {
   out += line;
   for (const v1::RunInfo& r : runs.runs()) {
     std::snprintf(line, sizeof(line), "%-6llu %-24s %-7s %-9s %-20s %-20s %-4s %s\n",
-                  static_cast<unsigned long long>(r.id()), r.name().c_str(),
-                  SourceText(r.source()), StateText(r.state()),
-                  LocalTime(r.start_unix_ms()).c_str(), LocalTime(r.end_unix_ms()).c_str(),
-                  TimeUnitText(r.latency().time_unit()), r.parameters().c_str());
+                  static_cast<unsigned long long>(r.id()), r.name().c_str(), SourceText(r.source()),
+                  StateText(r.state()), LocalTime(r.start_unix_ms()).c_str(),
+                  LocalTime(r.end_unix_ms()).c_str(), TimeUnitText(r.latency().time_unit()),
+                  r.parameters().c_str());
     out += line;
   }
   return out;
@@ -174,8 +178,7 @@ std::string WindowLine(const v1::Window& w, v1::TimeUnit unit) {
                   " ", u, " avg latency, ", w.min_latency(), " ", u, " min latency, ",
                   w.max_latency(), " ", u, " max latency; ", w.invalid_latency_records(),
                   " invalid latencies; Discarded Latencies: ", w.lower_latency_discard_records(),
-                  " lower, ", w.higher_latency_discard_records(),
-                  " higher; Latency Percentiles: ");
+                  " lower, ", w.higher_latency_discard_records(), " higher; Latency Percentiles: ");
   const char* sep = "";
   for (const v1::Percentile& p : w.percentiles()) {
     absl::StrAppend(&s, sep, p.latency(), " ", u, " ", ShortestDouble(p.percent()), "th");
@@ -195,7 +198,8 @@ std::string ShowText(const v1::GetRunResponse& r) {
   absl::StrAppend(&s, "  state:    ", StateText(run.state()));
   if (!run.failure_reason().empty()) absl::StrAppend(&s, " (", run.failure_reason(), ")");
   absl::StrAppend(&s, "\n  started:  ", LocalTime(run.start_unix_ms()), "\n");
-  if (run.end_unix_ms() > 0) absl::StrAppend(&s, "  ended:    ", LocalTime(run.end_unix_ms()), "\n");
+  if (run.end_unix_ms() > 0)
+    absl::StrAppend(&s, "  ended:    ", LocalTime(run.end_unix_ms()), "\n");
   if (!run.labels().empty()) {
     std::map<std::string, std::string> labels(run.labels().begin(), run.labels().end());
     absl::StrAppend(&s, "  labels:  ");
@@ -213,7 +217,8 @@ std::string ShowText(const v1::GetRunResponse& r) {
   }
   absl::StrAppend(&s, "\n");
   if (!run.parameters().empty()) absl::StrAppend(&s, "  options:  ", run.parameters(), "\n");
-  if (r.has_latest()) absl::StrAppend(&s, "  latest:   ", WindowLine(r.latest(), l.time_unit()), "\n");
+  if (r.has_latest())
+    absl::StrAppend(&s, "  latest:   ", WindowLine(r.latest(), l.time_unit()), "\n");
   absl::StrAppend(&s, "  total:    ", WindowLine(r.total(), l.time_unit()), "\n");
   return s;
 }

@@ -83,6 +83,8 @@ absl::StatusOr<std::unique_ptr<BenchJob>> BenchJob::Start(runs::RunManager& mana
   run.spec.reporting_interval_ms = s.reporting_interval_ms;
   run.spec.clock = s.clock->tsc() != nullptr ? "tsc" : "monotonic";
   run.spec.parameters = DescribeBenchOptions(o);
+  run.spec.writers = o.writers;
+  run.spec.readers = o.readers;
   run.channels = o.channels;
   run.producers = o.workers();
   std::shared_ptr<BenchOutcome> outcome = job->outcome_;

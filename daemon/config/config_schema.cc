@@ -238,6 +238,8 @@ std::vector<ConfigKey> BuildKeys() {
       [](auto& c) -> auto& { return c.log_level; }));
   keys.push_back(IntKey(
       "drainTimeoutMs", kLive, 0, 3'600'000, [](auto& c) -> auto& { return c.drain_timeout_ms; }));
+  keys.push_back(StringKey(
+      "csvDir", kLive, [](auto& c) -> auto& { return c.csv_dir; }));
   // Run defaults (SBK PerL properties): SIGHUP applies them to new runs.
   keys.push_back(IntKey(
       "reportingIntervalMs", kLive, 10, 86'400'000,

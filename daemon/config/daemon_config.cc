@@ -47,7 +47,7 @@ std::optional<LogLevel> ParseLogLevel(std::string_view name) {
 bool operator==(const DaemonConfig& a, const DaemonConfig& b) {
   return a.grpc_listen == b.grpc_listen && a.http_listen == b.http_listen &&
          a.state_dir == b.state_dir && a.log_level == b.log_level &&
-         a.drain_timeout_ms == b.drain_timeout_ms &&
+         a.drain_timeout_ms == b.drain_timeout_ms && a.csv_dir == b.csv_dir &&
          a.reporting_interval_ms == b.reporting_interval_ms && SameLatency(a.latency, b.latency) &&
          SameChannels(a.channels, b.channels) && a.idle_ns == b.idle_ns &&
          a.retention == b.retention && a.limits == b.limits;

@@ -49,7 +49,9 @@ struct DaemonConfig {
   std::string http_listen = "127.0.0.1:9718";  // key httpListen / --http-listen, HOST:PORT
   std::string state_dir;  // key stateDir / --state-dir; "" -> $STATE_DIRECTORY or ./perld-state
   LogLevel log_level = LogLevel::kInfo;  // key logLevel
-  int64_t drain_timeout_ms = 10'000;     // key drainTimeoutMs: SIGTERM grace for open streams
+  int64_t drain_timeout_ms = 10'000;
+  std::string csv_dir;  // key csvDir: "" none; else each run writes DIR/run-<id>.csv (SBK CSV) //
+                        // key drainTimeoutMs: SIGTERM grace for open streams
 
   // Defaults for new runs (SBK PerL properties). `latency.max_latency` is
   // DefaultMaxLatency(timeUnit) unless maxLatency is given.

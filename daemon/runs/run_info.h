@@ -41,6 +41,8 @@ struct RunSpec {
   std::string clock;                // e.g. "tsc" or "monotonic (tsc not in available clocksources)"
   int64_t clock_resolution_ns = 0;  // smallest non-zero step of back-to-back reads; 0: unknown
   std::string parameters;           // source-specific settings, human readable (bench options)
+  int writers = 0;                  // SBK writer / reader counts (bench workers, remote clients)
+  int readers = 0;
 
   bool operator==(const RunSpec&) const = default;
 };

@@ -17,6 +17,7 @@
 #include "daemon/http/runs_exposition.h"
 #include "daemon/log/log.h"
 #include "daemon/runs/run_manager.h"
+#include "daemon/server/run_csv_writer.h"
 #include "daemon/service/bench_jobs.h"
 #include "daemon/service/control_service.h"
 #include "daemon/service/current_config.h"
@@ -86,6 +87,7 @@ struct DaemonServer::Parts {
   std::optional<TscClock> tsc;
   std::unique_ptr<bench::BenchClock> clock;
   RunLog run_log;
+  std::unique_ptr<RunCsvWriter> csv;
   std::unique_ptr<runs::RunManager> manager;
   std::unique_ptr<service::BenchJobs> jobs;
   std::unique_ptr<service::QueryService> query;
@@ -123,6 +125,8 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   options.max_running_runs = config.limits.max_running_runs;
   p->manager = std::make_unique<runs::RunManager>(options);
   p->manager->AddObserver(&p->run_log);
+  p->csv = std::make_unique<RunCsvWriter>(p->current);
+  p->manager->AddObserver(p->csv.get());
   p->manager->Start();
   p->jobs = std::make_unique<service::BenchJobs>(*p->manager, *p->clock, p->current);
   p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current);

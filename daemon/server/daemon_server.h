@@ -35,7 +35,7 @@ class DaemonServer {
  public:
   // `state_dir` is the resolved state directory.
   static absl::StatusOr<std::unique_ptr<DaemonServer>> Start(const config::DaemonConfig& config,
-                                                            const std::string& state_dir);
+                                                             const std::string& state_dir);
   ~DaemonServer();
   DaemonServer(const DaemonServer&) = delete;
   DaemonServer& operator=(const DaemonServer&) = delete;

@@ -96,6 +96,8 @@ void ToProto(const runs::RunInfo& info, v1::RunInfo* out) {
   out->set_clock(info.spec.clock);
   out->set_clock_resolution_ns(info.spec.clock_resolution_ns);
   out->set_parameters(info.spec.parameters);
+  out->set_writers(info.spec.writers);
+  out->set_readers(info.spec.readers);
 }
 
 void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {

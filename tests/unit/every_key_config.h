@@ -12,6 +12,7 @@ httpListen: 0.0.0.0:19718
 stateDir: /var/lib/perld-test
 logLevel: debug
 drainTimeoutMs: 2500
+csvDir: /tmp/perld-csv
 reportingIntervalMs: 1000
 timeUnit: ns
 minLatency: 7
@@ -49,6 +50,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.state_dir = "/var/lib/perld-test";
   c.log_level = LogLevel::kDebug;
   c.drain_timeout_ms = 2500;
+  c.csv_dir = "/tmp/perld-csv";
   c.reporting_interval_ms = 1000;
   c.latency.time_unit = TimeUnit::kNs;
   c.latency.min_latency = 7;
