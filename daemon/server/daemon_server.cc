@@ -18,6 +18,8 @@
 #include "daemon/log/log.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/run_csv_writer.h"
+#include "daemon/server/run_history.h"
+#include "daemon/state/state_store.h"
 #include "daemon/service/bench_jobs.h"
 #include "daemon/service/control_service.h"
 #include "daemon/service/current_config.h"
@@ -87,6 +89,7 @@ struct DaemonServer::Parts {
   std::optional<TscClock> tsc;
   std::unique_ptr<bench::BenchClock> clock;
   RunLog run_log;
+  std::unique_ptr<RunHistory> history;
   std::unique_ptr<RunCsvWriter> csv;
   std::unique_ptr<runs::RunManager> manager;
   std::unique_ptr<service::BenchJobs> jobs;
@@ -109,7 +112,14 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
     const config::DaemonConfig& config, const std::string& state_dir) {
   log::SetLevel(ToLogLevel(config.log_level));
   auto p = std::make_unique<Parts>(config);
-  static_cast<void>(state_dir);
+
+  // The state directory first: an unusable one stops the start.
+  state::StateStoreOptions store_options;
+  store_options.log = [](std::string_view line) { log::Error("state: ", line); };
+  absl::StatusOr<std::unique_ptr<state::StateStore>> store =
+      state::StateStore::Open(state_dir, config.retention, store_options);
+  if (!store.ok()) return store.status();
+  p->history = std::make_unique<RunHistory>(std::move(*store));
 
   // The bench clock: calibrated TSC when the machine has an invariant one.
   if (absl::StatusOr<TscClock> tsc = TscClock::Create(); tsc.ok()) {
@@ -123,7 +133,10 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   options.recorder.idle_ns = config.idle_ns;
   options.retention = config.retention;
   options.max_running_runs = config.limits.max_running_runs;
+  options.first_id = p->history->NextRunId();
   p->manager = std::make_unique<runs::RunManager>(options);
+  if (absl::Status s = p->history->Restore(p->manager->registry()); !s.ok()) return s;
+  p->manager->AddObserver(p->history.get());
   p->manager->AddObserver(&p->run_log);
   p->csv = std::make_unique<RunCsvWriter>(p->current);
   p->manager->AddObserver(p->csv.get());
@@ -193,6 +206,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
 void DaemonServer::Reload(const config::DaemonConfig& next) {
   log::SetLevel(ToLogLevel(next.log_level));
   parts_->manager->registry().SetRetention(next.retention);
+  parts_->history->store().SetRetention(next.retention);
   parts_->current.Set(next);
 }
 
@@ -212,6 +226,9 @@ void DaemonServer::Shutdown() {
   p.query->CancelWatches();
   p.http->Stop();
   p.manager->Stop();
+  if (absl::Status s = p.history->store().Flush(); !s.ok()) {
+    log::Error("state: not everything was stored: ", s.message());
+  }
   log::Info("stopped");
 }
 

@@ -1,0 +1,45 @@
+// RunHistory: keeps the run registry's history in the state directory
+// (StateStore, SQLite) and brings it back at start.
+//
+// As a RunObserver it saves each run when it starts, each closed window, and
+// the final total with its exact distribution when it ends (one transaction),
+// and deletes the runs the registry evicted, so the database holds what Query
+// shows. Restore() loads the stored runs into the registry at start: a run
+// that was still running when the daemon stopped without closing it (a crash)
+// comes back as failed, with that reason, and is saved so.
+//
+// Threads: the observer callbacks may come from any thread (StateStore
+// queues them); Restore runs once, before the run manager starts.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/runs/run_observer.h"
+#include "daemon/runs/run_registry.h"
+#include "daemon/state/state_store.h"
+
+namespace perld::server {
+
+class RunHistory final : public runs::RunObserver {
+ public:
+  explicit RunHistory(std::unique_ptr<state::StateStore> store) : store_(std::move(store)) {}
+
+  // Loads every stored run into `registry`.
+  absl::Status Restore(runs::RunRegistry& registry);
+  // The first id a new run may take (ids are never reused).
+  runs::RunId NextRunId() const { return store_->MaxRunId() + 1; }
+
+  void OnRunStarted(const runs::RunInfo& info) override { store_->SaveRun(info); }
+  void OnWindow(const runs::RunInfo& info, const runs::WindowRecord& window) override;
+  void OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) override;
+  void OnRunsEvicted(const std::vector<runs::RunId>& ids) override { store_->DeleteRuns(ids); }
+
+  state::StateStore& store() { return *store_; }
+
+ private:
+  std::unique_ptr<state::StateStore> store_;
+};
+
+}  // namespace perld::server

@@ -1,0 +1,243 @@
+// RunManager: several runs under the one recorder thread, attached and ended
+// while it runs. Checked against a single-threaded oracle of what was sent.
+#include "daemon/runs/run_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/latency_oracle.h"
+
+namespace perld::runs {
+namespace {
+
+#ifdef PERLD_TSAN
+constexpr int kPerProducer = 20'000;  // TSan runs ~20x slower
+#else
+constexpr int kPerProducer = 200'000;
+#endif
+
+RunSetup Setup(const std::string& name, TimeUnit unit, int producers, int64_t interval_ms) {
+  RunSetup s;
+  s.spec.name = name;
+  s.spec.latency = LatencyConfig::ForUnit(unit);
+  s.spec.reporting_interval_ms = interval_ms;
+  s.channels.q_per_worker = 2;
+  s.producers = producers;
+  return s;
+}
+
+// Sends a deterministic stream from each producer: latency (i * 7 + p) % 997.
+std::vector<testing::Observation> Send(TimeStampChannels& channels, int producers, int n) {
+  std::vector<std::thread> threads;
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&channels, p, n] {
+      for (int i = 0; i < n; ++i) {
+        const int64_t start = 1000 + i;
+        channels.producer(p).Send(start, start + (i * 7 + p) % 997, 1 + i % 3, 10);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<testing::Observation> all;
+  for (int p = 0; p < producers; ++p) {
+    for (int i = 0; i < n; ++i) all.push_back({(i * 7 + p) % 997, 1 + i % 3, 10});
+  }
+  return all;
+}
+
+TEST(RunManagerTest, ConcurrentRunsStaySeparateAndExact) {
+  RunManager::Options options;
+  options.recorder.tick_ns = 1'000'000;
+  RunManager manager(options);
+  manager.Start();
+  struct Plan {
+    std::string name;
+    TimeUnit unit;
+    int producers;
+  };
+  const std::vector<Plan> plans = {{"a", TimeUnit::kNs, 3}, {"b", TimeUnit::kUs, 1},
+                                   {"c", TimeUnit::kMs, 2}};
+  std::vector<std::thread> sources;
+  std::vector<RunId> ids(plans.size());
+  std::vector<std::vector<testing::Observation>> sent(plans.size());
+  for (size_t r = 0; r < plans.size(); ++r) {
+    sources.emplace_back([&, r] {
+      absl::StatusOr<CreatedRun> run =
+          manager.CreateRun(Setup(plans[r].name, plans[r].unit, plans[r].producers, 20));
+      ASSERT_TRUE(run.ok()) << run.status();
+      ids[r] = run->id;
+      sent[r] = Send(*run->channels, plans[r].producers, kPerProducer);
+      manager.EndRun(run->id);
+      EXPECT_TRUE(manager.WaitEnded(run->id, absl::Seconds(60)));
+    });
+  }
+  for (auto& t : sources) t.join();
+  for (size_t r = 0; r < plans.size(); ++r) {
+    absl::StatusOr<RunView> view = manager.registry().Get(ids[r]);
+    ASSERT_TRUE(view.ok());
+    EXPECT_EQ(view->info.state, RunState::kFinished);
+    EXPECT_EQ(view->info.spec.latency.time_unit, plans[r].unit);
+    ASSERT_TRUE(view->total_final);
+    testing::SortedVectorOracle oracle(0, view->info.spec.latency.max_latency);
+    oracle.Add(sent[r]);
+    absl::StatusOr<PercentileSet> set = PercentileSet::Create(view->info.spec.latency.percentiles);
+    ASSERT_TRUE(set.ok());
+    const LatencySnapshot want = oracle.Expect(*set);
+    const LatencySnapshot& got = view->total.snapshot;
+    EXPECT_EQ(got.records, want.records) << plans[r].name;
+    EXPECT_EQ(got.bytes, want.bytes);
+    EXPECT_EQ(got.valid, want.valid);
+    EXPECT_EQ(got.invalid, 0);
+    EXPECT_EQ(got.min_latency, want.min_latency);
+    EXPECT_EQ(got.max_latency, want.max_latency);
+    EXPECT_EQ(got.values, want.values);
+    EXPECT_EQ(got.counts, want.counts);
+    EXPECT_EQ(got.median, want.median);
+    // The windows' records add up to the total.
+    absl::StatusOr<std::vector<WindowRecord>> history = manager.registry().History(ids[r]);
+    ASSERT_TRUE(history.ok());
+    int64_t in_windows = 0;
+    int64_t seq = 0;
+    for (const WindowRecord& w : *history) {
+      if (w.kind != WindowRecord::Kind::kPeriodic) continue;
+      EXPECT_EQ(w.seq, ++seq);
+      in_windows += w.snapshot.records;
+    }
+    EXPECT_EQ(in_windows, want.records);
+  }
+  EXPECT_EQ(manager.registry().running(), 0u);
+  manager.Stop();
+}
+
+TEST(RunManagerTest, RunningTotalMatchesTheFinalTotal) {
+  RunManager::Options options;
+  options.recorder.tick_ns = 1'000'000;
+  RunManager manager(options);
+  manager.Start();
+  absl::StatusOr<CreatedRun> run = manager.CreateRun(Setup("live", TimeUnit::kNs, 2, 10));
+  ASSERT_TRUE(run.ok());
+  Send(*run->channels, 2, kPerProducer);
+  // Wait until the periodic windows covered everything sent.
+  const int64_t sent = [] {
+    int64_t n = 0;
+    for (int i = 0; i < kPerProducer; ++i) n += 1 + i % 3;
+    return 2 * n;
+  }();
+  absl::StatusOr<RunView> live;
+  for (int i = 0; i < 2000; ++i) {
+    live = manager.registry().Get(run->id);
+    ASSERT_TRUE(live.ok());
+    if (live->total.snapshot.records == sent) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(live->total.snapshot.records, sent);
+  EXPECT_FALSE(live->total_final);
+  absl::StatusOr<PercentileAnswer> live_p =
+      manager.registry().Percentiles(run->id, PercentileScope::kTotal, {50, 99.9, 99.999, 100});
+  ASSERT_TRUE(live_p.ok());
+  manager.EndRun(run->id);
+  ASSERT_TRUE(manager.WaitEnded(run->id, absl::Seconds(60)));
+  absl::StatusOr<RunView> ended = manager.registry().Get(run->id);
+  ASSERT_TRUE(ended.ok());
+  EXPECT_TRUE(ended->total_final);
+  LatencySnapshot a = live->total.snapshot;
+  LatencySnapshot b = ended->total.snapshot;
+  a.start_time = b.start_time = a.end_time = b.end_time = 0;
+  EXPECT_EQ(a, b);
+  absl::StatusOr<PercentileAnswer> final_p =
+      manager.registry().Percentiles(run->id, PercentileScope::kTotal, {50, 99.9, 99.999, 100});
+  ASSERT_TRUE(final_p.ok());
+  EXPECT_EQ(live_p->snapshot.values, final_p->snapshot.values);
+  EXPECT_EQ(live_p->snapshot.counts, final_p->snapshot.counts);
+  EXPECT_TRUE(final_p->total_final);
+  manager.Stop();
+}
+
+TEST(RunManagerTest, WatchSeesEveryWindowOnceInOrderThenTheTotal) {
+  RunManager::Options options;
+  options.recorder.tick_ns = 1'000'000;
+  RunManager manager(options);
+  manager.Start();
+  absl::StatusOr<CreatedRun> run = manager.CreateRun(Setup("watched", TimeUnit::kUs, 1, 10));
+  ASSERT_TRUE(run.ok());
+  std::vector<WindowRecord> seen;
+  bool ended = false;
+  std::thread watcher([&] {
+    int64_t next = 0;
+    for (int i = 0; i < 100'000 && !ended; ++i) {
+      absl::StatusOr<RunRegistry::WatchBatch> batch = manager.registry().WaitForEvents(
+          run->id, next, absl::Now() + absl::Milliseconds(100));
+      ASSERT_TRUE(batch.ok());
+      EXPECT_EQ(batch->skipped, 0);
+      seen.insert(seen.end(), batch->events.begin(), batch->events.end());
+      next = batch->next;
+      ended = batch->ended;
+    }
+  });
+  for (int burst = 0; burst < 20; ++burst) {
+    for (int i = 0; i < 1000; ++i) run->channels->producer(0).Send(i, i + 5, 1, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+  manager.EndRun(run->id);
+  watcher.join();
+  ASSERT_TRUE(ended);
+  ASSERT_GE(seen.size(), 2u);
+  int64_t seq = 0;
+  int64_t records = 0;
+  for (size_t i = 0; i + 1 < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].kind, WindowRecord::Kind::kPeriodic);
+    EXPECT_EQ(seen[i].seq, ++seq);
+    records += seen[i].snapshot.records;
+  }
+  EXPECT_EQ(seen.back().kind, WindowRecord::Kind::kTotal);
+  EXPECT_EQ(seen.back().snapshot.records, 20'000);
+  EXPECT_EQ(records, 20'000);
+  manager.Stop();
+}
+
+TEST(RunManagerTest, LimitsAndShutdownRefuseNewRuns) {
+  RunManager::Options options;
+  options.max_running_runs = 1;
+  RunManager manager(options);
+  manager.Start();
+  absl::StatusOr<CreatedRun> first = manager.CreateRun(Setup("one", TimeUnit::kMs, 1, 1000));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(manager.CreateRun(Setup("two", TimeUnit::kMs, 1, 1000)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  RunSetup bad = Setup("bad", TimeUnit::kMs, 1, 1000);
+  bad.spec.latency.percentiles = {50, 50};
+  EXPECT_EQ(manager.CreateRun(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  manager.EndRun(first->id);
+  ASSERT_TRUE(manager.WaitEnded(first->id, absl::Seconds(10)));
+  manager.StopAccepting();
+  EXPECT_EQ(manager.CreateRun(Setup("late", TimeUnit::kMs, 1, 1000)).status().code(),
+            absl::StatusCode::kUnavailable);
+  manager.Stop();
+}
+
+TEST(RunManagerTest, TheJudgeDecidesTheFinalState) {
+  RunManager manager(RunManager::Options{});
+  manager.Start();
+  RunSetup setup = Setup("judged", TimeUnit::kMs, 1, 1000);
+  setup.judge = [](const WindowRecord& total, std::string* reason) {
+    *reason = "saw " + std::to_string(total.snapshot.records);
+    return RunState::kFailed;
+  };
+  absl::StatusOr<CreatedRun> run = manager.CreateRun(std::move(setup));
+  ASSERT_TRUE(run.ok());
+  run->channels->producer(0).Send(0, 1, 1, 0);
+  manager.EndRun(run->id);
+  ASSERT_TRUE(manager.WaitEnded(run->id, absl::Seconds(10)));
+  absl::StatusOr<RunInfo> info = manager.registry().Info(run->id);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->state, RunState::kFailed);
+  EXPECT_EQ(info->failure_reason, "saw 1");
+  EXPECT_GT(info->end_unix_ms, 0);
+  manager.Stop();
+}
+
+}  // namespace
+}  // namespace perld::runs

@@ -1,0 +1,73 @@
+#include "daemon/core/run_total.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/latency_oracle.h"
+
+namespace perld {
+namespace {
+
+TEST(RunTotalTest, MergesWindowsExactlyAsTheirConcatenation) {
+  const PercentileSet set = PercentileSet::Default();
+  RunTotal total(size_t{1} << 30);
+  testing::SortedVectorOracle all(0, 1'000'000);
+  for (int w = 0; w < 5; ++w) {
+    const auto obs = testing::ClusteredLognormal(20'000, w * 100, 500'000, 10 + w);
+    testing::SortedVectorOracle one(0, 1'000'000);
+    one.Add(obs);
+    all.Add(obs);
+    total.Add(CountersOf(one.Expect(set)), one.Buckets());
+  }
+  LatencySnapshot got;
+  total.Snapshot(set, 1, 2, &got);
+  LatencySnapshot want = all.Expect(set);
+  want.start_time = 1;
+  want.end_time = 2;
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(total.distribution(), all.Buckets());
+  EXPECT_TRUE(total.exact());
+  EXPECT_EQ(total.windows(), 5);
+}
+
+TEST(RunTotalTest, CountersOfInvertsTheSnapshotCopy) {
+  LatencySnapshot empty;
+  EXPECT_EQ(CountersOf(empty), LatencyCounters{});
+  LatencySnapshot s;
+  s.records = 5;
+  s.invalid = 5;  // only negative latencies: no min
+  EXPECT_EQ(CountersOf(s).min_latency, kNoMinLatency);
+}
+
+TEST(RunTotalTest, BeyondTheBudgetCountersStayExactAndExactnessIsReported) {
+  const PercentileSet set = PercentileSet::Create({50}).value();
+  RunTotal total(3 * sizeof(LatencyBucket));
+  LatencyCounters c;
+  c.records = c.valid = 2;
+  c.min_latency = 1;
+  c.max_latency = 2;
+  total.Add(c, std::vector<LatencyBucket>{{1, 1}, {2, 1}});
+  EXPECT_TRUE(total.exact());
+  c.min_latency = 3;
+  c.max_latency = 4;
+  total.Add(c, std::vector<LatencyBucket>{{3, 1}, {4, 1}});
+  EXPECT_FALSE(total.exact());
+  EXPECT_EQ(total.distribution(), (std::vector<LatencyBucket>{{3, 1}, {4, 1}}));
+  LatencySnapshot s;
+  total.Snapshot(set, 0, 0, &s);
+  EXPECT_EQ(s.records, 4);
+  EXPECT_EQ(s.valid, 4);
+  EXPECT_EQ(s.min_latency, 1);
+  EXPECT_EQ(s.max_latency, 4);
+  EXPECT_EQ(s.values, (std::vector<int64_t>{4}));  // over the kept windows only
+}
+
+TEST(RunTotalTest, MergeAscendingCombinesEqualLatencies) {
+  std::vector<LatencyBucket> into = {{1, 1}, {5, 2}, {9, 1}};
+  MergeAscending(std::vector<LatencyBucket>{{0, 1}, {5, 3}, {10, 4}}, &into);
+  EXPECT_EQ(into, (std::vector<LatencyBucket>{{0, 1}, {1, 1}, {5, 5}, {9, 1}, {10, 4}}));
+  MergeAscending(std::vector<LatencyBucket>{{11, 1}}, &into);  // append fast path
+  EXPECT_EQ(into.back(), (LatencyBucket{11, 1}));
+}
+
+}  // namespace
+}  // namespace perld
