@@ -1,0 +1,403 @@
+#include "daemon/state/state_schema.h"
+
+#include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <span>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/state/json_columns.h"
+
+namespace perld::state {
+namespace {
+
+// Column orders: the Bind*/Read* functions below follow them exactly.
+constexpr std::array<const char*, 25> kRunColumns = {
+    "id",
+    "name",
+    "labels",
+    "source",
+    "state",
+    "failure_reason",
+    "time_unit",
+    "min_latency",
+    "max_latency",
+    "percentiles",
+    "max_array_size_mb",
+    "max_hash_map_size_mb",
+    "total_max_hash_map_size_mb",
+    "exact_latency_page_bits",
+    "exact_latency_sparse_page_entries",
+    "exact_latency_max_memory_mb",
+    "exact_total_latency_max_memory_mb",
+    "reporting_interval_ms",
+    "periodic_recorder",
+    "total_recorder",
+    "clock",
+    "clock_resolution_ns",
+    "parameters",
+    "start_unix_ms",
+    "end_unix_ms",
+};
+
+// The columns windows and totals share, after their key.
+constexpr std::array<const char*, 21> kWindowColumns = {
+    "seq",           "start_unix_ms",  "end_unix_ms",   "seconds",     "start_time",  "end_time",
+    "records",       "bytes",          "total_latency", "min_latency", "max_latency", "invalid",
+    "lower_discard", "higher_discard", "valid",         "rejected",    "overflow",    "closed_full",
+    "full_closes",   "median",         "percentiles",
+};
+
+constexpr std::array<const char*, 2> kWindowKey = {"run_id", "kind"};
+constexpr std::array<const char*, 1> kTotalKey = {"run_id"};
+constexpr std::array<const char*, 3> kTotalExtra = {"segments", "exact_total", "distribution"};
+
+std::string Columns(std::initializer_list<std::span<const char* const>> groups) {
+  std::string out;
+  for (const auto& group : groups) {
+    for (const char* column : group) {
+      absl::StrAppend(&out, out.empty() ? "" : ", ", column);
+    }
+  }
+  return out;
+}
+
+std::string Placeholders(size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    absl::StrAppend(&out, i == 0 ? "?" : ", ?");
+  }
+  return out;
+}
+
+size_t CountColumns(std::string_view columns) {
+  return static_cast<size_t>(std::count(columns.begin(), columns.end(), ',')) + 1;
+}
+
+// The stable spellings of the core enumerations, read back.
+template <typename Enum, size_t N>
+bool ParseName(std::string_view name, const std::array<Enum, N>& values, const char* (*spell)(Enum),
+               Enum* out) {
+  for (const Enum v : values) {
+    if (name == spell(v)) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+constexpr std::array<TimeUnit, 3> kTimeUnits = {TimeUnit::kMs, TimeUnit::kUs, TimeUnit::kNs};
+constexpr std::array<RecorderKind, 4> kRecorderKinds = {
+    RecorderKind::kArray, RecorderKind::kLongHashMap, RecorderKind::kHashMap,
+    RecorderKind::kHybridPaged};
+constexpr std::array<runs::WindowRecord::Kind, 2> kStoredWindowKinds = {
+    runs::WindowRecord::Kind::kPeriodic, runs::WindowRecord::Kind::kTotalSegment};
+
+absl::Status Unreadable(absl::string_view table, uint64_t run_id, absl::string_view column,
+                        absl::string_view detail) {
+  return absl::DataLossError(
+      absl::StrCat(table, " row of run ", run_id, ": column ", column, ": ", detail));
+}
+
+// Binds the kWindowColumns of `w` from parameter `index` on.
+absl::Status BindWindowColumns(const runs::WindowRecord& w, int index, SqliteStatement* s) {
+  absl::StatusOr<std::string> percentiles = PercentilesToJson(w.snapshot);
+  if (!percentiles.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("run ", w.run_id, " ", WindowKindName(w.kind),
+                                                   " window ", w.seq, ": ",
+                                                   percentiles.status().message()));
+  }
+  const LatencySnapshot& n = w.snapshot;
+  s->BindInt64(index++, w.seq);
+  s->BindInt64(index++, w.start_unix_ms);
+  s->BindInt64(index++, w.end_unix_ms);
+  s->BindDouble(index++, w.seconds);
+  s->BindInt64(index++, n.start_time);
+  s->BindInt64(index++, n.end_time);
+  s->BindInt64(index++, n.records);
+  s->BindInt64(index++, n.bytes);
+  s->BindInt64(index++, n.total_latency);
+  s->BindInt64(index++, n.min_latency);
+  s->BindInt64(index++, n.max_latency);
+  s->BindInt64(index++, n.invalid);
+  s->BindInt64(index++, n.lower_discard);
+  s->BindInt64(index++, n.higher_discard);
+  s->BindInt64(index++, n.valid);
+  s->BindInt64(index++, n.rejected);
+  s->BindInt64(index++, n.overflow ? 1 : 0);
+  s->BindInt64(index++, n.closed_full ? 1 : 0);
+  s->BindInt64(index++, n.full_closes);
+  s->BindInt64(index++, n.median);
+  s->BindText(index++, *percentiles);
+  return absl::OkStatus();
+}
+
+// Reads the kWindowColumns from column `index` on into `w`.
+absl::Status ReadWindowColumns(const SqliteStatement& s, int index, absl::string_view table,
+                               runs::WindowRecord* w) {
+  LatencySnapshot& n = w->snapshot;
+  w->seq = s.ColumnInt64(index++);
+  w->start_unix_ms = s.ColumnInt64(index++);
+  w->end_unix_ms = s.ColumnInt64(index++);
+  w->seconds = s.ColumnDouble(index++);
+  n.start_time = s.ColumnInt64(index++);
+  n.end_time = s.ColumnInt64(index++);
+  n.records = s.ColumnInt64(index++);
+  n.bytes = s.ColumnInt64(index++);
+  n.total_latency = s.ColumnInt64(index++);
+  n.min_latency = s.ColumnInt64(index++);
+  n.max_latency = s.ColumnInt64(index++);
+  n.invalid = s.ColumnInt64(index++);
+  n.lower_discard = s.ColumnInt64(index++);
+  n.higher_discard = s.ColumnInt64(index++);
+  n.valid = s.ColumnInt64(index++);
+  n.rejected = s.ColumnInt64(index++);
+  n.overflow = s.ColumnInt64(index++) != 0;
+  n.closed_full = s.ColumnInt64(index++) != 0;
+  n.full_closes = s.ColumnInt64(index++);
+  n.median = s.ColumnInt64(index++);
+  if (absl::Status st = PercentilesFromJson(s.ColumnText(index++), &n); !st.ok()) {
+    return Unreadable(table, w->run_id, "percentiles", st.message());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CreateOrCheckSchema(SqliteDb& db) {
+  const std::string where = absl::StrCat("state database '", db.path(), "'");
+  auto fail = [&](absl::Status s) {
+    db.Exec("ROLLBACK").IgnoreError();  // the original error is the one to report
+    return s;
+  };
+  if (absl::Status s = db.Exec("BEGIN IMMEDIATE"); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::string> tables =
+      db.QueryText("SELECT group_concat(name, ', ') FROM sqlite_schema WHERE type = 'table'");
+  if (!tables.ok()) {
+    return fail(tables.status());
+  }
+  if (tables->empty()) {  // a new database
+    if (absl::Status s = db.Exec(std::string(kSchemaV1).c_str()); !s.ok()) {
+      return fail(s);
+    }
+    return db.Exec("COMMIT");
+  }
+  absl::StatusOr<std::string> meta =
+      db.QueryText("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'");
+  if (!meta.ok()) {
+    return fail(meta.status());
+  }
+  if (*meta != "1") {
+    return fail(absl::FailedPreconditionError(absl::StrCat(
+        where, ": an SQLite database but not a perld state database (tables: ", *tables,
+        "); choose another state directory")));
+  }
+  absl::StatusOr<std::string> version = db.QueryText(
+      "SELECT CASE typeof(value) WHEN 'integer' THEN value ELSE -1 END FROM meta "
+      "WHERE key = 'schema_version'");
+  if (!version.ok()) {
+    return fail(version.status());
+  }
+  int64_t v = -1;
+  if (!absl::SimpleAtoi(*version, &v) || v < 1) {
+    return fail(
+        absl::DataLossError(absl::StrCat(where, ": meta.schema_version is missing or invalid")));
+  }
+  if (v > kSchemaVersion) {
+    return fail(absl::FailedPreconditionError(
+        absl::StrCat(where, ": schema version ", v, " is newer than this perld supports (",
+                     kSchemaVersion, "); run a newer perld or choose another state directory")));
+  }
+  return db.Exec("COMMIT");
+}
+
+absl::StatusOr<runs::RunId> ReadMaxRunId(SqliteDb& db) {
+  absl::StatusOr<std::string> text = db.QueryText(
+      "SELECT max(coalesce((SELECT value FROM meta WHERE key = 'max_run_id'), 0), "
+      "coalesce((SELECT max(id) FROM runs), 0))");
+  if (!text.ok()) {
+    return text.status();
+  }
+  runs::RunId id = 0;
+  if (!absl::SimpleAtoi(*text, &id)) {
+    return absl::DataLossError(
+        absl::StrCat("state database '", db.path(), "': meta.max_run_id is invalid"));
+  }
+  return id;
+}
+
+std::string UpsertRunSql() {
+  const std::string columns = Columns({kRunColumns});
+  std::string update;
+  for (size_t i = 1; i < kRunColumns.size(); ++i) {  // every column but the id
+    absl::StrAppend(&update, i == 1 ? "" : ", ", kRunColumns[i], " = excluded.", kRunColumns[i]);
+  }
+  return absl::StrCat("INSERT INTO runs (", columns, ") VALUES (", Placeholders(kRunColumns.size()),
+                      ") ON CONFLICT (id) DO UPDATE SET ", update);
+}
+
+std::string InsertWindowSql() {
+  const std::string columns = Columns({kWindowKey, kWindowColumns});
+  return absl::StrCat("INSERT OR REPLACE INTO windows (", columns, ") VALUES (",
+                      Placeholders(CountColumns(columns)), ")");
+}
+
+std::string InsertTotalSql() {
+  const std::string columns = Columns({kTotalKey, kWindowColumns, kTotalExtra});
+  return absl::StrCat("INSERT OR REPLACE INTO totals (", columns, ") VALUES (",
+                      Placeholders(CountColumns(columns)), ")");
+}
+
+std::string SelectRunsSql() {
+  return absl::StrCat("SELECT ", Columns({kRunColumns}), " FROM runs ORDER BY id");
+}
+
+// 'periodic' < 'total_segment' as text, as kPeriodic < kTotalSegment.
+std::string SelectWindowsSql() {
+  return absl::StrCat("SELECT ", Columns({kWindowKey, kWindowColumns}),
+                      " FROM windows ORDER BY run_id, kind, seq");
+}
+
+std::string SelectTotalsSql() {
+  return absl::StrCat("SELECT ", Columns({kTotalKey, kWindowColumns, kTotalExtra}),
+                      " FROM totals ORDER BY run_id");
+}
+
+void BindRun(const runs::RunInfo& run, SqliteStatement* s) {
+  const runs::RunSpec& spec = run.spec;
+  const LatencyConfig& l = spec.latency;
+  int i = 1;
+  s->BindInt64(i++, static_cast<int64_t>(run.id));
+  s->BindText(i++, spec.name);
+  s->BindText(i++, LabelsToJson(spec.labels));
+  s->BindText(i++, runs::RunSourceName(spec.source));
+  s->BindText(i++, runs::RunStateName(run.state));
+  s->BindText(i++, run.failure_reason);
+  s->BindText(i++, TimeUnitName(l.time_unit));
+  s->BindInt64(i++, l.min_latency);
+  s->BindInt64(i++, l.max_latency);
+  s->BindText(i++, PercentsToJson(l.percentiles));
+  s->BindInt64(i++, l.max_array_size_mb);
+  s->BindInt64(i++, l.max_hash_map_size_mb);
+  s->BindInt64(i++, l.total_max_hash_map_size_mb);
+  s->BindInt64(i++, l.exact_latency_page_bits);
+  s->BindInt64(i++, l.exact_latency_sparse_page_entries);
+  s->BindInt64(i++, l.exact_latency_max_memory_mb);
+  s->BindInt64(i++, l.exact_total_latency_max_memory_mb);
+  s->BindInt64(i++, spec.reporting_interval_ms);
+  s->BindText(i++, RecorderKindName(spec.periodic_recorder));
+  s->BindText(i++, RecorderKindName(spec.total_recorder));
+  s->BindText(i++, spec.clock);
+  s->BindInt64(i++, spec.clock_resolution_ns);
+  s->BindText(i++, spec.parameters);
+  s->BindInt64(i++, run.start_unix_ms);
+  s->BindInt64(i++, run.end_unix_ms);
+}
+
+absl::Status BindWindow(const runs::WindowRecord& window, SqliteStatement* s) {
+  if (window.kind == runs::WindowRecord::Kind::kTotal) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", window.run_id, ": a total window belongs to SaveFinalTotal"));
+  }
+  s->BindInt64(1, static_cast<int64_t>(window.run_id));
+  s->BindText(2, runs::WindowKindName(window.kind));
+  return BindWindowColumns(window, 3, s);
+}
+
+absl::Status BindTotal(const runs::WindowRecord& total, std::string_view blob, SqliteStatement* s) {
+  s->BindInt64(1, static_cast<int64_t>(total.run_id));
+  if (absl::Status st = BindWindowColumns(total, 2, s); !st.ok()) {
+    return st;
+  }
+  int i = 2 + static_cast<int>(kWindowColumns.size());
+  s->BindInt64(i++, total.segments);
+  s->BindInt64(i++, total.exact_total ? 1 : 0);
+  s->BindBlob(i++, blob);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<runs::RunInfo> ReadRun(const SqliteStatement& s) {
+  constexpr char kTable[] = "runs";
+  runs::RunInfo run;
+  runs::RunSpec& spec = run.spec;
+  LatencyConfig& l = spec.latency;
+  int i = 0;
+  run.id = static_cast<runs::RunId>(s.ColumnInt64(i++));
+  spec.name = s.ColumnText(i++);
+  absl::StatusOr<std::map<std::string, std::string>> labels = LabelsFromJson(s.ColumnText(i++));
+  if (!labels.ok()) {
+    return Unreadable(kTable, run.id, "labels", labels.status().message());
+  }
+  spec.labels = *std::move(labels);
+  if (!runs::ParseRunSource(s.ColumnText(i++), &spec.source)) {
+    return Unreadable(kTable, run.id, "source", "unknown source");
+  }
+  if (!runs::ParseRunState(s.ColumnText(i++), &run.state)) {
+    return Unreadable(kTable, run.id, "state", "unknown state");
+  }
+  run.failure_reason = s.ColumnText(i++);
+  if (!ParseName(s.ColumnText(i++), kTimeUnits, TimeUnitName, &l.time_unit)) {
+    return Unreadable(kTable, run.id, "time_unit", "unknown time unit");
+  }
+  l.min_latency = s.ColumnInt64(i++);
+  l.max_latency = s.ColumnInt64(i++);
+  absl::StatusOr<std::vector<double>> percents = PercentsFromJson(s.ColumnText(i++));
+  if (!percents.ok()) {
+    return Unreadable(kTable, run.id, "percentiles", percents.status().message());
+  }
+  l.percentiles = *std::move(percents);
+  l.max_array_size_mb = s.ColumnInt64(i++);
+  l.max_hash_map_size_mb = s.ColumnInt64(i++);
+  l.total_max_hash_map_size_mb = s.ColumnInt64(i++);
+  l.exact_latency_page_bits = s.ColumnInt64(i++);
+  l.exact_latency_sparse_page_entries = s.ColumnInt64(i++);
+  l.exact_latency_max_memory_mb = s.ColumnInt64(i++);
+  l.exact_total_latency_max_memory_mb = s.ColumnInt64(i++);
+  spec.reporting_interval_ms = s.ColumnInt64(i++);
+  if (!ParseName(s.ColumnText(i++), kRecorderKinds, RecorderKindName, &spec.periodic_recorder)) {
+    return Unreadable(kTable, run.id, "periodic_recorder", "unknown recorder kind");
+  }
+  if (!ParseName(s.ColumnText(i++), kRecorderKinds, RecorderKindName, &spec.total_recorder)) {
+    return Unreadable(kTable, run.id, "total_recorder", "unknown recorder kind");
+  }
+  spec.clock = s.ColumnText(i++);
+  spec.clock_resolution_ns = s.ColumnInt64(i++);
+  spec.parameters = s.ColumnText(i++);
+  run.start_unix_ms = s.ColumnInt64(i++);
+  run.end_unix_ms = s.ColumnInt64(i++);
+  return run;
+}
+
+absl::StatusOr<runs::WindowRecord> ReadWindow(const SqliteStatement& s) {
+  constexpr char kTable[] = "windows";
+  runs::WindowRecord w;
+  w.run_id = static_cast<runs::RunId>(s.ColumnInt64(0));
+  if (!ParseName(s.ColumnText(1), kStoredWindowKinds, runs::WindowKindName, &w.kind)) {
+    return Unreadable(kTable, w.run_id, "kind", "unknown window kind");
+  }
+  if (absl::Status st = ReadWindowColumns(s, 2, kTable, &w); !st.ok()) {
+    return st;
+  }
+  return w;
+}
+
+absl::StatusOr<runs::WindowRecord> ReadTotal(const SqliteStatement& s, std::string_view* blob) {
+  constexpr char kTable[] = "totals";
+  runs::WindowRecord w;
+  w.kind = runs::WindowRecord::Kind::kTotal;
+  w.run_id = static_cast<runs::RunId>(s.ColumnInt64(0));
+  if (absl::Status st = ReadWindowColumns(s, 1, kTable, &w); !st.ok()) {
+    return st;
+  }
+  int i = 1 + static_cast<int>(kWindowColumns.size());
+  w.segments = s.ColumnInt64(i++);
+  w.exact_total = s.ColumnInt64(i++) != 0;
+  *blob = s.ColumnBlob(i++);
+  return w;
+}
+
+}  // namespace perld::state

@@ -1,0 +1,170 @@
+// StateSchema: the tables of the state database DIR/perld.db (schema
+// version 1) and the mapping between their rows and the runs vocabulary
+// (RunInfo, WindowRecord). One place maps a run or a window to a row.
+//
+// kSchemaV1 below is the schema, verbatim: SQLite keeps the text with its
+// comments, so `sqlite3 perld.db .schema` shows this documentation too.
+// Design notes:
+//  - Every table is STRICT (SQLite >= 3.37): a value of the wrong type is
+//    refused on write, so readers can trust column types.
+//  - Enumerations are stored as their stable spellings (RunStateName, ...)
+//    and structured values as JSON text (json_columns.h), so a person with
+//    the sqlite3 shell can read, filter (json_each) and export them.
+//  - Child rows cascade: deleting a run deletes its windows and total
+//    (PRAGMA foreign_keys=ON is set on every connection).
+//  - A later issue adds a `checkpoints` table (a running run's total and
+//    per-client sequence numbers, written in one transaction per interval)
+//    as schema version 2, created by an upgrade step from version 1.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "daemon/runs/run_info.h"
+#include "daemon/runs/window_record.h"
+#include "daemon/state/sqlite_db.h"
+
+namespace perld::state {
+
+inline constexpr int64_t kSchemaVersion = 1;
+
+inline constexpr std::string_view kSchemaV1 = R"sql(
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,  -- 'schema_version' (1), 'max_run_id' (highest run id ever saved)
+  value ANY NOT NULL
+) STRICT, WITHOUT ROWID;
+
+-- One row per run: RunInfo and its RunSpec, LatencyConfig fields included.
+CREATE TABLE runs (
+  id                                INTEGER PRIMARY KEY,  -- RunId; never reused (meta.max_run_id)
+  name                              TEXT NOT NULL,
+  labels                            TEXT NOT NULL,  -- JSON object {"key":"value",...}
+  source                            TEXT NOT NULL,  -- bench | ingest | sbp
+  state                             TEXT NOT NULL,  -- running | finished | failed
+  failure_reason                    TEXT NOT NULL,  -- '' unless failed
+  time_unit                         TEXT NOT NULL,  -- ms | mcs | ns: the unit of every latency
+  min_latency                       INTEGER NOT NULL,  -- inclusive
+  max_latency                       INTEGER NOT NULL,  -- inclusive
+  percentiles                       TEXT NOT NULL,  -- JSON array of percents, e.g. [50,99,99.9]
+  max_array_size_mb                 INTEGER NOT NULL,
+  max_hash_map_size_mb              INTEGER NOT NULL,
+  total_max_hash_map_size_mb        INTEGER NOT NULL,
+  exact_latency_page_bits           INTEGER NOT NULL,
+  exact_latency_sparse_page_entries INTEGER NOT NULL,
+  exact_latency_max_memory_mb       INTEGER NOT NULL,
+  exact_total_latency_max_memory_mb INTEGER NOT NULL,
+  reporting_interval_ms             INTEGER NOT NULL,
+  periodic_recorder                 TEXT NOT NULL,  -- Array | LongHashMap | HashMap | HybridPaged
+  total_recorder                    TEXT NOT NULL,
+  clock                             TEXT NOT NULL,
+  clock_resolution_ns               INTEGER NOT NULL,  -- 0: unknown
+  parameters                        TEXT NOT NULL,  -- source-specific, human readable
+  start_unix_ms                     INTEGER NOT NULL,
+  end_unix_ms                       INTEGER NOT NULL   -- 0 while running
+) STRICT;
+
+-- Closed periodic windows and total segments (WindowRecord without its
+-- distribution). Latencies and start_time/end_time are in the run's unit.
+CREATE TABLE windows (
+  run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  kind           TEXT NOT NULL,     -- periodic | total_segment
+  seq            INTEGER NOT NULL,  -- 1, 2, ... per run and kind, in closing order
+  start_unix_ms  INTEGER NOT NULL,
+  end_unix_ms    INTEGER NOT NULL,
+  seconds        REAL NOT NULL,     -- window length as reports print it
+  start_time     INTEGER NOT NULL,  -- monotonic clock, run's time unit
+  end_time       INTEGER NOT NULL,
+  records        INTEGER NOT NULL,
+  bytes          INTEGER NOT NULL,
+  total_latency  INTEGER NOT NULL,
+  min_latency    INTEGER NOT NULL,
+  max_latency    INTEGER NOT NULL,
+  invalid        INTEGER NOT NULL,
+  lower_discard  INTEGER NOT NULL,
+  higher_discard INTEGER NOT NULL,
+  valid          INTEGER NOT NULL,
+  rejected       INTEGER NOT NULL,
+  overflow       INTEGER NOT NULL,  -- 0 | 1
+  closed_full    INTEGER NOT NULL,  -- 0 | 1
+  full_closes    INTEGER NOT NULL,
+  median         INTEGER NOT NULL,
+  percentiles    TEXT NOT NULL,     -- JSON [[percent,value,count],...]
+  PRIMARY KEY (run_id, kind, seq)
+) STRICT;
+
+-- A finished run's final total (WindowRecord kind total) with its exact
+-- distribution: the columns of `windows`, plus segments, exact_total and
+-- the DistributionCodec blob (distribution_codec.h).
+CREATE TABLE totals (
+  run_id         INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  seq            INTEGER NOT NULL,
+  start_unix_ms  INTEGER NOT NULL,
+  end_unix_ms    INTEGER NOT NULL,
+  seconds        REAL NOT NULL,
+  start_time     INTEGER NOT NULL,
+  end_time       INTEGER NOT NULL,
+  records        INTEGER NOT NULL,
+  bytes          INTEGER NOT NULL,
+  total_latency  INTEGER NOT NULL,
+  min_latency    INTEGER NOT NULL,
+  max_latency    INTEGER NOT NULL,
+  invalid        INTEGER NOT NULL,
+  lower_discard  INTEGER NOT NULL,
+  higher_discard INTEGER NOT NULL,
+  valid          INTEGER NOT NULL,
+  rejected       INTEGER NOT NULL,
+  overflow       INTEGER NOT NULL,
+  closed_full    INTEGER NOT NULL,
+  full_closes    INTEGER NOT NULL,
+  median         INTEGER NOT NULL,
+  percentiles    TEXT NOT NULL,
+  segments       INTEGER NOT NULL,  -- total-window segments the run had
+  exact_total    INTEGER NOT NULL,  -- 1: distribution covers every segment
+  distribution   BLOB NOT NULL      -- "PDST" v1: delta/varint buckets + CRC32C
+) STRICT;
+
+INSERT INTO meta (key, value) VALUES ('schema_version', 1), ('max_run_id', 0);
+)sql";
+
+// Creates the schema in an empty database, or checks an existing one, in one
+// IMMEDIATE transaction. Errors name db.path(): FailedPrecondition for a
+// newer schema version or an SQLite file that is not a perld state database,
+// DataLoss for a missing or invalid schema_version.
+[[nodiscard]] absl::Status CreateOrCheckSchema(SqliteDb& db);
+
+// The highest run id ever saved (meta.max_run_id, or a higher runs.id).
+[[nodiscard]] absl::StatusOr<runs::RunId> ReadMaxRunId(SqliteDb& db);
+
+// SQL for the row statements. The Bind* functions bind every parameter of
+// the matching statement; the Read* functions read a row of the matching
+// SELECT. Inserts replace an existing row with the same key (windows and
+// totals: INSERT OR REPLACE; runs: an UPSERT, so its children survive).
+std::string UpsertRunSql();
+std::string InsertWindowSql();
+std::string InsertTotalSql();
+std::string SelectRunsSql();     // ORDER BY id
+std::string SelectWindowsSql();  // ORDER BY run_id, kind, seq
+std::string SelectTotalsSql();   // ORDER BY run_id
+
+void BindRun(const runs::RunInfo& run, SqliteStatement* stmt);
+// InvalidArgument for a kind other than periodic/total_segment or
+// percentile vectors of different lengths.
+[[nodiscard]] absl::Status BindWindow(const runs::WindowRecord& window, SqliteStatement* stmt);
+// InvalidArgument for percentile vectors of different lengths.
+[[nodiscard]] absl::Status BindTotal(const runs::WindowRecord& total, std::string_view blob,
+                                     SqliteStatement* stmt);
+
+// DataLoss naming the run id and column for a value this perld cannot read
+// (an unknown enumeration spelling, malformed JSON).
+[[nodiscard]] absl::StatusOr<runs::RunInfo> ReadRun(const SqliteStatement& stmt);
+// The window has no distribution.
+[[nodiscard]] absl::StatusOr<runs::WindowRecord> ReadWindow(const SqliteStatement& stmt);
+// The total without its distribution; `blob` views the stored blob (valid
+// until the statement moves on).
+[[nodiscard]] absl::StatusOr<runs::WindowRecord> ReadTotal(const SqliteStatement& stmt,
+                                                           std::string_view* blob);
+
+}  // namespace perld::state

@@ -1,0 +1,675 @@
+#include "daemon/state/state_store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/state/distribution_codec.h"
+#include "daemon/state/sqlite_db.h"
+#include "daemon/state/state_schema.h"
+
+namespace perld::state {
+namespace {
+
+using Kind = runs::WindowRecord::Kind;
+
+// --- the state directory -----------------------------------------------------
+
+absl::Status DirectoryError(const std::string& dir, absl::string_view what) {
+  return absl::ErrnoToStatus(errno, absl::StrCat("state directory '", dir, "': ", what));
+}
+
+// mkdir -p: creates every missing component of `dir` with mode 0750 (less
+// the umask).
+absl::Status MakeDirectories(const std::string& dir) {
+  for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+    const std::string prefix = dir.substr(0, end);
+    struct stat st {};
+    if (::stat(prefix.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "state directory '", dir, "': cannot create: '", prefix, "' is not a directory"));
+      }
+    } else if (errno != ENOENT || (::mkdir(prefix.c_str(), 0750) != 0 && errno != EEXIST)) {
+      return DirectoryError(dir, absl::StrCat("cannot create '", prefix, "'"));
+    }
+    if (end == std::string::npos) {
+      return absl::OkStatus();
+    }
+  }
+}
+
+// Root ignores permission bits, so ask the kernel: create and remove a file.
+absl::Status ProbeWritable(const std::string& dir) {
+  const std::string probe = absl::StrCat(dir, "/.perld-write-probe");
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return DirectoryError(dir, "not writable");
+  }
+  ::close(fd);
+  if (::unlink(probe.c_str()) != 0) {
+    return DirectoryError(dir, "not writable (removing a probe file)");
+  }
+  return absl::OkStatus();
+}
+
+// Prefixes `s` with "state database 'PATH': " unless it names the path.
+absl::Status Annotate(const absl::Status& s, const std::string& path) {
+  if (s.ok() || absl::StrContains(s.message(), path)) {
+    return s;
+  }
+  return absl::Status(s.code(), absl::StrCat("state database '", path, "': ", s.message()));
+}
+
+// --- queue accounting --------------------------------------------------------
+
+size_t SnapshotBytes(const LatencySnapshot& s) {
+  return sizeof(double) * (s.percents.size() + s.fractions.size()) +
+         sizeof(int64_t) * (s.values.size() + s.counts.size());
+}
+
+size_t WindowBytes(const runs::WindowRecord& w) {
+  return sizeof(runs::WindowRecord) + SnapshotBytes(w.snapshot) +
+         sizeof(LatencyBucket) * w.distribution.size();
+}
+
+size_t RunBytes(const runs::RunInfo& r) {
+  constexpr size_t kMapNode = 64;  // a std::map node's overhead, roughly
+  size_t bytes = sizeof(runs::RunInfo) + r.spec.name.size() + r.spec.clock.size() +
+                 r.spec.parameters.size() + r.failure_reason.size() +
+                 sizeof(double) * r.spec.latency.percentiles.size();
+  for (const auto& [key, value] : r.spec.labels) {
+    bytes += kMapNode + key.size() + value.size();
+  }
+  return bytes;
+}
+
+std::string Describe(const runs::WindowRecord& w) {
+  return absl::StrCat("run ", w.run_id, " ", runs::WindowKindName(w.kind), " window ", w.seq);
+}
+
+// Calls fn(stmt) for every row of `sql`; stops at the first error.
+template <typename RowFn>
+absl::Status ForEachRow(SqliteDb& db, const std::string& sql, RowFn&& fn) {
+  absl::StatusOr<SqliteStatement> select = db.Prepare(sql);
+  if (!select.ok()) {
+    return select.status();
+  }
+  for (;;) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok() || !*row) {
+      return row.status();
+    }
+    if (absl::Status s = fn(*select); !s.ok()) {
+      return s;
+    }
+  }
+}
+
+// Finds runs for child rows that arrive in run id order (a merge join).
+class RunCursor {
+ public:
+  explicit RunCursor(std::vector<StoredRun>* runs) : runs_(*runs) {}
+  // The run with `id`, or null when it does not exist. REQUIRES: ids
+  // non-decreasing across calls.
+  StoredRun* Find(runs::RunId id) {
+    while (next_ < runs_.size() && runs_[next_].info.id < id) {
+      ++next_;
+    }
+    return next_ < runs_.size() && runs_[next_].info.id == id ? &runs_[next_] : nullptr;
+  }
+
+ private:
+  std::vector<StoredRun>& runs_;
+  size_t next_ = 0;
+};
+
+// Every run with its windows and total, in one read transaction (the three
+// SELECTs see the same commit). Rows of a run that no longer exists (deleted
+// in the sqlite3 shell, where foreign keys are off by default) are skipped.
+absl::StatusOr<std::vector<StoredRun>> LoadAll(SqliteDb& db) {
+  if (absl::Status s = db.Exec("BEGIN"); !s.ok()) {
+    return s;
+  }
+  std::vector<StoredRun> runs;
+  absl::Status s = ForEachRow(db, SelectRunsSql(), [&](const SqliteStatement& row) {
+    absl::StatusOr<runs::RunInfo> run = ReadRun(row);
+    if (!run.ok()) {
+      return run.status();
+    }
+    runs.push_back(StoredRun{*std::move(run), {}, std::nullopt, absl::OkStatus()});
+    return absl::OkStatus();
+  });
+  if (s.ok()) {
+    RunCursor cursor(&runs);
+    s = ForEachRow(db, SelectWindowsSql(), [&](const SqliteStatement& row) {
+      absl::StatusOr<runs::WindowRecord> window = ReadWindow(row);
+      if (!window.ok()) {
+        return window.status();
+      }
+      if (StoredRun* run = cursor.Find(window->run_id)) {
+        run->windows.push_back(*std::move(window));
+      }
+      return absl::OkStatus();
+    });
+  }
+  if (s.ok()) {
+    RunCursor cursor(&runs);
+    s = ForEachRow(db, SelectTotalsSql(), [&](const SqliteStatement& row) {
+      std::string_view blob;
+      absl::StatusOr<runs::WindowRecord> total = ReadTotal(row, &blob);
+      if (!total.ok()) {
+        return total.status();
+      }
+      StoredRun* run = cursor.Find(total->run_id);
+      if (run == nullptr) {
+        return absl::OkStatus();
+      }
+      absl::StatusOr<std::vector<LatencyBucket>> distribution = DecodeDistribution(blob);
+      if (distribution.ok()) {
+        total->distribution = *std::move(distribution);
+      } else {
+        run->distribution_status = absl::DataLossError(
+            absl::StrCat("state database '", db.path(), "': run ", total->run_id,
+                         ": total distribution: ", distribution.status().message()));
+      }
+      run->total = *std::move(total);
+      return absl::OkStatus();
+    });
+  }
+  if (!s.ok()) {
+    return s;  // closing the connection ends the read transaction
+  }
+  if (absl::Status c = db.Exec("COMMIT"); !c.ok()) {
+    return c;
+  }
+  return runs;
+}
+
+}  // namespace
+
+// --- the writer: one connection, its prepared statements, the batches --------
+
+// Owned and used by the writer thread alone (created on the Open thread
+// before the writer thread starts).
+class StateStore::Writer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Writer>> Create(SqliteDb db,
+                                                        const config::RetentionConfig& retention) {
+    auto w = std::unique_ptr<Writer>(new Writer(std::move(db), retention));
+    const std::pair<SqliteStatement*, std::string> statements[] = {
+        {&w->begin_, "BEGIN IMMEDIATE"},
+        {&w->commit_, "COMMIT"},
+        {&w->rollback_, "ROLLBACK"},
+        {&w->savepoint_, "SAVEPOINT final_total"},
+        {&w->release_, "RELEASE final_total"},
+        {&w->rollback_to_, "ROLLBACK TO final_total"},
+        {&w->upsert_run_, UpsertRunSql()},
+        {&w->insert_window_, InsertWindowSql()},
+        {&w->insert_total_, InsertTotalSql()},
+        {&w->delete_run_, "DELETE FROM runs WHERE id = ?1"},
+        {&w->bump_max_run_id_, "UPDATE meta SET value = max(value, ?1) WHERE key = 'max_run_id'"},
+        // Keep the newest max_finished_runs finished/failed runs by end time.
+        {&w->prune_runs_,
+         "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE state <> 'running' "
+         "ORDER BY end_unix_ms DESC, id DESC LIMIT -1 OFFSET ?1)"},
+        // One (run, kind): delete every seq up to the (N+1)-th newest.
+        {&w->prune_windows_,
+         "DELETE FROM windows WHERE run_id = ?1 AND kind = ?2 AND seq <= (SELECT seq FROM "
+         "windows WHERE run_id = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1 OFFSET ?3)"},
+        // Every (run, kind) at once, for Open and SetRetention.
+        {&w->prune_all_windows_,
+         "DELETE FROM windows WHERE rowid IN (SELECT rowid FROM (SELECT rowid, row_number() "
+         "OVER (PARTITION BY run_id, kind ORDER BY seq DESC) AS n FROM windows) WHERE n > ?1)"},
+    };
+    for (const auto& [stmt, sql] : statements) {
+      absl::StatusOr<SqliteStatement> prepared = w->db_.Prepare(sql);
+      if (!prepared.ok()) {
+        return prepared.status();
+      }
+      *stmt = *std::move(prepared);
+    }
+    return w;
+  }
+
+  // Writes `batch` in one transaction, appending one Status per failure.
+  void Write(const std::deque<Queued>& batch, std::vector<absl::Status>* errors) {
+    if (absl::Status s = begin_.Run(); !s.ok()) {
+      errors->push_back(Lost(batch.size(), s));
+      return;
+    }
+    Touched touched;
+    for (const Queued& q : batch) {
+      if (absl::Status s =
+              std::visit([&](const auto& item) { return Apply(item, &touched); }, q.item);
+          !s.ok()) {
+        errors->push_back(s);
+        if (RolledBack()) {
+          errors->push_back(Lost(batch.size(), s));
+          return;
+        }
+      }
+    }
+    if (absl::Status s = ApplyRetention(touched); !s.ok()) {
+      errors->push_back(s);
+      if (RolledBack()) {
+        errors->push_back(Lost(batch.size(), s));
+        return;
+      }
+    }
+    if (absl::Status s = commit_.Run(); !s.ok()) {
+      if (!RolledBack()) {
+        rollback_.Run().IgnoreError();  // the commit's error is the one to report
+      }
+      errors->push_back(Lost(batch.size(), s));
+    }
+  }
+
+ private:
+  // What a batch changed, for retention.
+  struct Touched {
+    std::set<std::pair<runs::RunId, Kind>> windows;
+    runs::RunId max_run_id = 0;
+    bool runs_ended = false;
+    bool all = false;  // a RetentionItem: prune everything
+  };
+
+  Writer(SqliteDb db, const config::RetentionConfig& retention)
+      : db_(std::move(db)), retention_(retention) {}
+
+  bool RolledBack() const { return sqlite3_get_autocommit(db_.get()) != 0; }
+
+  absl::Status Lost(size_t n, const absl::Status& cause) const {
+    return absl::Status(cause.code(),
+                        absl::StrCat("transaction rolled back: the ", n,
+                                     " record(s) of this batch are lost (", cause.message(), ")"));
+  }
+
+  absl::Status Apply(const RunItem& item, Touched* touched) {
+    if (absl::Status s = SaveRunRow(item.run); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("saving run ", item.run.id, ": ", s.message()));
+    }
+    Note(item.run, touched);
+    return absl::OkStatus();
+  }
+
+  absl::Status Apply(const WindowItem& item, Touched* touched) {
+    insert_window_.Reset();
+    absl::Status s = BindWindow(item.window, &insert_window_);
+    if (s.ok()) {
+      s = insert_window_.Run();
+    }
+    insert_window_.Reset();
+    if (!s.ok()) {
+      return absl::Status(s.code(),
+                          absl::StrCat("saving ", Describe(item.window), ": ", s.message()));
+    }
+    touched->windows.emplace(item.window.run_id, item.window.kind);
+    return absl::OkStatus();
+  }
+
+  absl::Status Apply(const FinalTotalItem& item, Touched* touched) {
+    absl::Status s = SaveFinalTotal(item.run, item.total);
+    if (!s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("saving the final total of run ", item.run.id, ": ", s.message()));
+    }
+    Note(item.run, touched);
+    return absl::OkStatus();
+  }
+
+  absl::Status Apply(const DeleteItem& item, Touched* /*touched*/) {
+    for (const runs::RunId id : item.ids) {
+      delete_run_.Reset();
+      delete_run_.BindInt64(1, static_cast<int64_t>(id));
+      if (absl::Status s = delete_run_.Run(); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("deleting run ", id, ": ", s.message()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Apply(const RetentionItem& item, Touched* touched) {
+    retention_ = item.retention;
+    touched->all = true;
+    return absl::OkStatus();
+  }
+
+  void Note(const runs::RunInfo& run, Touched* touched) {
+    touched->max_run_id = std::max(touched->max_run_id, run.id);
+    touched->runs_ended |= run.state != runs::RunState::kRunning;
+  }
+
+  absl::Status SaveRunRow(const runs::RunInfo& run) {
+    upsert_run_.Reset();
+    BindRun(run, &upsert_run_);
+    return upsert_run_.Run();
+  }
+
+  // The run row and the total under one savepoint: both or neither.
+  absl::Status SaveFinalTotal(const runs::RunInfo& run, const runs::WindowRecord& total) {
+    if (total.kind != Kind::kTotal || total.run_id != run.id) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the total is a ", runs::WindowKindName(total.kind), " window of run ", total.run_id));
+    }
+    absl::StatusOr<std::string> blob = EncodeDistribution(total.distribution);
+    if (!blob.ok()) {
+      return blob.status();
+    }
+    if (absl::Status s = savepoint_.Run(); !s.ok()) {
+      return s;
+    }
+    absl::Status s = SaveRunRow(run);
+    if (s.ok()) {
+      insert_total_.Reset();
+      s = BindTotal(total, *blob, &insert_total_);
+      if (s.ok()) {
+        s = insert_total_.Run();
+      }
+      insert_total_.Reset();
+    }
+    if (!s.ok() && !RolledBack()) {
+      rollback_to_.Run().IgnoreError();  // s is the error to report
+    }
+    if (!RolledBack()) {
+      absl::Status released = release_.Run();
+      if (s.ok()) {
+        s = released;
+      }
+    }
+    return s;
+  }
+
+  absl::Status ApplyRetention(const Touched& touched) {
+    if (touched.max_run_id > 0) {
+      bump_max_run_id_.Reset();
+      bump_max_run_id_.BindInt64(1, static_cast<int64_t>(touched.max_run_id));
+      if (absl::Status s = bump_max_run_id_.Run(); !s.ok()) {
+        return s;
+      }
+    }
+    if (touched.all) {
+      prune_all_windows_.Reset();
+      prune_all_windows_.BindInt64(1, retention_.max_windows_per_run);
+      if (absl::Status s = prune_all_windows_.Run(); !s.ok()) {
+        return Retention(s);
+      }
+    } else {
+      for (const auto& [run_id, kind] : touched.windows) {
+        prune_windows_.Reset();
+        prune_windows_.BindInt64(1, static_cast<int64_t>(run_id));
+        prune_windows_.BindText(2, runs::WindowKindName(kind));
+        prune_windows_.BindInt64(3, retention_.max_windows_per_run);
+        if (absl::Status s = prune_windows_.Run(); !s.ok()) {
+          return Retention(s);
+        }
+      }
+    }
+    if (touched.all || touched.runs_ended) {
+      prune_runs_.Reset();
+      prune_runs_.BindInt64(1, retention_.max_finished_runs);
+      if (absl::Status s = prune_runs_.Run(); !s.ok()) {
+        return Retention(s);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  static absl::Status Retention(const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat("applying retention: ", s.message()));
+  }
+
+  SqliteDb db_;  // first: destroyed after its statements
+  SqliteStatement begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
+  SqliteStatement upsert_run_, insert_window_, insert_total_, delete_run_, bump_max_run_id_;
+  SqliteStatement prune_runs_, prune_windows_, prune_all_windows_;
+  config::RetentionConfig retention_;
+};
+
+// --- StateStore --------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(
+    const std::string& dir, const config::RetentionConfig& retention, StateStoreOptions options) {
+  if (dir.empty()) {
+    return absl::InvalidArgumentError("state directory: empty path");
+  }
+  if (absl::Status s = MakeDirectories(dir); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ProbeWritable(dir); !s.ok()) {
+    return s;
+  }
+  const std::string path = absl::StrCat(dir, "/", kFileName);
+  absl::StatusOr<SqliteDb> db = SqliteDb::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (!db.ok()) {
+    return Annotate(db.status(), path);
+  }
+  if (const int rc = sqlite3_busy_timeout(db->get(), options.busy_timeout_ms); rc != SQLITE_OK) {
+    return Annotate(SqliteStatus(db->get(), rc, "setting the busy timeout"), path);
+  }
+  // The first read of the file: a file that is not a database fails here.
+  absl::StatusOr<std::string> check = db->QueryText("PRAGMA quick_check");
+  if (!check.ok()) {
+    return Annotate(check.status(), path);
+  }
+  if (*check != "ok") {
+    return absl::DataLossError(absl::StrCat("state database '", path, "': corrupt (quick_check: ",
+                                            *check, "); move it away to start a new history"));
+  }
+  absl::StatusOr<std::string> mode = db->QueryText("PRAGMA journal_mode = WAL");
+  if (!mode.ok()) {
+    return Annotate(mode.status(), path);
+  }
+  if (*mode != "wal") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "state database '", path, "': cannot use WAL mode (journal_mode stays '", *mode, "')"));
+  }
+  if (absl::Status s = db->Exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
+                                "PRAGMA journal_size_limit = 67108864");
+      !s.ok()) {
+    return Annotate(s, path);
+  }
+  if (absl::Status s = CreateOrCheckSchema(*db); !s.ok()) {
+    return Annotate(s, path);
+  }
+  absl::StatusOr<runs::RunId> max_run_id = ReadMaxRunId(*db);
+  if (!max_run_id.ok()) {
+    return Annotate(max_run_id.status(), path);
+  }
+  absl::StatusOr<std::unique_ptr<Writer>> writer = Writer::Create(*std::move(db), retention);
+  if (!writer.ok()) {
+    return Annotate(writer.status(), path);
+  }
+  std::unique_ptr<StateStore> store(
+      new StateStore(path, *std::move(writer), *max_run_id, std::move(options)));
+  store->SetRetention(retention);  // prune what an earlier, larger retention kept
+  return store;
+}
+
+StateStore::StateStore(std::string path, std::unique_ptr<Writer> writer, runs::RunId max_run_id,
+                       StateStoreOptions options)
+    : path_(std::move(path)),
+      max_queued_bytes_(options.max_queued_bytes),
+      busy_timeout_ms_(options.busy_timeout_ms),
+      writer_(std::move(writer)),
+      max_run_id_(max_run_id),
+      log_(std::move(options.log)),
+      thread_([this] { WriterLoop(); }) {}
+
+StateStore::~StateStore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void StateStore::Enqueue(Item item, size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const auto* r = std::get_if<RunItem>(&item)) {
+      max_run_id_ = std::max(max_run_id_, r->run.id);
+    } else if (const auto* t = std::get_if<FinalTotalItem>(&item)) {
+      max_run_id_ = std::max(max_run_id_, t->run.id);
+    }
+    queue_.push_back(Queued{std::move(item), bytes});
+    queued_bytes_ += bytes;
+    ++enqueued_;
+  }
+  wake_.notify_one();
+}
+
+void StateStore::SaveRun(runs::RunInfo run) {
+  const size_t bytes = RunBytes(run);
+  Enqueue(RunItem{std::move(run)}, bytes);
+}
+
+void StateStore::SaveWindow(const runs::WindowRecord& window) {
+  // Every member but the distribution. Positional on purpose: a member added
+  // to WindowRecord makes -Wmissing-field-initializers fail the build here.
+  runs::WindowRecord copy{
+      window.run_id,  window.kind,     window.seq, window.start_unix_ms, window.end_unix_ms,
+      window.seconds, window.snapshot, {},         window.segments,      window.exact_total};
+  const size_t bytes = WindowBytes(copy);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (queued_bytes_ + bytes > max_queued_bytes_) {
+      ++dropped_;
+      lock.unlock();
+      wake_.notify_one();  // the writer logs the drop
+      return;
+    }
+  }
+  Enqueue(WindowItem{std::move(copy)}, bytes);
+}
+
+void StateStore::SaveFinalTotal(runs::RunInfo run, runs::WindowRecord total) {
+  const size_t bytes = RunBytes(run) + WindowBytes(total);
+  Enqueue(FinalTotalItem{std::move(run), std::move(total)}, bytes);
+}
+
+void StateStore::DeleteRuns(std::vector<runs::RunId> ids) {
+  const size_t bytes = sizeof(Queued) + sizeof(runs::RunId) * ids.size();
+  Enqueue(DeleteItem{std::move(ids)}, bytes);
+}
+
+void StateStore::SetRetention(const config::RetentionConfig& retention) {
+  Enqueue(RetentionItem{retention}, sizeof(Queued));
+}
+
+void StateStore::SetLogCallback(std::function<void(std::string_view)> log) {
+  std::lock_guard<std::mutex> lock(mu_);
+  log_ = std::move(log);
+}
+
+void StateStore::WriterLoop() {
+  std::deque<Queued> batch;
+  std::vector<absl::Status> errors;
+  std::vector<std::string> lines;
+  for (;;) {
+    std::function<void(std::string_view)> log;
+    bool stop = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return !queue_.empty() || stopping_ || dropped_ != dropped_logged_; });
+      if (dropped_ != dropped_logged_) {
+        lines.push_back(absl::StrCat("state store '", path_, "': queue over ", max_queued_bytes_,
+                                     " bytes: dropped ", dropped_ - dropped_logged_, " window(s), ",
+                                     dropped_, " since start"));
+        dropped_logged_ = dropped_;
+      }
+      batch.swap(queue_);
+      stop = stopping_ && batch.empty();
+      log = log_;
+    }
+    for (const std::string& line : lines) {
+      if (log) {
+        log(line);
+      }
+    }
+    lines.clear();
+    if (stop) {
+      return;
+    }
+    if (batch.empty()) {
+      continue;
+    }
+    writer_->Write(batch, &errors);
+    for (const absl::Status& e : errors) {  // before Flush can return
+      if (log) {
+        log(absl::StrCat("state store '", path_, "': write error: ", e.ToString()));
+      }
+    }
+    size_t bytes = 0;
+    for (const Queued& q : batch) {
+      bytes += q.bytes;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      written_ += batch.size();
+      queued_bytes_ -= bytes;
+      write_errors_ += errors.size();
+      if (first_error_.ok() && !errors.empty()) {
+        first_error_ = errors.front();
+      }
+    }
+    done_.notify_all();
+    errors.clear();
+    batch.clear();
+  }
+}
+
+absl::Status StateStore::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = enqueued_;
+  done_.wait(lock, [&] { return written_ >= target; });
+  absl::Status s = std::exchange(first_error_, absl::OkStatus());
+  if (s.ok() && dropped_ != dropped_at_flush_) {
+    s = absl::ResourceExhaustedError(
+        absl::StrCat("state store '", path_, "': ", dropped_ - dropped_at_flush_,
+                     " window(s) dropped: more than ", max_queued_bytes_, " bytes were queued"));
+  }
+  dropped_at_flush_ = dropped_;
+  return s;
+}
+
+runs::RunId StateStore::MaxRunId() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return max_run_id_;
+}
+
+uint64_t StateStore::write_errors() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return write_errors_;
+}
+
+uint64_t StateStore::dropped_windows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+
+absl::StatusOr<std::vector<StoredRun>> StateStore::LoadRuns() const {
+  absl::StatusOr<SqliteDb> db = SqliteDb::Open(path_, SQLITE_OPEN_READONLY);
+  if (!db.ok()) {
+    return Annotate(db.status(), path_);
+  }
+  if (const int rc = sqlite3_busy_timeout(db->get(), busy_timeout_ms_); rc != SQLITE_OK) {
+    return Annotate(SqliteStatus(db->get(), rc, "setting the busy timeout"), path_);
+  }
+  absl::StatusOr<std::vector<StoredRun>> runs = LoadAll(*db);
+  if (!runs.ok()) {
+    return Annotate(runs.status(), path_);
+  }
+  return runs;
+}
+
+}  // namespace perld::state

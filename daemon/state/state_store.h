@@ -1,0 +1,210 @@
+// StateStore: the daemon's run history in SQLite, DIR/perld.db -- runs,
+// their closed windows and final totals with exact distributions -- so that
+// a restart keeps every finished run and never reuses a run id.
+//
+// Writes are asynchronous. SaveRun / SaveWindow / SaveFinalTotal copy the
+// record into an in-memory queue and return; the store's own writer thread
+// commits whatever is queued in ONE transaction per wake-up, then applies
+// retention in the same transaction. The daemon therefore never writes
+// SQLite on the recorder thread or a gRPC thread, and a burst of windows
+// costs one commit, not one per window.
+//
+// Memory bound: queued records are counted in bytes (estimated: the record's
+// own size plus its vectors and strings). A SaveWindow that would take the
+// queue past `max_queued_bytes` is dropped and counted (dropped_windows(),
+// logged, reported by the next Flush). SaveRun, SaveFinalTotal, DeleteRuns
+// and SetRetention are never dropped: they may exceed the bound (there is one of
+// each per run, so they are bounded by the number of runs).
+//
+// Durability: Flush() returns once everything queued before it is committed
+// to the WAL: it survives a crash of the process. With synchronous=NORMAL a
+// power loss may lose the last commits before the next WAL checkpoint.
+//
+// Write errors (disk full, I/O error, a record that breaks a constraint such
+// as a window of an unsaved run): a failed record is lost, never retried; the
+// rest of its batch still commits, except when SQLite rolled back the whole
+// transaction (disk full, I/O error), when the batch is lost. Every failure is
+// counted (write_errors()), passed to the log callback and returned by the
+// next Flush. SaveFinalTotal is atomic: its run row and its total commit
+// together or not at all.
+//
+// Retention (applied by the writer after each batch, and to the whole
+// database at Open and on SetRetention): at most `max_finished_runs`
+// finished or failed runs are kept -- the ones that ended last (end time,
+// then id); older ones are deleted with their windows and total. Running runs
+// are never deleted. Each run keeps, per window kind, its newest
+// `max_windows_per_run` windows by seq (so at most max_windows_per_run
+// periodic windows plus as many total segments); this applies to running
+// runs too. `max_bytes` is not applied by the store (open: see the report).
+//
+// Threads: every public method may be called from any thread, concurrently,
+// except that the destructor must not race with other calls. The log
+// callback runs on the writer thread and must not call Flush (deadlock).
+// LoadRuns reads on its own connection: WAL readers never block the writer.
+//
+// Cost on the 2-vCPU KVM guest (release build; state_store_cost_test):
+//   see state_store_cost_test.cc, figures filled in below.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "daemon/config/daemon_config.h"
+#include "daemon/runs/run_info.h"
+#include "daemon/runs/window_record.h"
+
+namespace perld::state {
+
+// One run as loaded from the database.
+struct StoredRun {
+  runs::RunInfo info;
+  // Periodic windows, then total segments, each by seq; no distributions.
+  std::vector<runs::WindowRecord> windows;
+  // The final total with its decoded distribution, once the run finished.
+  std::optional<runs::WindowRecord> total;
+  // OK, or DataLoss naming the run when the total's distribution blob is
+  // corrupt: then `total` holds its counters and percentiles (intact: they
+  // are plain columns) with an empty distribution. A corrupt blob marks its
+  // run instead of failing LoadRuns, so one damaged row never keeps the
+  // daemon from starting.
+  absl::Status distribution_status;
+};
+
+struct StateStoreOptions {
+  // Receives one line per write error and per burst of dropped windows.
+  std::function<void(std::string_view)> log;
+  size_t max_queued_bytes = size_t{64} << 20;
+  int busy_timeout_ms = 5'000;  // how long a statement waits for a lock
+};
+
+class StateStore {
+ public:
+  static constexpr char kFileName[] = "perld.db";
+
+  // Opens (creating when missing) DIR/perld.db: creates DIR like mkdir -p
+  // (new directories mode 0750), checks that DIR is writable by creating and
+  // removing a probe file, opens the database, runs PRAGMA quick_check
+  // (O(database size)), sets WAL mode, synchronous=NORMAL, foreign_keys=ON
+  // and the busy timeout, creates the schema (state_schema.h) or checks its
+  // version, applies `retention`, and starts the writer thread. Errors name
+  // the path and the reason:
+  //   FailedPrecondition "state directory 'D': cannot create: Not a directory"
+  //   PermissionDenied   "state directory 'D': not writable: Permission denied"
+  //   DataLoss           "state database 'D/perld.db': ... file is not a database ..."
+  //   DataLoss           "state database 'D/perld.db': corrupt (quick_check: ...)"
+  //   FailedPrecondition "state database 'D/perld.db': schema version 2 is newer ..."
+  static absl::StatusOr<std::unique_ptr<StateStore>> Open(const std::string& dir,
+                                                          const config::RetentionConfig& retention,
+                                                          StateStoreOptions options = {});
+
+  // Commits everything queued (as Flush), then stops the writer thread.
+  ~StateStore();
+  StateStore(const StateStore&) = delete;
+  StateStore& operator=(const StateStore&) = delete;
+
+  // Inserts or updates the run's row (its windows and total are kept).
+  void SaveRun(runs::RunInfo run);
+  // Inserts (or replaces) a periodic window or total segment: counters and
+  // percentiles; the distribution is not copied. REQUIRES: the run was saved
+  // first, kind != kTotal (else a write error). May be dropped (see above).
+  void SaveWindow(const runs::WindowRecord& window);
+  // In one transaction: the run's row (its final state and end time) and its
+  // total with the distribution blob. REQUIRES: total.kind == kTotal,
+  // total.run_id == run.id, the distribution ascending with counts >= 1
+  // (else a write error and neither is written).
+  void SaveFinalTotal(runs::RunInfo run, runs::WindowRecord total);
+  // Deletes runs with their windows and totals (e.g. the runs the registry
+  // evicted: RunObserver::OnRunsEvicted). Unknown ids are ignored.
+  void DeleteRuns(std::vector<runs::RunId> ids);
+  // Replaces the retention limits; the writer applies them to the whole
+  // database in queue order.
+  void SetRetention(const config::RetentionConfig& retention);
+  void SetLogCallback(std::function<void(std::string_view)> log);
+
+  // Blocks until everything queued before the call is committed. Returns the
+  // first write error since the previous Flush, else ResourceExhausted if
+  // windows were dropped since then, else OK.
+  [[nodiscard]] absl::Status Flush();
+
+  // Every stored run in id order, read on a fresh connection in one read
+  // transaction (a consistent snapshot of what is committed). DataLoss
+  // naming the run and column for a row this perld cannot read (except a
+  // corrupt distribution: see StoredRun). Costs O(database size).
+  [[nodiscard]] absl::StatusOr<std::vector<StoredRun>> LoadRuns() const;
+
+  // The highest run id ever saved in this state directory (0 when none),
+  // including runs deleted by retention and saves still queued. A new run
+  // takes MaxRunId() + 1, so ids are never reused across restarts.
+  runs::RunId MaxRunId() const;
+
+  uint64_t write_errors() const;
+  uint64_t dropped_windows() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  class Writer;
+  struct RunItem {
+    runs::RunInfo run;
+  };
+  struct WindowItem {
+    runs::WindowRecord window;
+  };
+  struct FinalTotalItem {
+    runs::RunInfo run;
+    runs::WindowRecord total;
+  };
+  struct DeleteItem {
+    std::vector<runs::RunId> ids;
+  };
+  struct RetentionItem {
+    config::RetentionConfig retention;
+  };
+  using Item = std::variant<RunItem, WindowItem, FinalTotalItem, DeleteItem, RetentionItem>;
+  struct Queued {
+    Item item;
+    size_t bytes;
+  };
+
+  StateStore(std::string path, std::unique_ptr<Writer> writer, runs::RunId max_run_id,
+             StateStoreOptions options);
+  void Enqueue(Item item, size_t bytes);
+  void WriterLoop();
+
+  const std::string path_;
+  const size_t max_queued_bytes_;
+  const int busy_timeout_ms_;
+  std::unique_ptr<Writer> writer_;  // the writer thread's alone
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;  // writer: work queued or stopping
+  std::condition_variable done_;  // Flush: a batch was committed
+  std::deque<Queued> queue_;
+  size_t queued_bytes_ = 0;  // queue_ plus the batch being written
+  uint64_t enqueued_ = 0;    // items ever queued
+  uint64_t written_ = 0;     // items ever handled by the writer
+  runs::RunId max_run_id_;
+  absl::Status first_error_;  // since the last Flush
+  uint64_t write_errors_ = 0;
+  uint64_t dropped_ = 0;
+  uint64_t dropped_at_flush_ = 0;  // dropped_ at the last Flush
+  uint64_t dropped_logged_ = 0;    // dropped_ at the last drop log line
+  std::function<void(std::string_view)> log_;
+  bool stopping_ = false;
+
+  std::thread thread_;  // last: starts after every member above exists
+};
+
+}  // namespace perld::state

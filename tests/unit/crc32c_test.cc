@@ -1,0 +1,65 @@
+#include "daemon/state/crc32c.h"
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace perld::state {
+namespace {
+
+TEST(Crc32cTest, StandardCheckValue) {
+  EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
+  EXPECT_EQ(internal::Crc32cExtendSoftware(0, "123456789"), 0xE3069283u);
+  EXPECT_EQ(Crc32c(""), 0u);
+}
+
+// RFC 3720 (iSCSI) appendix B.4 test vectors.
+TEST(Crc32cTest, Rfc3720Vectors) {
+  EXPECT_EQ(Crc32c(std::string(32, '\0')), 0x8A9136AAu);
+  EXPECT_EQ(Crc32c(std::string(32, '\xFF')), 0x62A8AB43u);
+  std::string ascending;
+  std::string descending;
+  for (int i = 0; i < 32; ++i) {
+    ascending.push_back(static_cast<char>(i));
+    descending.push_back(static_cast<char>(31 - i));
+  }
+  EXPECT_EQ(Crc32c(ascending), 0x46DD794Eu);
+  EXPECT_EQ(Crc32c(descending), 0x113FDB5Cu);
+}
+
+TEST(Crc32cTest, ExtendEqualsWhole) {
+  const std::string data = "The quick brown fox jumps over the lazy dog, twice over.";
+  for (size_t cut = 0; cut <= data.size(); ++cut) {
+    EXPECT_EQ(Crc32cExtend(Crc32c(data.substr(0, cut)), data.substr(cut)), Crc32c(data)) << cut;
+  }
+}
+
+TEST(Crc32cTest, HardwareEqualsSoftwareOnRandomData) {
+  if (!internal::Crc32cHardwareAvailable()) {
+    GTEST_SKIP() << "no SSE4.2 on this CPU";
+  }
+  std::mt19937_64 rng(42);
+  std::string buffer(4096 + 16, '\0');
+  for (char& c : buffer) {
+    c = static_cast<char>(rng());
+  }
+  // Every length up to 300 at every alignment 0..7, then a few long ones.
+  for (size_t offset = 0; offset < 8; ++offset) {
+    for (size_t length = 0; length <= 300; ++length) {
+      const std::string_view data(buffer.data() + offset, length);
+      const auto seed = static_cast<uint32_t>(rng());
+      ASSERT_EQ(internal::Crc32cExtendHardware(seed, data),
+                internal::Crc32cExtendSoftware(seed, data))
+          << "offset " << offset << " length " << length;
+    }
+  }
+  for (size_t length : {1024u, 4095u, 4096u}) {
+    const std::string_view data(buffer.data() + 3, length);
+    EXPECT_EQ(internal::Crc32cExtendHardware(0, data), internal::Crc32cExtendSoftware(0, data));
+  }
+}
+
+}  // namespace
+}  // namespace perld::state

@@ -1,0 +1,557 @@
+#include "daemon/state/state_store.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "daemon/state/sqlite_db.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/unit/state_test_records.h"
+
+namespace perld::state {
+namespace {
+
+using runs::RunInfo;
+using runs::RunState;
+using runs::WindowRecord;
+using testing::ExpectSameRun;
+using ::testing::HasSubstr;
+using testing::MakeRun;
+using testing::MakeTotal;
+using testing::MakeWindow;
+using testing::ScratchDir;
+using testing::Stored;
+using Kind = runs::WindowRecord::Kind;
+
+std::unique_ptr<StateStore> OpenOrDie(const std::string& dir,
+                                      const config::RetentionConfig& retention = {},
+                                      StateStoreOptions options = {}) {
+  absl::StatusOr<std::unique_ptr<StateStore>> store =
+      StateStore::Open(dir, retention, std::move(options));
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+std::vector<StoredRun> LoadOrDie(const StateStore& store) {
+  absl::StatusOr<std::vector<StoredRun>> runs = store.LoadRuns();
+  EXPECT_TRUE(runs.ok()) << runs.status();
+  return runs.ok() ? *std::move(runs) : std::vector<StoredRun>{};
+}
+
+// Runs SQL on the database with a connection of the test's own.
+std::string Sql(const std::string& db_path, const char* sql) {
+  absl::StatusOr<SqliteDb> db = SqliteDb::Open(db_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  EXPECT_TRUE(db.ok()) << db.status();
+  if (!db.ok()) {
+    return "";
+  }
+  absl::StatusOr<std::string> out = db->QueryText(sql);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *out : "";
+}
+
+std::vector<int64_t> Seqs(const StoredRun& run, Kind kind) {
+  std::vector<int64_t> seqs;
+  for (const WindowRecord& w : run.windows) {
+    if (w.kind == kind) {
+      seqs.push_back(w.seq);
+    }
+  }
+  return seqs;
+}
+
+TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
+  ScratchDir tmp;
+  const std::string dir = tmp / "a/b/state";
+  auto store = OpenOrDie(dir);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->path(), dir + "/perld.db");
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
+  EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(store->MaxRunId(), 0u);
+  EXPECT_TRUE(LoadOrDie(*store).empty());
+  EXPECT_FALSE(std::filesystem::exists(dir + "/.perld-write-probe"));
+}
+
+TEST(StateStoreTest, RoundTripsEveryFieldBitExact) {
+  ScratchDir tmp;
+  const RunInfo running = MakeRun(1);
+  const RunInfo finished = MakeRun(2, RunState::kFinished, 1'700'000'999'000);
+  const RunInfo failed = MakeRun(3, RunState::kFailed, 1'700'000'999'500);
+  const std::vector<WindowRecord> windows = {
+      MakeWindow(1, Kind::kPeriodic, 1), MakeWindow(1, Kind::kPeriodic, 2),
+      MakeWindow(1, Kind::kTotalSegment, 1), MakeWindow(1, Kind::kPeriodic, 3)};
+  const WindowRecord total = MakeTotal(2, 1000);
+  {
+    auto store = OpenOrDie(tmp.path());
+    store->SaveRun(running);
+    store->SaveRun(MakeRun(2));
+    store->SaveRun(failed);
+    for (const WindowRecord& w : windows) {
+      store->SaveWindow(w);
+    }
+    store->SaveWindow(MakeWindow(2, Kind::kPeriodic, 1));
+    store->SaveFinalTotal(finished, total);
+    EXPECT_TRUE(store->Flush().ok());
+    EXPECT_EQ(store->MaxRunId(), 3u);
+  }
+  auto store = OpenOrDie(tmp.path());  // a restart
+  EXPECT_EQ(store->MaxRunId(), 3u);
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 3u);
+
+  ExpectSameRun(runs[0].info, running);
+  // Periodic windows by seq, then total segments.
+  ASSERT_EQ(runs[0].windows.size(), 4u);
+  EXPECT_EQ(runs[0].windows[0], Stored(windows[0]));
+  EXPECT_EQ(runs[0].windows[1], Stored(windows[1]));
+  EXPECT_EQ(runs[0].windows[2], Stored(windows[3]));
+  EXPECT_EQ(runs[0].windows[3], Stored(windows[2]));
+  EXPECT_FALSE(runs[0].total.has_value());
+
+  ExpectSameRun(runs[1].info, finished);
+  ASSERT_EQ(runs[1].windows.size(), 1u);
+  ASSERT_TRUE(runs[1].total.has_value());
+  EXPECT_EQ(*runs[1].total, total);  // every counter, double and bucket
+  EXPECT_TRUE(runs[1].distribution_status.ok());
+
+  ExpectSameRun(runs[2].info, failed);
+  EXPECT_TRUE(runs[2].windows.empty());
+  EXPECT_FALSE(runs[2].total.has_value());
+
+  // sqlite3 users read JSON text.
+  EXPECT_EQ(Sql(store->path(), "SELECT percentiles FROM windows WHERE run_id = 2"),
+            "[[5,5001,6],[50,50001,51],[99.9,99901,100],[99.99,99991,100],[100,100001,101]]");
+  EXPECT_EQ(Sql(store->path(), "SELECT json_extract(labels, '$.host') FROM runs WHERE id = 1"),
+            "node-7");
+}
+
+TEST(StateStoreTest, SaveRunUpdatesTheRowAndKeepsItsWindows) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  store->SaveRun(MakeRun(7));
+  store->SaveWindow(MakeWindow(7, Kind::kPeriodic, 1));
+  store->SaveRun(MakeRun(7, RunState::kFailed, 1'700'000'000'100));  // an UPSERT, no cascade
+  ASSERT_TRUE(store->Flush().ok());
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].info.state, RunState::kFailed);
+  EXPECT_EQ(runs[0].info.failure_reason, "client vanished");
+  EXPECT_EQ(runs[0].windows.size(), 1u);
+}
+
+TEST(StateStoreTest, SavingTheSameWindowTwiceReplacesIt) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  store->SaveRun(MakeRun(1));
+  WindowRecord w = MakeWindow(1, Kind::kPeriodic, 1);
+  store->SaveWindow(w);
+  w.snapshot.records = 424242;
+  store->SaveWindow(w);
+  ASSERT_TRUE(store->Flush().ok());
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].windows.size(), 1u);
+  EXPECT_EQ(runs[0].windows[0].snapshot.records, 424242);
+}
+
+TEST(StateStoreTest, FlushReturnsTheFirstErrorOnceAndCountsIt) {
+  ScratchDir tmp;
+  std::vector<std::string> log;
+  std::mutex log_mu;
+  StateStoreOptions options;
+  options.log = [&](std::string_view line) {
+    std::lock_guard<std::mutex> lock(log_mu);
+    log.emplace_back(line);
+  };
+  auto store = OpenOrDie(tmp.path(), {}, std::move(options));
+  EXPECT_TRUE(store->Flush().ok());
+  store->SaveWindow(MakeWindow(99, Kind::kPeriodic, 1));  // run 99 was never saved
+  store->SaveWindow(MakeWindow(98, Kind::kPeriodic, 1));
+  store->SaveRun(MakeRun(1));  // the rest of the batch still commits
+  const absl::Status s = store->Flush();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("run 99 periodic window 1"));
+  EXPECT_THAT(s.message(), HasSubstr("FOREIGN KEY constraint failed"));
+  EXPECT_EQ(store->write_errors(), 2u);
+  EXPECT_TRUE(store->Flush().ok());  // reported once
+  EXPECT_EQ(LoadOrDie(*store).size(), 1u);
+  std::lock_guard<std::mutex> lock(log_mu);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_THAT(log[0], HasSubstr("write error"));
+  EXPECT_THAT(log[1], HasSubstr("run 98"));
+}
+
+TEST(StateStoreTest, RejectsAWindowOfKindTotal) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  store->SaveRun(MakeRun(1));
+  store->SaveWindow(MakeWindow(1, Kind::kTotal, 1));
+  const absl::Status s = store->Flush();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("SaveFinalTotal"));
+}
+
+TEST(StateStoreTest, SaveFinalTotalIsAllOrNothing) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  store->SaveRun(MakeRun(1));
+  WindowRecord bad = MakeTotal(1, 3);
+  bad.distribution[2].latency = bad.distribution[1].latency;  // not ascending
+  store->SaveFinalTotal(MakeRun(1, RunState::kFinished, 1'700'000'000'500), bad);
+  const absl::Status s = store->Flush();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("final total of run 1"));
+
+  // A total that breaks a constraint after the run row was written: the
+  // savepoint takes the run row back too.
+  WindowRecord broken = MakeTotal(1, 3);
+  broken.snapshot.percents.push_back(1);  // vectors of different lengths
+  store->SaveFinalTotal(MakeRun(1, RunState::kFinished, 1'700'000'000'500), broken);
+  EXPECT_EQ(store->Flush().code(), absl::StatusCode::kInvalidArgument);
+
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].info.state, RunState::kRunning);  // the run row did not change either
+  EXPECT_FALSE(runs[0].total.has_value());
+  EXPECT_EQ(store->write_errors(), 2u);
+}
+
+TEST(StateStoreTest, WindowsBeyondTheQueueBoundAreDroppedAndCounted) {
+  ScratchDir tmp;
+  std::atomic<int> drop_lines{0};
+  StateStoreOptions options;
+  options.max_queued_bytes = 1;  // every window is over the bound
+  options.log = [&](std::string_view line) {
+    if (line.find("dropped") != std::string_view::npos) {
+      ++drop_lines;
+    }
+  };
+  auto store = OpenOrDie(tmp.path(), {}, std::move(options));
+  store->SaveRun(MakeRun(1));  // never dropped
+  for (int i = 1; i <= 3; ++i) {
+    store->SaveWindow(MakeWindow(1, Kind::kPeriodic, i));
+  }
+  store->SaveFinalTotal(MakeRun(1, RunState::kFinished, 5), MakeTotal(1, 10));  // never dropped
+  const absl::Status s = store->Flush();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("3 window(s) dropped"));
+  EXPECT_EQ(store->dropped_windows(), 3u);
+  EXPECT_EQ(store->write_errors(), 0u);
+  EXPECT_TRUE(store->Flush().ok());
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_TRUE(runs[0].windows.empty());
+  EXPECT_TRUE(runs[0].total.has_value());
+  store.reset();  // the writer logs drops before it stops
+  EXPECT_GE(drop_lines.load(), 1);
+}
+
+TEST(StateStoreTest, DestructorCommitsWhatIsQueued) {
+  ScratchDir tmp;
+  {
+    auto store = OpenOrDie(tmp.path());
+    store->SaveRun(MakeRun(1));
+    for (int i = 1; i <= 100; ++i) {
+      store->SaveWindow(MakeWindow(1, Kind::kPeriodic, i));
+    }
+  }
+  auto store = OpenOrDie(tmp.path());
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].windows.size(), 100u);
+}
+
+TEST(StateStoreTest, RetentionKeepsTheRunsThatEndedLastAndEveryRunningRun) {
+  ScratchDir tmp;
+  config::RetentionConfig retention;
+  retention.max_finished_runs = 2;
+  auto store = OpenOrDie(tmp.path(), retention);
+  store->SaveRun(MakeRun(1));  // running: never pruned
+  // Ids and end times in different orders: run 5 ended first.
+  const std::pair<runs::RunId, int64_t> ended[] = {{2, 300}, {3, 100}, {4, 400}, {5, 50}};
+  for (const auto& [id, end] : ended) {
+    store->SaveRun(MakeRun(id));
+    store->SaveWindow(MakeWindow(id, Kind::kPeriodic, 1));
+    store->SaveFinalTotal(MakeRun(id, RunState::kFinished, end), MakeTotal(id, 5));
+  }
+  ASSERT_TRUE(store->Flush().ok());
+  std::vector<runs::RunId> ids;
+  for (const StoredRun& r : LoadOrDie(*store)) {
+    ids.push_back(r.info.id);
+  }
+  EXPECT_EQ(ids, (std::vector<runs::RunId>{1, 2, 4}));
+  // Deleted runs took their windows and totals with them.
+  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM windows"), "2");
+  EXPECT_EQ(Sql(store->path(), "SELECT group_concat(run_id) FROM totals"), "2,4");
+  // Run 5 is gone, but its id is never handed out again.
+  store.reset();
+  store = OpenOrDie(tmp.path(), retention);
+  EXPECT_EQ(store->MaxRunId(), 5u);
+}
+
+TEST(StateStoreTest, RetentionKeepsTheNewestWindowsPerRunAndKind) {
+  ScratchDir tmp;
+  config::RetentionConfig retention;
+  retention.max_windows_per_run = 3;
+  auto store = OpenOrDie(tmp.path(), retention);
+  store->SaveRun(MakeRun(1));
+  for (int i = 1; i <= 10; ++i) {
+    store->SaveWindow(MakeWindow(1, Kind::kPeriodic, i));
+    if (i <= 5) {
+      store->SaveWindow(MakeWindow(1, Kind::kTotalSegment, i));
+    }
+    if (i % 4 == 0) {
+      ASSERT_TRUE(store->Flush().ok());  // several batches
+    }
+  }
+  ASSERT_TRUE(store->Flush().ok());
+  std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(Seqs(runs[0], Kind::kPeriodic), (std::vector<int64_t>{8, 9, 10}));
+  EXPECT_EQ(Seqs(runs[0], Kind::kTotalSegment), (std::vector<int64_t>{3, 4, 5}));
+
+  // SetRetention applies to everything already stored, in queue order.
+  retention.max_windows_per_run = 1;
+  store->SetRetention(retention);
+  ASSERT_TRUE(store->Flush().ok());
+  runs = LoadOrDie(*store);
+  EXPECT_EQ(Seqs(runs[0], Kind::kPeriodic), (std::vector<int64_t>{10}));
+  EXPECT_EQ(Seqs(runs[0], Kind::kTotalSegment), (std::vector<int64_t>{5}));
+}
+
+TEST(StateStoreTest, OpenAppliesASmallerRetention) {
+  ScratchDir tmp;
+  {
+    auto store = OpenOrDie(tmp.path());
+    for (runs::RunId id = 1; id <= 4; ++id) {
+      store->SaveRun(MakeRun(id, RunState::kFinished, static_cast<int64_t>(id)));
+      for (int i = 1; i <= 5; ++i) {
+        store->SaveWindow(MakeWindow(id, Kind::kPeriodic, i));
+      }
+    }
+  }
+  config::RetentionConfig retention;
+  retention.max_finished_runs = 2;
+  retention.max_windows_per_run = 2;
+  auto store = OpenOrDie(tmp.path(), retention);
+  ASSERT_TRUE(store->Flush().ok());
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].info.id, 3u);
+  EXPECT_EQ(Seqs(runs[0], Kind::kPeriodic), (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(Seqs(runs[1], Kind::kPeriodic), (std::vector<int64_t>{4, 5}));
+}
+
+TEST(StateStoreTest, DeleteRunsCascades) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  for (runs::RunId id = 1; id <= 3; ++id) {
+    store->SaveRun(MakeRun(id));
+    store->SaveWindow(MakeWindow(id, Kind::kPeriodic, 1));
+  }
+  store->SaveFinalTotal(MakeRun(2, RunState::kFinished, 9), MakeTotal(2, 4));
+  store->DeleteRuns({2, 3, 42});
+  ASSERT_TRUE(store->Flush().ok());
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].info.id, 1u);
+  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM windows"), "1");
+  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM totals"), "0");
+  EXPECT_EQ(store->MaxRunId(), 3u);
+}
+
+TEST(StateStoreTest, ACorruptDistributionMarksItsRunOnly) {
+  ScratchDir tmp;
+  const WindowRecord total = MakeTotal(2, 100);
+  {
+    auto store = OpenOrDie(tmp.path());
+    store->SaveRun(MakeRun(1));
+    store->SaveFinalTotal(MakeRun(2, RunState::kFinished, 9), total);
+  }
+  {  // Flip one bit in the middle of the blob.
+    absl::StatusOr<SqliteDb> db = SqliteDb::Open(tmp / "perld.db", SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.ok());
+    absl::StatusOr<SqliteStatement> read = db->Prepare("SELECT distribution FROM totals");
+    ASSERT_TRUE(read.ok() && *read->Step());
+    std::string blob(read->ColumnBlob(0));
+    blob[blob.size() / 2] ^= 0x10;
+    absl::StatusOr<SqliteStatement> write = db->Prepare("UPDATE totals SET distribution = ?1");
+    ASSERT_TRUE(write.ok());
+    write->BindBlob(1, blob);
+    ASSERT_TRUE(write->Run().ok());
+  }
+  auto store = OpenOrDie(tmp.path());
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0].distribution_status.ok());
+  EXPECT_EQ(runs[1].distribution_status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(runs[1].distribution_status.message(), HasSubstr("run 2: total distribution"));
+  EXPECT_THAT(runs[1].distribution_status.message(), HasSubstr("checksum mismatch"));
+  ASSERT_TRUE(runs[1].total.has_value());
+  EXPECT_TRUE(runs[1].total->distribution.empty());
+  EXPECT_EQ(runs[1].total->snapshot, total.snapshot);  // counters and percentiles intact
+}
+
+TEST(StateStoreTest, AnUnreadableRowFailsLoadRunsNamingRunAndColumn) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  store->SaveRun(MakeRun(4));
+  ASSERT_TRUE(store->Flush().ok());
+  Sql(store->path(), "UPDATE runs SET state = 'paused'");
+  absl::StatusOr<std::vector<StoredRun>> runs = store->LoadRuns();
+  EXPECT_EQ(runs.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(runs.status().message(), HasSubstr("run 4: column state"));
+  EXPECT_THAT(runs.status().message(), HasSubstr(store->path()));
+  Sql(store->path(), "UPDATE runs SET state = 'running', labels = '{\"a\":1}'");
+  runs = store->LoadRuns();
+  EXPECT_THAT(runs.status().message(), HasSubstr("run 4: column labels"));
+}
+
+TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  store->SaveRun(MakeRun(1));
+  store->SaveRun(MakeRun(2));
+  store->SaveWindow(MakeWindow(1, Kind::kPeriodic, 1));
+  store->SaveWindow(MakeWindow(2, Kind::kPeriodic, 1));
+  ASSERT_TRUE(store->Flush().ok());
+  Sql(store->path(), "DELETE FROM runs WHERE id = 1");  // foreign keys are off here, as in sqlite3
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].info.id, 2u);
+  EXPECT_EQ(runs[0].windows.size(), 1u);
+}
+
+// --- errors at Open ----------------------------------------------------------
+
+TEST(StateStoreTest, RefusesANewerSchema) {
+  ScratchDir tmp;
+  OpenOrDie(tmp.path()).reset();
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 2 WHERE key = 'schema_version'");
+  absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
+  EXPECT_THAT(store.status().message(),
+              HasSubstr("schema version 2 is newer than this perld supports (1)"));
+}
+
+TEST(StateStoreTest, RefusesAFileThatIsNotADatabase) {
+  ScratchDir tmp;
+  std::ofstream(tmp / "perld.db") << std::string(8192, 'x');
+  absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(store.status().message(), HasSubstr("state database '" + (tmp / "perld.db")));
+  EXPECT_THAT(store.status().message(), HasSubstr("file is not a database"));
+}
+
+TEST(StateStoreTest, RefusesACorruptDatabase) {
+  ScratchDir tmp;
+  {
+    auto store = OpenOrDie(tmp.path());
+    store->SaveRun(MakeRun(1));
+    for (int i = 1; i <= 200; ++i) {  // many pages
+      store->SaveWindow(MakeWindow(1, Kind::kPeriodic, i));
+    }
+  }
+  ASSERT_FALSE(std::filesystem::exists(tmp / "perld.db-wal"));  // checkpointed at close
+  const auto size = std::filesystem::file_size(tmp / "perld.db");
+  ASSERT_GT(size, 16u * 4096);
+  {
+    // Garbage over pages 3..6: b-tree pages of the tables.
+    std::fstream f(tmp / "perld.db", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff{2} * 4096);
+    const std::string garbage(size_t{4} * 4096, '\xA5');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_THAT(store.status().message(), HasSubstr("state database '" + (tmp / "perld.db")));
+}
+
+TEST(StateStoreTest, RefusesAnotherApplicationsDatabase) {
+  ScratchDir tmp;
+  Sql(tmp / "perld.db", "CREATE TABLE photos (id INTEGER)");
+  absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("not a perld state database (tables: photos)"));
+}
+
+TEST(StateStoreTest, RefusesADirectoryUnderARegularFile) {
+  ScratchDir tmp;
+  std::ofstream(tmp / "file") << "x";
+  const std::string dir = tmp / "file/sub";
+  absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(dir, {});
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store.status().message(), "state directory '" + dir + "': cannot create: '" +
+                                          (tmp / "file") + "' is not a directory");
+}
+
+// Runs Open(dir) without root's privileges: as root (tests run as root, and
+// root ignores permission bits) in a child process that first drops to
+// uid/gid 65534 (nobody); otherwise in this process. Returns the status
+// message ("OK" on success), or nullopt when privileges cannot be dropped.
+std::optional<std::string> OpenUnprivileged(const std::string& dir) {
+  if (::geteuid() != 0) {
+    absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(dir, {});
+    return store.status().ToString();
+  }
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    return std::nullopt;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) {
+      ::_exit(77);
+    }
+    absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(dir, {});
+    const std::string message = store.status().ToString();
+    const ssize_t written = ::write(fds[1], message.data(), message.size());
+    ::_exit(written == static_cast<ssize_t>(message.size()) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string message;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) {
+    message.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) == 77) {
+    return std::nullopt;
+  }
+  return message;
+}
+
+TEST(StateStoreTest, RefusesAnUnwritableDirectory) {
+  ScratchDir tmp;
+  const std::string dir = tmp / "readonly";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0555), 0);
+  ASSERT_EQ(::chmod(dir.c_str(), 0555), 0);         // no umask
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0755), 0);  // others may reach it
+  const std::optional<std::string> message = OpenUnprivileged(dir);
+  if (!message) {
+    GTEST_SKIP() << "cannot drop root privileges here";
+  }
+  EXPECT_EQ(*message,
+            "PERMISSION_DENIED: state directory '" + dir + "': not writable: Permission denied");
+}
+
+}  // namespace
+}  // namespace perld::state
