@@ -19,11 +19,11 @@
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/run_csv_writer.h"
 #include "daemon/server/run_history.h"
-#include "daemon/state/state_store.h"
 #include "daemon/service/bench_jobs.h"
 #include "daemon/service/control_service.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/query_service.h"
+#include "daemon/state/state_store.h"
 
 namespace perld::server {
 namespace {
@@ -115,7 +115,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
 
   // The state directory first: an unusable one stops the start.
   state::StateStoreOptions store_options;
-  store_options.log = [](std::string_view line) { log::Error("state: ", line); };
+  store_options.log = [](std::string_view line) { log::Error("state: ", std::string(line)); };
   absl::StatusOr<std::unique_ptr<state::StateStore>> store =
       state::StateStore::Open(state_dir, config.retention, store_options);
   if (!store.ok()) return store.status();

@@ -19,7 +19,7 @@ constexpr int kPerProducer = 20'000;  // TSan runs ~20x slower
 constexpr int kPerProducer = 200'000;
 #endif
 
-RunSetup Setup(const std::string& name, TimeUnit unit, int producers, int64_t interval_ms) {
+RunSetup MakeSetup(const std::string& name, TimeUnit unit, int producers, int64_t interval_ms) {
   RunSetup s;
   s.spec.name = name;
   s.spec.latency = LatencyConfig::ForUnit(unit);
@@ -58,15 +58,15 @@ TEST(RunManagerTest, ConcurrentRunsStaySeparateAndExact) {
     TimeUnit unit;
     int producers;
   };
-  const std::vector<Plan> plans = {{"a", TimeUnit::kNs, 3}, {"b", TimeUnit::kUs, 1},
-                                   {"c", TimeUnit::kMs, 2}};
+  const std::vector<Plan> plans = {
+      {"a", TimeUnit::kNs, 3}, {"b", TimeUnit::kUs, 1}, {"c", TimeUnit::kMs, 2}};
   std::vector<std::thread> sources;
   std::vector<RunId> ids(plans.size());
   std::vector<std::vector<testing::Observation>> sent(plans.size());
   for (size_t r = 0; r < plans.size(); ++r) {
     sources.emplace_back([&, r] {
       absl::StatusOr<CreatedRun> run =
-          manager.CreateRun(Setup(plans[r].name, plans[r].unit, plans[r].producers, 20));
+          manager.CreateRun(MakeSetup(plans[r].name, plans[r].unit, plans[r].producers, 20));
       ASSERT_TRUE(run.ok()) << run.status();
       ids[r] = run->id;
       sent[r] = Send(*run->channels, plans[r].producers, kPerProducer);
@@ -117,7 +117,7 @@ TEST(RunManagerTest, RunningTotalMatchesTheFinalTotal) {
   options.recorder.tick_ns = 1'000'000;
   RunManager manager(options);
   manager.Start();
-  absl::StatusOr<CreatedRun> run = manager.CreateRun(Setup("live", TimeUnit::kNs, 2, 10));
+  absl::StatusOr<CreatedRun> run = manager.CreateRun(MakeSetup("live", TimeUnit::kNs, 2, 10));
   ASSERT_TRUE(run.ok());
   Send(*run->channels, 2, kPerProducer);
   // Wait until the periodic windows covered everything sent.
@@ -161,15 +161,15 @@ TEST(RunManagerTest, WatchSeesEveryWindowOnceInOrderThenTheTotal) {
   options.recorder.tick_ns = 1'000'000;
   RunManager manager(options);
   manager.Start();
-  absl::StatusOr<CreatedRun> run = manager.CreateRun(Setup("watched", TimeUnit::kUs, 1, 10));
+  absl::StatusOr<CreatedRun> run = manager.CreateRun(MakeSetup("watched", TimeUnit::kUs, 1, 10));
   ASSERT_TRUE(run.ok());
   std::vector<WindowRecord> seen;
   bool ended = false;
   std::thread watcher([&] {
     int64_t next = 0;
     for (int i = 0; i < 100'000 && !ended; ++i) {
-      absl::StatusOr<RunRegistry::WatchBatch> batch = manager.registry().WaitForEvents(
-          run->id, next, absl::Now() + absl::Milliseconds(100));
+      absl::StatusOr<RunRegistry::WatchBatch> batch =
+          manager.registry().WaitForEvents(run->id, next, absl::Now() + absl::Milliseconds(100));
       ASSERT_TRUE(batch.ok());
       EXPECT_EQ(batch->skipped, 0);
       seen.insert(seen.end(), batch->events.begin(), batch->events.end());
@@ -203,17 +203,17 @@ TEST(RunManagerTest, LimitsAndShutdownRefuseNewRuns) {
   options.max_running_runs = 1;
   RunManager manager(options);
   manager.Start();
-  absl::StatusOr<CreatedRun> first = manager.CreateRun(Setup("one", TimeUnit::kMs, 1, 1000));
+  absl::StatusOr<CreatedRun> first = manager.CreateRun(MakeSetup("one", TimeUnit::kMs, 1, 1000));
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(manager.CreateRun(Setup("two", TimeUnit::kMs, 1, 1000)).status().code(),
+  EXPECT_EQ(manager.CreateRun(MakeSetup("two", TimeUnit::kMs, 1, 1000)).status().code(),
             absl::StatusCode::kResourceExhausted);
-  RunSetup bad = Setup("bad", TimeUnit::kMs, 1, 1000);
+  RunSetup bad = MakeSetup("bad", TimeUnit::kMs, 1, 1000);
   bad.spec.latency.percentiles = {50, 50};
   EXPECT_EQ(manager.CreateRun(bad).status().code(), absl::StatusCode::kInvalidArgument);
   manager.EndRun(first->id);
   ASSERT_TRUE(manager.WaitEnded(first->id, absl::Seconds(10)));
   manager.StopAccepting();
-  EXPECT_EQ(manager.CreateRun(Setup("late", TimeUnit::kMs, 1, 1000)).status().code(),
+  EXPECT_EQ(manager.CreateRun(MakeSetup("late", TimeUnit::kMs, 1, 1000)).status().code(),
             absl::StatusCode::kUnavailable);
   manager.Stop();
 }
@@ -221,7 +221,7 @@ TEST(RunManagerTest, LimitsAndShutdownRefuseNewRuns) {
 TEST(RunManagerTest, TheJudgeDecidesTheFinalState) {
   RunManager manager(RunManager::Options{});
   manager.Start();
-  RunSetup setup = Setup("judged", TimeUnit::kMs, 1, 1000);
+  RunSetup setup = MakeSetup("judged", TimeUnit::kMs, 1, 1000);
   setup.judge = [](const WindowRecord& total, std::string* reason) {
     *reason = "saw " + std::to_string(total.snapshot.records);
     return RunState::kFailed;
