@@ -168,7 +168,7 @@ void PeriodicAndTotalWindows::CloseTotal(int64_t now, WindowReport* out) {
   out->snapshot.full_closes = total_full_closes_;
   out->segments = run_total_.windows();
   out->exact_total = run_total_.exact();
-  out->distribution = run_total_.TakeDistribution();
+  out->distribution = run_total_.distribution();
   run_total_ = RunTotal(total_->BudgetBytes());
   run_start_time_ = now;
 }

@@ -57,12 +57,11 @@ void MergeAscending(std::span<const LatencyBucket> add, std::vector<LatencyBucke
 void RunTotal::Add(const LatencyCounters& counters, std::span<const LatencyBucket> ascending) {
   counters_.Merge(counters);
   ++windows_;
-  MergeAscending(ascending, &distribution_);
-  if (distribution_.size() * sizeof(LatencyBucket) > budget_bytes_ && windows_ > 1) {
+  index_.Merge(ascending);
+  if (index_.buckets().size() * sizeof(LatencyBucket) > budget_bytes_ && windows_ > 1) {
     // The carried distribution no longer fits: restart from this window.
     exact_ = false;
-    distribution_.assign(ascending.begin(), ascending.end());
-    distribution_.shrink_to_fit();
+    index_.Assign(std::vector<LatencyBucket>(ascending.begin(), ascending.end()));
   }
 }
 
@@ -86,7 +85,7 @@ void RunTotal::Snapshot(const PercentileSet& set, int64_t start_time, int64_t en
                   c.records > LatencyWindow::kTotalRecordsMax;
   out->closed_full = false;
   out->full_closes = 0;
-  FillPercentiles(set, distribution_, out);
+  index_.Fill(set, out);
 }
 
 }  // namespace perld

@@ -29,6 +29,7 @@
 #include "daemon/core/latency_recorder.h"
 #include "daemon/core/latency_snapshot.h"
 #include "daemon/core/latency_window.h"
+#include "daemon/core/percentile_index.h"
 
 namespace perld {
 
@@ -59,17 +60,18 @@ class RunTotal {
                 LatencySnapshot* out) const;
 
   const LatencyCounters& counters() const { return counters_; }
-  const std::vector<LatencyBucket>& distribution() const { return distribution_; }
-  // Moves the distribution out (the total is spent afterwards).
-  std::vector<LatencyBucket> TakeDistribution() { return std::move(distribution_); }
+  const std::vector<LatencyBucket>& distribution() const { return index_.buckets(); }
+  // The distribution with its cumulative counts: any percentile set in
+  // O(P log D).
+  const PercentileIndex& index() const { return index_; }
   int64_t windows() const { return windows_; }  // windows added
   bool exact() const { return exact_; }         // distribution covers every window
-  size_t RetainedBytes() const { return distribution_.capacity() * sizeof(LatencyBucket); }
+  size_t RetainedBytes() const { return index_.RetainedBytes(); }
 
  private:
   size_t budget_bytes_;
   LatencyCounters counters_;
-  std::vector<LatencyBucket> distribution_;
+  PercentileIndex index_;
   int64_t windows_ = 0;
   bool exact_ = true;
 };

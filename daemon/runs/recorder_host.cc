@@ -34,16 +34,23 @@ void RecorderHost::ApplyCommands() {
     pending_commands_.fetch_sub(1, std::memory_order_relaxed);
     if (c.kind == Command::Kind::kAttach) {
       runs_.push_back(std::move(c.run));
-    } else {
-      FinishRun(c.id);
+      // The queue orders commands per sending thread only: a Finish sent
+      // after this Attach from another thread may have been taken first.
+      auto early = std::find(early_finishes_.begin(), early_finishes_.end(), c.id);
+      if (early != early_finishes_.end()) {
+        early_finishes_.erase(early);
+        FinishRun(c.id);
+      }
+    } else if (!FinishRun(c.id)) {
+      early_finishes_.push_back(c.id);
     }
   }
   attached_count_.store(static_cast<int>(runs_.size()), std::memory_order_relaxed);
 }
 
-void RecorderHost::FinishRun(RunId id) {
+bool RecorderHost::FinishRun(RunId id) {
   auto it = std::find_if(runs_.begin(), runs_.end(), [id](const auto& r) { return r->id() == id; });
-  if (it == runs_.end()) return;  // finished twice: the first one won
+  if (it == runs_.end()) return false;
   std::shared_ptr<RunRecorder> run = std::move(*it);
   runs_.erase(it);
   // Every producer was joined before Finish was queued: a kAll pass that
@@ -56,6 +63,7 @@ void RecorderHost::FinishRun(RunId id) {
   done.run_id = id;
   done.retired = std::move(run);
   outbox_->Publish(std::move(done));
+  return true;
 }
 
 size_t RecorderHost::Drain(PollMode mode) {

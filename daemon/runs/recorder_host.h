@@ -3,7 +3,9 @@
 //
 // Runs attach and finish while the recorder runs. Control reaches the
 // recorder only through a lock-free command queue, read once per drain pass
-// (one relaxed load when it is empty), so the record path takes no lock:
+// (one relaxed load when it is empty), so the record path takes no lock. The
+// queue keeps each sending thread's order only, so a Finish that overtakes
+// its run's Attach (sent from another thread) waits for it. Commands:
 //   * Attach(run): the recorder drains and ticks the run from its next pass;
 //   * Finish(id):  REQUIRES every producer of the run has stopped sending and
 //     been joined before the call (the queue's release/acquire hand-off makes
@@ -50,12 +52,14 @@ class RecorderHost final : public RecorderWork {
   };
   void Push(Command command);
   void ApplyCommands();
-  void FinishRun(RunId id);
+  // False when the run is not attached (yet).
+  bool FinishRun(RunId id);
 
   RecorderOutbox* const outbox_;
   moodycamel::ConcurrentQueue<Command> commands_;
   std::atomic<int64_t> pending_commands_{0};
   std::vector<std::shared_ptr<RunRecorder>> runs_;  // recorder thread only
+  std::vector<RunId> early_finishes_;               // recorder thread only
   std::atomic<int> attached_count_{0};
 };
 

@@ -16,26 +16,13 @@ int64_t RecordBytes(const WindowRecord& w) {
          static_cast<int64_t>(w.distribution.size() * sizeof(LatencyBucket));
 }
 
-WindowRecord WithoutDistribution(const WindowRecord& w) {
-  WindowRecord copy;
-  copy.run_id = w.run_id;
-  copy.kind = w.kind;
-  copy.seq = w.seq;
-  copy.start_unix_ms = w.start_unix_ms;
-  copy.end_unix_ms = w.end_unix_ms;
-  copy.seconds = w.seconds;
-  copy.snapshot = w.snapshot;
-  copy.segments = w.segments;
-  copy.exact_total = w.exact_total;
-  return copy;
-}
-
 // Percentiles of `set` for a window: from its distribution when it has one,
 // else from the percentiles stored with it (a window restored from the state
 // directory keeps only its configured set).
-absl::Status FillFrom(const WindowRecord& w, const PercentileSet& set, LatencySnapshot* out) {
-  if (!w.distribution.empty() || w.snapshot.valid == 0) {
-    FillPercentiles(set, w.distribution, out);
+absl::Status FillFrom(const WindowRecord& w, const PercentileIndex& index, const PercentileSet& set,
+                      LatencySnapshot* out) {
+  if (!index.empty() || w.snapshot.valid == 0) {
+    index.Fill(set, out);
     return absl::OkStatus();
   }
   const LatencySnapshot& stored = w.snapshot;
@@ -75,12 +62,14 @@ struct RunRegistry::Entry {
 
   RunInfo info;
   PercentileSet percentiles;
-  std::optional<WindowRecord> latest;       // with its distribution
+  std::optional<WindowRecord> latest;       // no distribution: see latest_index
+  PercentileIndex latest_index;             // the latest window's distribution
   RunTotal live;                            // periodic windows merged
   WindowRecord live_total;                  // snapshot of `live`, no distribution
-  std::optional<WindowRecord> final_total;  // with its distribution
-  std::deque<WindowRecord> history;         // no distributions
-  int64_t first_event = 0;                  // event number of history.front()
+  std::optional<WindowRecord> final_total;  // no distribution: see final_index
+  PercentileIndex final_index;
+  std::deque<WindowRecord> history;  // no distributions
+  int64_t first_event = 0;           // event number of history.front()
   int64_t events = 0;
   bool ended = false;
   int64_t bytes = 0;
@@ -89,7 +78,8 @@ struct RunRegistry::Entry {
     int64_t b = static_cast<int64_t>(sizeof(Entry)) + bytes;
     if (latest) b += RecordBytes(*latest);
     if (final_total) b += RecordBytes(*final_total);
-    b += static_cast<int64_t>(live.RetainedBytes());
+    b += static_cast<int64_t>(live.RetainedBytes() + latest_index.RetainedBytes() +
+                              final_index.RetainedBytes());
     return b;
   }
 };
@@ -129,6 +119,7 @@ std::vector<RunId> RunRegistry::Restore(const RunInfo& info, std::vector<WindowR
     Append(*entry, std::move(w));
   }
   if (total) {
+    entry->final_index.Assign(std::move(total->distribution));
     Append(*entry, *total);
     entry->final_total = std::move(total);
   }
@@ -171,6 +162,7 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
       t.exact_total = e->live.exact();
       e->live.Snapshot(e->percentiles, t.snapshot.start_time, window.snapshot.end_time,
                        &t.snapshot);
+      e->latest_index.Assign(std::move(window.distribution));
       Append(*e, window);
       e->latest = std::move(window);
       break;
@@ -179,6 +171,7 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
       Append(*e, std::move(window));
       break;
     case WindowRecord::Kind::kTotal:
+      e->final_index.Assign(std::move(window.distribution));
       Append(*e, window);
       e->final_total = std::move(window);
       e->live = RunTotal(0);  // the final total replaces it
@@ -271,9 +264,9 @@ absl::StatusOr<RunView> RunRegistry::Get(RunId id) const {
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   RunView view;
   view.info = e->info;
-  if (e->latest) view.latest = WithoutDistribution(*e->latest);
+  view.latest = e->latest;
   view.total_final = e->final_total.has_value();
-  view.total = e->final_total ? WithoutDistribution(*e->final_total) : e->live_total;
+  view.total = e->final_total ? *e->final_total : e->live_total;
   view.events = e->events;
   return view;
 }
@@ -310,19 +303,24 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
       return absl::FailedPreconditionError(absl::StrCat("run ", id, " has no closed window yet"));
     }
     answer.snapshot = e->latest->snapshot;
-    if (absl::Status s = FillFrom(*e->latest, *set, &answer.snapshot); !s.ok()) return s;
+    if (absl::Status s = FillFrom(*e->latest, e->latest_index, *set, &answer.snapshot); !s.ok()) {
+      return s;
+    }
     return answer;
   }
   if (e->final_total) {
     answer.snapshot = e->final_total->snapshot;
     answer.exact = e->final_total->exact_total;
     answer.total_final = true;
-    if (absl::Status s = FillFrom(*e->final_total, *set, &answer.snapshot); !s.ok()) return s;
+    if (absl::Status s = FillFrom(*e->final_total, e->final_index, *set, &answer.snapshot);
+        !s.ok()) {
+      return s;
+    }
     return answer;
   }
   answer.snapshot = e->live_total.snapshot;
   answer.exact = e->live.exact();
-  FillPercentiles(*set, e->live.distribution(), &answer.snapshot);
+  e->live.index().Fill(*set, &answer.snapshot);
   return answer;
 }
 

@@ -198,6 +198,29 @@ TEST(RunManagerTest, WatchSeesEveryWindowOnceInOrderThenTheTotal) {
   manager.Stop();
 }
 
+TEST(RunManagerTest, AnEndSentFromAnotherThreadRightAfterTheStartIsNeverLost) {
+  // The recorder's command queue orders each sending thread's commands only:
+  // an EndRun from another thread can overtake the run's attach.
+  RunManager::Options options;
+  options.max_running_runs = 1000;
+  RunManager manager(options);
+  manager.Start();
+  for (int i = 0; i < 300; ++i) {
+    absl::StatusOr<CreatedRun> run = manager.CreateRun(MakeSetup("short", TimeUnit::kMs, 1, 1000));
+    ASSERT_TRUE(run.ok());
+    std::thread ender([&] {
+      for (int k = 0; k < i % 4; ++k) run->channels->producer(0).Send(k, k + 1, 1, 0);
+      manager.EndRun(run->id);
+    });
+    ender.join();
+    ASSERT_TRUE(manager.WaitEnded(run->id, absl::Seconds(20))) << "run " << run->id;
+    absl::StatusOr<RunView> view = manager.registry().Get(run->id);
+    ASSERT_TRUE(view.ok());
+    EXPECT_EQ(view->total.snapshot.records, i % 4);
+  }
+  manager.Stop();
+}
+
 TEST(RunManagerTest, LimitsAndShutdownRefuseNewRuns) {
   RunManager::Options options;
   options.max_running_runs = 1;

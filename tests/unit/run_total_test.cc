@@ -71,3 +71,31 @@ TEST(RunTotalTest, MergeAscendingCombinesEqualLatencies) {
 
 }  // namespace
 }  // namespace perld
+
+namespace perld {
+namespace {
+
+TEST(PercentileIndexTest, AnswersExactlyAsTheWalk) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    testing::SortedVectorOracle oracle(0, 1'000'000);
+    oracle.Add(testing::ClusteredLognormal(5'000 * seed, 0, 900'000, seed));
+    const std::vector<LatencyBucket> buckets = oracle.Buckets();
+    const PercentileSet set =
+        PercentileSet::Create({0.001, 1, 25, 50, 75, 90, 99, 99.9, 99.99, 99.999, 100}).value();
+    LatencySnapshot walked;
+    FillPercentiles(set, buckets, &walked);
+    PercentileIndex index(buckets);
+    LatencySnapshot searched;
+    index.Fill(set, &searched);
+    EXPECT_EQ(searched, walked) << seed;
+    EXPECT_EQ(searched.values, oracle.Expect(set).values);
+    EXPECT_EQ(searched.median, oracle.Expect(set).median);
+  }
+  PercentileIndex empty;
+  LatencySnapshot none;
+  empty.Fill(PercentileSet::Default(), &none);
+  EXPECT_EQ(none.values, std::vector<int64_t>(PercentileSet::Default().size(), 0));
+}
+
+}  // namespace
+}  // namespace perld

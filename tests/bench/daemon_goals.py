@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""The daemon's goals, measured (issue 8). A benchmark command, not a test.
+
+  tests/bench/daemon_goals.py --build build/release [--idle-seconds 60] [--rounds 5]
+
+1. Idle: a daemon with no runs, CPU time (utime + stime from /proc) over
+   --idle-seconds after a 3 s settle, and its resident memory (VmRSS, VmHWM).
+2. In-daemon bench vs standalone: `perld bench` and the same options through
+   `perlctl bench --wait` against a daemon, alternating, --rounds each; the
+   records/s of each run's total, medians and the per-pair ratio.
+3. GetPercentiles latency while a bench runs at full speed in the daemon:
+   tests/bench/query_latency against the running run.
+Prints a Markdown table; writes nothing else.
+"""
+import argparse
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import json
+
+BENCH = ["-writers", "1", "-size", "1024", "-records", "20000000", "-time", "ns"]
+
+
+class Daemon:
+    def __init__(self, perld, state):
+        self.proc = subprocess.Popen(
+            [perld, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+             "--state-dir", state], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        listening = {}
+        while len(listening) < 2:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("perld did not start")
+            m = re.match(r"perld: (gRPC|HTTP) listening on (\S+)", line)
+            if m:
+                listening[m.group(1)] = m.group(2)
+        self.grpc, self.http = listening["gRPC"], listening["HTTP"]
+
+    def cpu_seconds(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def memory_kib(self):
+        out = {}
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    out[key] = int(value.split()[0])
+        return out
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=60)
+
+
+def standalone_rate(perld):
+    out = subprocess.run([perld, "bench", *BENCH, "--progress", "false", "-interval", "3600"],
+                         capture_output=True, text=True, check=True).stdout
+    m = re.search(r"^Total PerlBench .*?(\d+) records,\s+([\d.]+) records/sec", out, re.M)
+    return float(m.group(2))
+
+
+def daemon_rate(perlctl, target):
+    out = subprocess.run([perlctl, "--target", target, "--json", "bench", *BENCH,
+                          "-interval", "3600", "--wait"],
+                         capture_output=True, text=True, check=True).stdout
+    total = json.loads(out.strip().splitlines()[-1])
+    assert total["kind"] == "total" and total["records"] == 20000000, total
+    return float(total["recordsPerSecond"])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build/release")
+    ap.add_argument("--idle-seconds", type=float, default=60)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    perld = os.path.join(args.build, "daemon/bench/perld")
+    perlctl = os.path.join(args.build, "client/perlctl/perlctl")
+    query = os.path.join(args.build, "tests/bench/query_latency")
+    rows = []
+    with tempfile.TemporaryDirectory() as state:
+        d = Daemon(perld, state)
+        time.sleep(3)
+        c0 = d.cpu_seconds()
+        time.sleep(args.idle_seconds)
+        c1 = d.cpu_seconds()
+        mem = d.memory_kib()
+        rows.append(("idle daemon CPU", f"{100 * (c1 - c0) / args.idle_seconds:.2f}% of a core "
+                     f"over {args.idle_seconds:.0f} s", "< 1%"))
+        rows.append(("idle daemon memory", f"VmRSS {mem['VmRSS'] / 1024:.1f} MiB, "
+                     f"VmHWM {mem['VmHWM'] / 1024:.1f} MiB", "< 32 MiB"))
+
+        alone, inside, ratios = [], [], []
+        for _ in range(args.rounds):
+            a = standalone_rate(perld)
+            b = daemon_rate(perlctl, d.grpc)
+            alone.append(a)
+            inside.append(b)
+            ratios.append(b / a)
+        rows.append(("standalone `perld bench` (1 writer, 20 M, ns)",
+                     f"median {statistics.median(alone) / 1e6:.2f} M records/s "
+                     f"(min {min(alone) / 1e6:.2f}, max {max(alone) / 1e6:.2f})", ""))
+        rows.append(("same through `perlctl bench` in the daemon",
+                     f"median {statistics.median(inside) / 1e6:.2f} M records/s "
+                     f"(min {min(inside) / 1e6:.2f}, max {max(inside) / 1e6:.2f})", ""))
+        rows.append(("in-daemon / standalone, per pair",
+                     f"median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, "
+                     f"max {max(ratios):.3f})", ">= 0.9"))
+
+        started = subprocess.run([perlctl, "--target", d.grpc, "--json", "bench", "-writers", "1",
+                                  "-size", "1024", "-seconds", "30", "-time", "ns",
+                                  "-interval", "1", "--name", "loaded"],
+                                 capture_output=True, text=True, check=True).stdout
+        run_id = str(json.loads(started)["id"])
+        time.sleep(2)
+        q = subprocess.run([query, "--target", d.grpc, "--run", run_id, "--calls", "5000"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run([perlctl, "--target", d.grpc, "stop", run_id, "--wait"],
+                       capture_output=True, check=True)
+        m = re.search(r"p50=([\d.]+) us .*p99=([\d.]+) us .*max=([\d.]+) us", q)
+        rows.append(("GetPercentiles (total, 4 percentiles) during a full-speed bench",
+                     f"p50 {m.group(1)} us, p99 {m.group(2)} us, max {m.group(3)} us", "p99 < 1 ms"))
+        rc = d.stop()
+        rows.append(("SIGTERM", f"exit {rc}", "0"))
+    print("| what | measured | goal |")
+    print("|---|---|---|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {r[2]} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
