@@ -154,8 +154,7 @@ int main(int argc, char** argv) {
   }
   if (!args.empty() && args[0] == "help") args[0] = "--help";
   if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
-    std::cerr << "perld: unknown command '" << args[0] << "'\n\n"
-              << perld::config::DaemonUsage();
+    std::cerr << "perld: unknown command '" << args[0] << "'\n\n" << perld::config::DaemonUsage();
     return 2;
   }
   return RunDaemon(args);

@@ -43,8 +43,8 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <string>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>

@@ -99,18 +99,18 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(std::string 
   server->set_keep_alive_timeout(kKeepAliveSeconds);
   // One catch-all route with exact path comparisons: httplib's patterns are
   // regular expressions, and a metrics path is not one.
-  server->Get(".*", [routes = std::move(routes)](const httplib::Request& req,
-                                                 httplib::Response& res) {
-    for (const HttpRoute& route : routes) {
-      if (req.path != route.path) continue;
-      HttpResponse r = route.handler();
-      res.status = r.status;
-      res.set_content(r.body, r.content_type);
-      return;
-    }
-    res.status = 404;
-    res.set_content("404 page not found\n", "text/plain; charset=utf-8");
-  });
+  server->Get(".*",
+              [routes = std::move(routes)](const httplib::Request& req, httplib::Response& res) {
+                for (const HttpRoute& route : routes) {
+                  if (req.path != route.path) continue;
+                  HttpResponse r = route.handler();
+                  res.status = r.status;
+                  res.set_content(r.body, r.content_type);
+                  return;
+                }
+                res.status = 404;
+                res.set_content("404 page not found\n", "text/plain; charset=utf-8");
+              });
 
   int bound_port = -1;
   if (port == 0) {

@@ -58,9 +58,8 @@ void Write(Level level, std::string_view message) {
   if (UnderJournal()) {
     line = absl::StrCat("<", SyslogPriority(level), ">");
   } else {
-    line = absl::StrCat(
-        absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()), " ",
-        Name(level), " ");
+    line = absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
+                        " ", Name(level), " ");
   }
   for (char c : message) line.push_back(c == '\n' ? ' ' : c);
   line.push_back('\n');

@@ -7,8 +7,7 @@
 
 namespace perld::service {
 
-absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& options,
-                                               std::string name,
+absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& options, std::string name,
                                                std::map<std::string, std::string> labels,
                                                int64_t reporting_interval_ms) {
   Reap();
@@ -21,19 +20,19 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
                                                      limits.max_bench_workers));
   }
   if (options.size > limits.max_bench_payload_bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("limits.maxBenchPayloadBytes: size ", options.size, " bytes, at most ",
-                     limits.max_bench_payload_bytes));
+    return absl::ResourceExhaustedError(absl::StrCat("limits.maxBenchPayloadBytes: size ",
+                                                     options.size, " bytes, at most ",
+                                                     limits.max_bench_payload_bytes));
   }
   const int64_t pending_bytes = workers *
                                 static_cast<int64_t>(options.channels.max_pending_per_worker) *
                                 static_cast<int64_t>(sizeof(TimeStampNode));
   if (options.channels.max_pending_per_worker > (size_t{1} << 32) ||
       pending_bytes > kMaxBenchPendingBytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "pending timestamps would need ", pending_bytes, " bytes (", workers, " workers x ",
-        options.channels.max_pending_per_worker, " maxPendingPerWorker); at most ",
-        kMaxBenchPendingBytes));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("pending timestamps would need ", pending_bytes, " bytes (", workers,
+                     " workers x ", options.channels.max_pending_per_worker,
+                     " maxPendingPerWorker); at most ", kMaxBenchPendingBytes));
   }
   bench::BenchJobSetup setup;
   setup.options = options;

@@ -29,8 +29,7 @@ inline constexpr int64_t kMaxBenchPendingBytes = int64_t{1} << 30;
 
 class BenchJobs {
  public:
-  BenchJobs(runs::RunManager& manager, const bench::BenchClock& clock,
-            const CurrentConfig& config)
+  BenchJobs(runs::RunManager& manager, const bench::BenchClock& clock, const CurrentConfig& config)
       : manager_(manager), clock_(clock), config_(config) {}
   ~BenchJobs() { StopAll(); }
 

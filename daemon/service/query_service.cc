@@ -110,8 +110,8 @@ grpc::Status QueryService::WatchRun(grpc::ServerContext* context,
     if (cancel_watches_.load(std::memory_order_relaxed)) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
     }
-    absl::StatusOr<runs::RunRegistry::WatchBatch> batch = registry_.WaitForEvents(
-        *id, next, absl::Now() + absl::Milliseconds(kWatchPollMs));
+    absl::StatusOr<runs::RunRegistry::WatchBatch> batch =
+        registry_.WaitForEvents(*id, next, absl::Now() + absl::Milliseconds(kWatchPollMs));
     if (!batch.ok()) return ToGrpcStatus(batch.status());
     int64_t skipped = batch->skipped;
     for (size_t i = 0; i < batch->events.size(); ++i) {

@@ -201,7 +201,8 @@ absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions
                                            "] must satisfy 0 <= min < max"));
   }
   o.channels = config.channels;
-  if (in.has_mpscqueue()) o.channels.queue = in.mpscqueue() ? QueueKind::kMpsc : QueueKind::kLibrary;
+  if (in.has_mpscqueue())
+    o.channels.queue = in.mpscqueue() ? QueueKind::kMpsc : QueueKind::kLibrary;
   if (in.has_max_qs()) o.channels.max_qs = in.max_qs();
   if (in.has_q_per_worker()) o.channels.q_per_worker = in.q_per_worker();
   if (in.has_max_pending_per_worker()) {

@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto stub = perld::v1::Query::NewStub(
-      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  auto stub =
+      perld::v1::Query::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
   perld::v1::GetPercentilesRequest request;
   request.set_run(run);
   request.set_scope(latest ? perld::v1::GetPercentilesRequest::SCOPE_LATEST
@@ -73,7 +73,9 @@ int main(int argc, char** argv) {
   }
   if (us.empty()) return 1;
   std::sort(us.begin(), us.end());
-  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<size_t>(q * us.size()))]; };
+  auto at = [&](double q) {
+    return us[std::min(us.size() - 1, static_cast<size_t>(q * us.size()))];
+  };
   std::printf(
       "GetPercentiles calls=%zu errors=%d valid_records=%lld  p50=%.1f us  p90=%.1f us  "
       "p99=%.1f us  p99.9=%.1f us  max=%.1f us\n",
