@@ -443,8 +443,6 @@ int Bench(Cli& cli) {
   if (given.count("time")) out->set_time_unit(ToProtoUnit(o.time_unit));
   if (given.count("minlatency")) out->set_min_latency(*o.min_latency);
   if (given.count("maxlatency")) out->set_max_latency(*o.max_latency);
-  if (given.count("time") && !given.count("minlatency")) out->set_min_latency(*o.min_latency);
-  if (given.count("time") && !given.count("maxlatency")) out->set_max_latency(*o.max_latency);
   if (given.count("mpscqueue")) out->set_mpscqueue(o.channels.queue == QueueKind::kMpsc);
   if (given.count("maxQs")) out->set_max_qs(o.channels.max_qs);
   if (given.count("qPerWorker")) out->set_q_per_worker(o.channels.q_per_worker);

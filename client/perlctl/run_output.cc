@@ -185,7 +185,9 @@ std::string WindowLine(const v1::Window& w, v1::TimeUnit unit) {
     sep = ", ";
   }
   if (w.kind() == v1::Window::KIND_TOTAL && !w.exact_total()) {
-    absl::StrAppend(&s, " (percentiles cover the last segments only)");
+    absl::StrAppend(&s, w.percentiles().empty() && w.valid_latency_records() > 0
+                            ? " (no distribution: see the run's failure reason)"
+                            : " (percentiles cover the last segments only)");
   }
   absl::StrAppend(&s, ".");
   return s;

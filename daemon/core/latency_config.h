@@ -54,6 +54,8 @@ struct LatencyConfig {
 
   // Sorts `percentiles` ascending, then Validate(). Call once after loading.
   [[nodiscard]] absl::Status Normalize();
+
+  bool operator==(const LatencyConfig&) const = default;
 };
 
 }  // namespace perld

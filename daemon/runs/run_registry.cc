@@ -34,6 +34,12 @@ absl::Status FillFrom(const WindowRecord& w, const PercentileIndex& index, const
   for (double p : set.percents()) {
     auto it = std::find(stored.percents.begin(), stored.percents.end(), p);
     if (it == stored.percents.end()) {
+      if (w.kind == WindowRecord::Kind::kTotal) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "percentile ", p,
+            " is not available: this run's total was rebuilt from its stored windows after "
+            "perld stopped without closing the run, so it has counters but no distribution"));
+      }
       return absl::FailedPreconditionError(
           absl::StrCat("percentile ", p,
                        " is not available: this window's distribution is not kept (only "

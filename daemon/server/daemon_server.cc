@@ -18,11 +18,11 @@
 #include "daemon/log/log.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/run_csv_writer.h"
-#include "daemon/server/run_history.h"
 #include "daemon/service/bench_jobs.h"
 #include "daemon/service/control_service.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/query_service.h"
+#include "daemon/state/run_history.h"
 #include "daemon/state/state_store.h"
 
 namespace perld::server {
@@ -89,7 +89,7 @@ struct DaemonServer::Parts {
   std::optional<TscClock> tsc;
   std::unique_ptr<bench::BenchClock> clock;
   RunLog run_log;
-  std::unique_ptr<RunHistory> history;
+  std::unique_ptr<state::RunHistory> history;
   std::unique_ptr<RunCsvWriter> csv;
   std::unique_ptr<runs::RunManager> manager;
   std::unique_ptr<service::BenchJobs> jobs;
@@ -119,7 +119,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   absl::StatusOr<std::unique_ptr<state::StateStore>> store =
       state::StateStore::Open(state_dir, config.retention, store_options);
   if (!store.ok()) return store.status();
-  p->history = std::make_unique<RunHistory>(std::move(*store));
+  p->history = std::make_unique<state::RunHistory>(std::move(*store));
 
   // The bench clock: calibrated TSC when the machine has an invariant one.
   if (absl::StatusOr<TscClock> tsc = TscClock::Create(); tsc.ok()) {

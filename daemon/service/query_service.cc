@@ -14,6 +14,10 @@ grpc::Status QueryService::ListRuns(grpc::ServerContext*, const v1::ListRunsRequ
                                     v1::ListRunsResponse* response) {
   runs::RunFilter filter;
   filter.state = FromProto(request->state());
+  if (!filter.state && request->state() != v1::RUN_STATE_UNSPECIFIED) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("state: unknown run state ", request->state()));
+  }
   for (const auto& [k, v] : request->labels()) filter.labels[k] = v;
   for (const runs::RunInfo& info : registry_.List(filter)) ToProto(info, response->add_runs());
   return grpc::Status::OK;
@@ -44,6 +48,11 @@ grpc::Status QueryService::GetPercentiles(grpc::ServerContext*,
   }
   if (percents.size() > 1000) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "at most 1000 percentiles per call");
+  }
+  if (!v1::GetPercentilesRequest::Scope_IsValid(request->scope())) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("scope: unknown scope ", request->scope(),
+                                     " (SCOPE_TOTAL = 0, SCOPE_LATEST = 1)"));
   }
   const runs::PercentileScope scope = request->scope() == v1::GetPercentilesRequest::SCOPE_LATEST
                                           ? runs::PercentileScope::kLatest

@@ -13,7 +13,7 @@ namespace perld::state {
 namespace {
 
 // Column orders: the Bind*/Read* functions below follow them exactly.
-constexpr std::array<const char*, 25> kRunColumns = {
+constexpr std::array<const char*, 27> kRunColumns = {
     "id",
     "name",
     "labels",
@@ -37,6 +37,8 @@ constexpr std::array<const char*, 25> kRunColumns = {
     "clock",
     "clock_resolution_ns",
     "parameters",
+    "writers",
+    "readers",
     "start_unix_ms",
     "end_unix_ms",
 };
@@ -294,6 +296,8 @@ void BindRun(const runs::RunInfo& run, SqliteStatement* s) {
   s->BindText(i++, spec.clock);
   s->BindInt64(i++, spec.clock_resolution_ns);
   s->BindText(i++, spec.parameters);
+  s->BindInt64(i++, spec.writers);
+  s->BindInt64(i++, spec.readers);
   s->BindInt64(i++, run.start_unix_ms);
   s->BindInt64(i++, run.end_unix_ms);
 }
@@ -367,6 +371,8 @@ absl::StatusOr<runs::RunInfo> ReadRun(const SqliteStatement& s) {
   spec.clock = s.ColumnText(i++);
   spec.clock_resolution_ns = s.ColumnInt64(i++);
   spec.parameters = s.ColumnText(i++);
+  spec.writers = static_cast<int>(s.ColumnInt64(i++));
+  spec.readers = static_cast<int>(s.ColumnInt64(i++));
   run.start_unix_ms = s.ColumnInt64(i++);
   run.end_unix_ms = s.ColumnInt64(i++);
   return run;

@@ -62,6 +62,8 @@ CREATE TABLE runs (
   clock                             TEXT NOT NULL,
   clock_resolution_ns               INTEGER NOT NULL,  -- 0: unknown
   parameters                        TEXT NOT NULL,  -- source-specific, human readable
+  writers                           INTEGER NOT NULL,  -- SBK writer count (bench workers, clients)
+  readers                           INTEGER NOT NULL,  -- SBK reader count
   start_unix_ms                     INTEGER NOT NULL,
   end_unix_ms                       INTEGER NOT NULL   -- 0 while running
 ) STRICT;

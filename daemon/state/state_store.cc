@@ -447,6 +447,10 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(
   if (absl::Status s = ProbeWritable(dir); !s.ok()) {
     return s;
   }
+  absl::StatusOr<std::unique_ptr<DirectoryLock>> lock = DirectoryLock::Acquire(dir);
+  if (!lock.ok()) {
+    return lock.status();
+  }
   const std::string path = absl::StrCat(dir, "/", kFileName);
   absl::StatusOr<SqliteDb> db = SqliteDb::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   if (!db.ok()) {
@@ -489,14 +493,16 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(
     return Annotate(writer.status(), path);
   }
   std::unique_ptr<StateStore> store(
-      new StateStore(path, *std::move(writer), *max_run_id, std::move(options)));
+      new StateStore(path, *std::move(lock), *std::move(writer), *max_run_id, std::move(options)));
   store->SetRetention(retention);  // prune what an earlier, larger retention kept
   return store;
 }
 
-StateStore::StateStore(std::string path, std::unique_ptr<Writer> writer, runs::RunId max_run_id,
+StateStore::StateStore(std::string path, std::unique_ptr<DirectoryLock> lock,
+                       std::unique_ptr<Writer> writer, runs::RunId max_run_id,
                        StateStoreOptions options)
-    : path_(std::move(path)),
+    : lock_(std::move(lock)),
+      path_(std::move(path)),
       max_queued_bytes_(options.max_queued_bytes),
       busy_timeout_ms_(options.busy_timeout_ms),
       writer_(std::move(writer)),

@@ -65,6 +65,7 @@
 #include "daemon/config/daemon_config.h"
 #include "daemon/runs/run_info.h"
 #include "daemon/runs/window_record.h"
+#include "daemon/state/directory_lock.h"
 
 namespace perld::state {
 
@@ -96,13 +97,15 @@ class StateStore {
 
   // Opens (creating when missing) DIR/perld.db: creates DIR like mkdir -p
   // (new directories mode 0750), checks that DIR is writable by creating and
-  // removing a probe file, opens the database, runs PRAGMA quick_check
+  // removing a probe file, locks DIR for this store (DirectoryLock: one
+  // open store, so one daemon, per directory), opens the database, runs PRAGMA quick_check
   // (O(database size)), sets WAL mode, synchronous=NORMAL, foreign_keys=ON
   // and the busy timeout, creates the schema (state_schema.h) or checks its
   // version, applies `retention`, and starts the writer thread. Errors name
   // the path and the reason:
   //   FailedPrecondition "state directory 'D': cannot create: Not a directory"
   //   PermissionDenied   "state directory 'D': not writable: Permission denied"
+  //   FailedPrecondition "state directory 'D' is in use by another perld (pid N, ...)"
   //   DataLoss           "state database 'D/perld.db': ... file is not a database ..."
   //   DataLoss           "state database 'D/perld.db': corrupt (quick_check: ...)"
   //   FailedPrecondition "state database 'D/perld.db': schema version 2 is newer ..."
@@ -178,11 +181,12 @@ class StateStore {
     size_t bytes;
   };
 
-  StateStore(std::string path, std::unique_ptr<Writer> writer, runs::RunId max_run_id,
-             StateStoreOptions options);
+  StateStore(std::string path, std::unique_ptr<DirectoryLock> lock, std::unique_ptr<Writer> writer,
+             runs::RunId max_run_id, StateStoreOptions options);
   void Enqueue(Item item, size_t bytes);
   void WriterLoop();
 
+  const std::unique_ptr<DirectoryLock> lock_;  // held while the store is open
   const std::string path_;
   const size_t max_queued_bytes_;
   const int busy_timeout_ms_;

@@ -553,5 +553,23 @@ TEST(StateStoreTest, RefusesAnUnwritableDirectory) {
             "PERMISSION_DENIED: state directory '" + dir + "': not writable: Permission denied");
 }
 
+// One daemon per state directory: a second store on the same directory is
+// refused while the first is open (naming its pid), and allowed once it
+// closes. flock(2) conflicts between open files, not only between
+// processes, so one process shows it; the daemon integration tests start two.
+TEST(StateStoreTest, OneOpenStorePerDirectory) {
+  ScratchDir tmp;
+  {
+    auto first = OpenOrDie(tmp.path());
+    ASSERT_NE(first, nullptr);
+    absl::StatusOr<std::unique_ptr<StateStore>> second = StateStore::Open(tmp.path(), {});
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(second.status().message(),
+                HasSubstr("is in use by another perld (pid " + std::to_string(::getpid())));
+  }
+  EXPECT_NE(OpenOrDie(tmp.path()), nullptr);  // released on close
+}
+
 }  // namespace
 }  // namespace perld::state

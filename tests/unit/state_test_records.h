@@ -63,6 +63,8 @@ inline runs::RunInfo MakeRun(runs::RunId id, runs::RunState state = runs::RunSta
   r.spec.clock = "monotonic (tsc not in available clocksources)";
   r.spec.clock_resolution_ns = 19;
   r.spec.parameters = "-writers 4 -size 1024";
+  r.spec.writers = 4;
+  r.spec.readers = 2;
   r.state = state;
   r.failure_reason = state == runs::RunState::kFailed ? "client vanished" : "";
   r.start_unix_ms = 1'700'000'000'000 + static_cast<int64_t>(id);
@@ -149,10 +151,13 @@ inline void ExpectSameRun(const runs::RunInfo& a, const runs::RunInfo& b) {
   EXPECT_EQ(a.spec.clock, b.spec.clock);
   EXPECT_EQ(a.spec.clock_resolution_ns, b.spec.clock_resolution_ns);
   EXPECT_EQ(a.spec.parameters, b.spec.parameters);
+  EXPECT_EQ(a.spec.writers, b.spec.writers);
+  EXPECT_EQ(a.spec.readers, b.spec.readers);
   EXPECT_EQ(a.state, b.state);
   EXPECT_EQ(a.failure_reason, b.failure_reason);
   EXPECT_EQ(a.start_unix_ms, b.start_unix_ms);
   EXPECT_EQ(a.end_unix_ms, b.end_unix_ms);
+  EXPECT_TRUE(a == b) << "a RunInfo field the checks above do not name differs";
 }
 
 // The window as the store keeps it: without its distribution.

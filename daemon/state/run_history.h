@@ -20,11 +20,11 @@
 #include "daemon/runs/run_registry.h"
 #include "daemon/state/state_store.h"
 
-namespace perld::server {
+namespace perld::state {
 
 class RunHistory final : public runs::RunObserver {
  public:
-  explicit RunHistory(std::unique_ptr<state::StateStore> store) : store_(std::move(store)) {}
+  explicit RunHistory(std::unique_ptr<StateStore> store) : store_(std::move(store)) {}
 
   // Loads every stored run into `registry`.
   absl::Status Restore(runs::RunRegistry& registry);
@@ -36,10 +36,10 @@ class RunHistory final : public runs::RunObserver {
   void OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) override;
   void OnRunsEvicted(const std::vector<runs::RunId>& ids) override { store_->DeleteRuns(ids); }
 
-  state::StateStore& store() { return *store_; }
+  StateStore& store() { return *store_; }
 
  private:
-  std::unique_ptr<state::StateStore> store_;
+  std::unique_ptr<StateStore> store_;
 };
 
-}  // namespace perld::server
+}  // namespace perld::state

@@ -1,0 +1,98 @@
+#include "daemon/state/run_history.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "daemon/log/log.h"
+
+namespace perld::state {
+namespace {
+
+// The total of a run that never closed: the counters of its stored periodic
+// windows summed (they cover every record up to the last closed window),
+// without a distribution or percentiles. seq - 1 is the number of windows.
+runs::WindowRecord TotalOfStoredWindows(const runs::RunInfo& info,
+                                        const std::vector<runs::WindowRecord>& windows) {
+  runs::WindowRecord total;
+  total.run_id = info.id;
+  total.kind = runs::WindowRecord::Kind::kTotal;
+  total.seq = 1;
+  total.exact_total = false;
+  total.start_unix_ms = info.start_unix_ms;
+  total.end_unix_ms = info.start_unix_ms;
+  LatencySnapshot& t = total.snapshot;
+  bool any_latency = false;
+  for (const runs::WindowRecord& w : windows) {
+    if (w.kind == runs::WindowRecord::Kind::kTotalSegment) {
+      ++total.segments;
+      continue;
+    }
+    const LatencySnapshot& s = w.snapshot;
+    if (total.seq == 1) t.start_time = s.start_time;
+    ++total.seq;
+    t.end_time = s.end_time;
+    total.end_unix_ms = w.end_unix_ms;
+    total.seconds += w.seconds;
+    t.records += s.records;
+    t.bytes += s.bytes;
+    t.total_latency += s.total_latency;
+    t.invalid += s.invalid;
+    t.lower_discard += s.lower_discard;
+    t.higher_discard += s.higher_discard;
+    t.valid += s.valid;
+    t.rejected += s.rejected;
+    t.overflow = t.overflow || s.overflow;
+    t.full_closes = std::max(t.full_closes, s.full_closes);
+    if (s.valid + s.lower_discard + s.higher_discard > 0) {
+      t.min_latency = any_latency ? std::min(t.min_latency, s.min_latency) : s.min_latency;
+      t.max_latency = any_latency ? std::max(t.max_latency, s.max_latency) : s.max_latency;
+      any_latency = true;
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+absl::Status RunHistory::Restore(runs::RunRegistry& registry) {
+  absl::StatusOr<std::vector<StoredRun>> stored = store_->LoadRuns();
+  if (!stored.ok()) return stored.status();
+  size_t restored = 0;
+  for (StoredRun& run : *stored) {
+    if (!run.distribution_status.ok()) {
+      log::Warning("state: ", run.distribution_status.message(),
+                   "; its total keeps its counters and configured percentiles only");
+    }
+    if (run.info.state == runs::RunState::kRunning) {
+      // The daemon stopped without closing this run (a crash, kill -9): it
+      // ends as failed, with a total rebuilt from its stored windows.
+      run.info.state = runs::RunState::kFailed;
+      if (run.info.end_unix_ms == 0) run.info.end_unix_ms = absl::ToUnixMillis(absl::Now());
+      run.total = TotalOfStoredWindows(run.info, run.windows);
+      run.info.failure_reason = absl::StrCat(
+          "perld stopped before the run ended; its total was rebuilt from ", run.total->seq - 1,
+          " stored periodic window(s): counters only, no percentiles, records of the last "
+          "unclosed window are missing");
+      store_->SaveFinalTotal(run.info, *run.total);
+    }
+    const std::vector<runs::RunId> evicted =
+        registry.Restore(run.info, std::move(run.windows), std::move(run.total));
+    if (!evicted.empty()) store_->DeleteRuns(evicted);
+    ++restored;
+  }
+  if (restored > 0) log::Info("state: restored ", restored, " run(s) from ", store_->path());
+  return absl::OkStatus();
+}
+
+void RunHistory::OnWindow(const runs::RunInfo&, const runs::WindowRecord& window) {
+  store_->SaveWindow(window);
+}
+
+void RunHistory::OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) {
+  store_->SaveFinalTotal(info, total);
+}
+
+}  // namespace perld::state
