@@ -102,8 +102,8 @@ int RunDaemon(const std::vector<std::string>& args) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  const std::string state_dir =
-      perld::config::ResolveStateDir(*config, std::getenv("STATE_DIRECTORY"));
+  const std::string state_dir = perld::config::ResolveStateDir(
+      *config, std::getenv("STATE_DIRECTORY"));  // NOLINT(concurrency-mt-unsafe): before any thread
   absl::StatusOr<std::unique_ptr<perld::server::DaemonServer>> server =
       perld::server::DaemonServer::Start(*config, state_dir);
   if (!server.ok()) {

@@ -519,7 +519,8 @@ int Stop(Cli& cli) {
 
 int Main(std::vector<std::string> args) {
   Cli cli;
-  const char* env_target = std::getenv("PERLD_TARGET");
+  const char* env_target =
+      std::getenv("PERLD_TARGET");  // NOLINT(concurrency-mt-unsafe): before any thread
   cli.target = env_target != nullptr && *env_target != '\0' ? env_target : kDefaultTarget;
   // Global options come before the command.
   size_t i = 0;

@@ -149,11 +149,16 @@ void BenchJob::Control() {
     o.state = info->state;
     o.reason = info->failure_reason;
   }
-  done_.Notify();
+  {
+    std::lock_guard<std::mutex> lock(done_mu_);
+    done_.store(true, std::memory_order_release);
+  }
+  done_cv_.notify_all();
 }
 
 const BenchOutcome& BenchJob::Wait() {
-  done_.WaitForNotification();
+  std::unique_lock<std::mutex> lock(done_mu_);
+  done_cv_.wait(lock, [this] { return done_.load(std::memory_order_acquire); });
   return *outcome_;
 }
 

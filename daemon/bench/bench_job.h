@@ -20,14 +20,15 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/runs/run_manager.h"
@@ -74,7 +75,7 @@ class BenchJob {
   void Stop() { stop_.store(true, std::memory_order_relaxed); }
   // Blocks until the run has ended; the outcome is final then.
   const BenchOutcome& Wait();
-  bool Done() const { return done_.HasBeenNotified(); }
+  bool Done() const { return done_.load(std::memory_order_acquire); }
 
  private:
   BenchJob(runs::RunManager& manager, BenchJobSetup setup);
@@ -91,7 +92,11 @@ class BenchJob {
   // Written by the controller and the run's judge (the dispatcher) before
   // done_ is notified; read after.
   std::shared_ptr<BenchOutcome> outcome_;
-  absl::Notification done_;
+  // Set once the outcome is final (std primitives, not absl::Notification,
+  // so ThreadSanitizer sees the ordering: Debian's Abseil is uninstrumented).
+  std::atomic<bool> done_{false};
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
 };
 
 }  // namespace perld::bench

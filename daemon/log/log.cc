@@ -43,6 +43,7 @@ int SyslogPriority(Level level) {
 }
 
 bool UnderJournal() {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read once; nothing in perld sets it
   static const bool journal = std::getenv("JOURNAL_STREAM") != nullptr;
   return journal;
 }

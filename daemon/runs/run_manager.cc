@@ -34,7 +34,7 @@ void RunManager::Start() {
 }
 
 void RunManager::StopAccepting() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   accepting_ = false;
 }
 
@@ -71,7 +71,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
 
   RunInfo info;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) return absl::UnavailableError("perld is shutting down: no new runs");
     if (static_cast<int64_t>(pending_.size()) >= options_.max_running_runs) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -96,7 +96,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
 
 void RunManager::EndRun(RunId id) {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(id);
     if (it == pending_.end() || it->second.ending) return;
     it->second.ending = true;
@@ -105,9 +105,13 @@ void RunManager::EndRun(RunId id) {
 }
 
 bool RunManager::WaitEnded(RunId id, absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !pending_.contains(id); };
-  return mu_.AwaitWithTimeout(absl::Condition(&ended), timeout);
+  if (timeout == absl::InfiniteDuration()) {
+    ended_.wait(lock, ended);
+    return true;
+  }
+  return ended_.wait_for(lock, absl::ToChronoNanoseconds(timeout), ended);
 }
 
 void RunManager::Dispatch() {
@@ -138,7 +142,7 @@ void RunManager::Dispatch() {
 void RunManager::HandleWindow(RecorderEvent& event) {
   WindowRecord& window = event.window;
   if (window.kind == WindowRecord::Kind::kTotal) {
-    absl::MutexLock lock(&mu_);  // kept until the run is finished
+    std::lock_guard<std::mutex> lock(mu_);  // kept until the run is finished
     pending_[event.run_id].total = std::move(window);
     return;
   }
@@ -153,7 +157,7 @@ void RunManager::HandleFinished(RecorderEvent& event) {
   const RunId id = event.run_id;
   Pending pending;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     pending = std::move(pending_[id]);
   }
   WindowRecord total = pending.total ? std::move(*pending.total) : WindowRecord{};
@@ -163,8 +167,11 @@ void RunManager::HandleFinished(RecorderEvent& event) {
   NotifyEvicted(registry_.MarkEnded(id, total, state, std::move(reason), NowUnixMs(), &ended));
   for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
   event.retired.reset();  // frees the run's windows and channels here
-  absl::MutexLock lock(&mu_);
-  pending_.erase(id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.erase(id);
+  }
+  ended_.notify_all();
 }
 
 void RunManager::NotifyEvicted(const std::vector<RunId>& ids) {

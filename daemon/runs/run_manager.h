@@ -21,16 +21,18 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/core/recorder_thread.h"
@@ -120,7 +122,9 @@ class RunManager {
   std::atomic<bool> stopping_{false};
   bool started_ = false;
 
-  absl::Mutex mu_;
+  // std::mutex, not absl::Mutex: see RunRegistry::mu_ (ThreadSanitizer).
+  std::mutex mu_;
+  std::condition_variable ended_;  // notified when a run leaves pending_
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
   RunId next_id_ ABSL_GUARDED_BY(mu_);
   std::map<RunId, Pending> pending_ ABSL_GUARDED_BY(mu_);  // runs not yet ended

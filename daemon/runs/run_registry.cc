@@ -60,6 +60,24 @@ PercentileSet PercentilesOf(const RunSpec& spec) {
 
 }  // namespace
 
+// An exclusive lock that wakes the watchers (WaitForEvents) when released:
+// every writer changes what they wait for.
+class RunRegistry::ChangeLock {
+ public:
+  ChangeLock(std::shared_mutex& mu, std::condition_variable_any& changed)
+      : lock_(mu), changed_(changed) {}
+  ~ChangeLock() {
+    lock_.unlock();
+    changed_.notify_all();
+  }
+  ChangeLock(const ChangeLock&) = delete;
+  ChangeLock& operator=(const ChangeLock&) = delete;
+
+ private:
+  std::unique_lock<std::shared_mutex> lock_;
+  std::condition_variable_any& changed_;
+};
+
 struct RunRegistry::Entry {
   explicit Entry(const RunInfo& run)
       : info(run),
@@ -104,7 +122,7 @@ const RunRegistry::Entry* RunRegistry::Find(RunId id) const {
 }
 
 void RunRegistry::AddRunning(const RunInfo& info) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(mu_, changed_);
   auto entry = std::make_unique<Entry>(info);
   entry->live_total.run_id = info.id;
   entry->live_total.kind = WindowRecord::Kind::kTotal;
@@ -117,7 +135,7 @@ void RunRegistry::AddRunning(const RunInfo& info) {
 
 std::vector<RunId> RunRegistry::Restore(const RunInfo& info, std::vector<WindowRecord> windows,
                                         std::optional<WindowRecord> total) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(mu_, changed_);
   auto entry = std::make_unique<Entry>(info);
   entry->ended = info.state != RunState::kRunning;
   for (WindowRecord& w : windows) {
@@ -148,7 +166,7 @@ void RunRegistry::Append(Entry& e, WindowRecord window) {
 }
 
 std::vector<RunId> RunRegistry::AddWindow(WindowRecord window) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(mu_, changed_);
   Entry* e = Find(window.run_id);
   if (e == nullptr) return {};
   AddWindowLocked(e, std::move(window));
@@ -188,7 +206,7 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
 
 std::vector<RunId> RunRegistry::MarkEnded(RunId id, WindowRecord total, RunState state,
                                           std::string reason, int64_t end_unix_ms, RunInfo* ended) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(mu_, changed_);
   Entry* e = Find(id);
   if (e == nullptr) return {};
   total.run_id = id;
@@ -203,7 +221,7 @@ std::vector<RunId> RunRegistry::MarkEnded(RunId id, WindowRecord total, RunState
 }
 
 void RunRegistry::SetRetention(const config::RetentionConfig& retention) {
-  absl::MutexLock lock(&mu_);
+  ChangeLock lock(mu_, changed_);
   retention_ = retention;
   for (auto& [id, e] : runs_) {
     bytes_ -= e->Bytes();
@@ -240,7 +258,7 @@ std::vector<RunId> RunRegistry::Evict() {
 }
 
 std::vector<RunInfo> RunRegistry::List(const RunFilter& filter) const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   std::vector<RunInfo> out;
   for (const auto& [id, e] : runs_) {
     if (filter.state && e->info.state != *filter.state) continue;
@@ -258,14 +276,14 @@ std::vector<RunInfo> RunRegistry::List(const RunFilter& filter) const {
 }
 
 absl::StatusOr<RunInfo> RunRegistry::Info(RunId id) const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   return e->info;
 }
 
 absl::StatusOr<RunView> RunRegistry::Get(RunId id) const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   RunView view;
@@ -278,7 +296,7 @@ absl::StatusOr<RunView> RunRegistry::Get(RunId id) const {
 }
 
 absl::StatusOr<RunId> RunRegistry::Resolve(const std::string& id_or_name) const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   RunId id = 0;
   if (absl::SimpleAtoi(id_or_name, &id) && Find(id) != nullptr) return id;
   std::vector<RunId> matches;
@@ -300,7 +318,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
                                                           std::vector<double> percents) const {
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents));
   if (!set.ok()) return set.status();
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   PercentileAnswer answer;
@@ -331,7 +349,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
 }
 
 absl::StatusOr<std::vector<WindowRecord>> RunRegistry::History(RunId id, int64_t from) const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   std::vector<WindowRecord> out;
@@ -344,12 +362,16 @@ absl::StatusOr<std::vector<WindowRecord>> RunRegistry::History(RunId id, int64_t
 
 absl::StatusOr<RunRegistry::WatchBatch> RunRegistry::WaitForEvents(RunId id, int64_t next,
                                                                    absl::Time deadline) const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     const Entry* e = Find(id);
     return e == nullptr || e->ended || e->events > next;
   };
-  mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  if (deadline == absl::InfiniteFuture()) {
+    changed_.wait(lock, ready);
+  } else {
+    changed_.wait_until(lock, absl::ToChronoTime(deadline), ready);
+  }
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   WatchBatch batch;
@@ -364,19 +386,19 @@ absl::StatusOr<RunRegistry::WatchBatch> RunRegistry::WaitForEvents(RunId id, int
 }
 
 size_t RunRegistry::running() const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   size_t n = 0;
   for (const auto& [id, e] : runs_) n += e->ended ? 0 : 1;
   return n;
 }
 
 size_t RunRegistry::size() const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   return runs_.size();
 }
 
 int64_t RunRegistry::ApproxBytes() const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   return bytes_;
 }
 

@@ -19,21 +19,24 @@
 //
 // Threads: thread-safe. Writers (Add*, MarkEnded) come from the run manager
 // (its dispatcher thread and the threads that create runs); readers from any
-// thread. One absl::Mutex; readers share it, percentile queries walk a
+// thread. One shared mutex; readers share it, percentile queries walk a
 // distribution under the reader lock (O(distinct latencies)).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/core/latency_percentiles.h"
@@ -124,7 +127,12 @@ class RunRegistry {
   void Append(Entry& e, WindowRecord window) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddWindowLocked(Entry* e, WindowRecord window) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable absl::Mutex mu_;
+  class ChangeLock;
+  // std::shared_mutex rather than absl::Mutex: Debian's Abseil is not built
+  // with ThreadSanitizer annotations, so TSan could not see absl::Mutex
+  // ordering and the concurrency tests would report false races.
+  mutable std::shared_mutex mu_;
+  mutable std::condition_variable_any changed_;  // notified on every change
   config::RetentionConfig retention_ ABSL_GUARDED_BY(mu_);
   std::map<RunId, std::unique_ptr<Entry>> runs_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
