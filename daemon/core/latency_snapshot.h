@@ -50,6 +50,29 @@ struct LatencySnapshot {
   }
   int64_t Elapsed() const { return end_time - start_time; }
 
+  // Adds the counters of the window that follows this one (a running sum of
+  // consecutive windows): every count, min/max over windows that had a
+  // non-negative latency, end_time and full_closes from `next`. Percentiles
+  // and the median are left alone: counters cannot merge them.
+  void AddCountersOf(const LatencySnapshot& next) {
+    const bool had_latency = valid + lower_discard + higher_discard > 0;
+    if (next.valid + next.lower_discard + next.higher_discard > 0) {
+      min_latency = had_latency && min_latency < next.min_latency ? min_latency : next.min_latency;
+      max_latency = had_latency && max_latency > next.max_latency ? max_latency : next.max_latency;
+    }
+    end_time = next.end_time;
+    records += next.records;
+    bytes += next.bytes;
+    total_latency += next.total_latency;
+    invalid += next.invalid;
+    lower_discard += next.lower_discard;
+    higher_discard += next.higher_discard;
+    valid += next.valid;
+    rejected += next.rejected;
+    overflow = overflow || next.overflow;
+    full_closes = next.full_closes;
+  }
+
   bool operator==(const LatencySnapshot&) const = default;
 };
 

@@ -231,25 +231,7 @@ void LatestMetrics::Publish(const LatencySnapshot& snapshot, double seconds, boo
     running_->snapshot.counts.clear();
     running_->snapshot.median = 0;
   } else {
-    LatencySnapshot& sum = running_->snapshot;
-    const bool had_latency = sum.valid + sum.lower_discard + sum.higher_discard > 0;
-    const bool has_latency = snapshot.valid + snapshot.lower_discard + snapshot.higher_discard > 0;
-    if (has_latency) {
-      sum.min_latency =
-          had_latency ? std::min(sum.min_latency, snapshot.min_latency) : snapshot.min_latency;
-      sum.max_latency = std::max(sum.max_latency, snapshot.max_latency);
-    }
-    sum.end_time = snapshot.end_time;
-    sum.records += snapshot.records;
-    sum.bytes += snapshot.bytes;
-    sum.total_latency += snapshot.total_latency;
-    sum.invalid += snapshot.invalid;
-    sum.lower_discard += snapshot.lower_discard;
-    sum.higher_discard += snapshot.higher_discard;
-    sum.valid += snapshot.valid;
-    sum.rejected += snapshot.rejected;
-    sum.overflow = sum.overflow || snapshot.overflow;
-    sum.full_closes = snapshot.full_closes;
+    running_->snapshot.AddCountersOf(snapshot);
     running_->seconds += seconds;
   }
   input_.total = running_;

@@ -1,6 +1,5 @@
 #include "daemon/state/run_history.h"
 
-#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -24,33 +23,16 @@ runs::WindowRecord TotalOfStoredWindows(const runs::RunInfo& info,
   total.start_unix_ms = info.start_unix_ms;
   total.end_unix_ms = info.start_unix_ms;
   LatencySnapshot& t = total.snapshot;
-  bool any_latency = false;
   for (const runs::WindowRecord& w : windows) {
     if (w.kind == runs::WindowRecord::Kind::kTotalSegment) {
       ++total.segments;
       continue;
     }
-    const LatencySnapshot& s = w.snapshot;
-    if (total.seq == 1) t.start_time = s.start_time;
+    if (total.seq == 1) t.start_time = w.snapshot.start_time;
     ++total.seq;
-    t.end_time = s.end_time;
+    t.AddCountersOf(w.snapshot);
     total.end_unix_ms = w.end_unix_ms;
     total.seconds += w.seconds;
-    t.records += s.records;
-    t.bytes += s.bytes;
-    t.total_latency += s.total_latency;
-    t.invalid += s.invalid;
-    t.lower_discard += s.lower_discard;
-    t.higher_discard += s.higher_discard;
-    t.valid += s.valid;
-    t.rejected += s.rejected;
-    t.overflow = t.overflow || s.overflow;
-    t.full_closes = std::max(t.full_closes, s.full_closes);
-    if (s.valid + s.lower_discard + s.higher_discard > 0) {
-      t.min_latency = any_latency ? std::min(t.min_latency, s.min_latency) : s.min_latency;
-      t.max_latency = any_latency ? std::max(t.max_latency, s.max_latency) : s.max_latency;
-      any_latency = true;
-    }
   }
   return total;
 }
