@@ -26,6 +26,19 @@ void RecorderHost::Push(Command command) {
   commands_.enqueue(std::move(command));
   // release: the recorder's acquire load of the count sees the command.
   pending_commands_.fetch_add(1, std::memory_order_release);
+  // Commands are rare (a run's start and end): ringing costs nothing that
+  // matters. Taking the lock orders the count before an idle recorder's
+  // check of it, so the wake-up cannot be lost.
+  { std::lock_guard<std::mutex> lock(idle_mu_); }
+  idle_cv_.notify_one();
+}
+
+void RecorderHost::Close() {
+  {
+    std::lock_guard<std::mutex> lock(idle_mu_);
+    closed_.store(true, std::memory_order_relaxed);
+  }
+  idle_cv_.notify_one();
 }
 
 void RecorderHost::ApplyCommands() {
@@ -67,6 +80,13 @@ bool RecorderHost::FinishRun(RunId id) {
 }
 
 size_t RecorderHost::Drain(PollMode mode) {
+  if (runs_.empty() && pending_commands_.load(std::memory_order_acquire) == 0) {
+    std::unique_lock<std::mutex> lock(idle_mu_);
+    idle_cv_.wait_for(lock, kIdleWait, [this] {
+      return pending_commands_.load(std::memory_order_acquire) > 0 ||
+             closed_.load(std::memory_order_relaxed);
+    });
+  }
   if (pending_commands_.load(std::memory_order_relaxed) > 0) [[unlikely]] {
     ApplyCommands();
   }

@@ -13,14 +13,23 @@
 //     are empty, publishes its last window and its total, detaches it and
 //     publishes kRunFinished carrying the retired run.
 //
-// Threads: Attach/Finish from any thread; Drain/Tick on the recorder thread.
+// Idle: with no run attached and no command queued, Drain blocks on a
+// condition variable for up to kIdleWait (commands ring it), so an idle
+// daemon's recorder wakes a few times a second instead of at every park of
+// its idle waiter. Close() ends that for good before the recorder stops.
+//
+// Threads: Attach/Finish/Close from any thread; Drain/Tick on the recorder
+// thread.
 #pragma once
 
 #include <concurrentqueue/concurrentqueue.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "daemon/core/recorder_work.h"
@@ -33,8 +42,12 @@ class RecorderHost final : public RecorderWork {
  public:
   explicit RecorderHost(RecorderOutbox* outbox) : outbox_(outbox) {}
 
+  static constexpr std::chrono::milliseconds kIdleWait{250};
+
   void Attach(std::shared_ptr<RunRecorder> run);
   void Finish(RunId id);
+  // Drain never blocks from now on (call before stopping the recorder).
+  void Close();
 
   // RecorderWork (recorder thread).
   size_t Drain(PollMode mode) override;
@@ -61,6 +74,9 @@ class RecorderHost final : public RecorderWork {
   std::vector<std::shared_ptr<RunRecorder>> runs_;  // recorder thread only
   std::vector<RunId> early_finishes_;               // recorder thread only
   std::atomic<int> attached_count_{0};
+  std::mutex idle_mu_;
+  std::condition_variable idle_cv_;  // a command was queued, or Close
+  std::atomic<bool> closed_{false};
 };
 
 }  // namespace perld::runs

@@ -42,6 +42,7 @@ void RunManager::Stop() {
   if (!started_) return;
   started_ = false;
   StopAccepting();
+  host_.Close();
   recorder_.StopAndDrain();
   stopping_.store(true, std::memory_order_release);
   RecorderEvent wake;
