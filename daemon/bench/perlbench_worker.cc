@@ -1,8 +1,8 @@
 #include "daemon/bench/perlbench_worker.h"
 
 #include <chrono>
+#include <memory>
 #include <thread>
-#include <vector>
 
 #include "daemon/core/clock.h"
 #include "daemon/core/cpu_relax.h"
@@ -33,8 +33,10 @@ void PaceUntil(const Clock& clock, int64_t due_ns, int64_t deadline_ns) {
 template <int64_t kNsPerUnit, bool kPaced, class Clock>
 WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer& producer,
                   const std::atomic<bool>& stop) {
-  // Worker-owned payload: allocated once, returned by every read.
-  std::vector<char> payload(static_cast<size_t>(plan.size) + 1);
+  // Worker-owned payload: reserved once, returned by every read. Never
+  // written (default-initialised, not zero-filled), so a large -size costs
+  // address space, not memory: the kernel maps no page until one is touched.
+  const std::unique_ptr<char[]> payload(new char[static_cast<size_t>(plan.size) + 1]);
   const int64_t limit = plan.records > 0 ? plan.records : INT64_MAX;
   const int64_t deadline = plan.deadline_ns > 0 ? plan.deadline_ns : INT64_MAX;
   const double period_ns = kPaced ? 1e9 / plan.records_per_second : 0;
@@ -46,7 +48,7 @@ WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer&
     if (start >= deadline) break;  // hard deadline
     // The operation: a write completes immediately; a read returns the same
     // preallocated payload. Both are this one compiler-opaque use of it.
-    Consume(payload.data());
+    Consume(payload.get());
     const int64_t end = clock.NowNanos();
     ++r.attempted;
     r.sent += producer.Send(start / kNsPerUnit, end / kNsPerUnit, 1, plan.size) ? 1 : 0;
