@@ -164,9 +164,19 @@ void RunManager::HandleFinished(RecorderEvent& event) {
   WindowRecord total = pending.total ? std::move(*pending.total) : WindowRecord{};
   std::string reason;
   const RunState state = pending.judge ? pending.judge(total, &reason) : RunState::kFinished;
-  RunInfo ended;
-  NotifyEvicted(registry_.MarkEnded(id, total, state, std::move(reason), NowUnixMs(), &ended));
-  for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
+  // Observers first (CSV Total row written, final total queued for storage),
+  // then the registry: a client that sees the run ended finds its outputs
+  // complete.
+  absl::StatusOr<RunInfo> info = registry_.Info(id);
+  if (info.ok()) {
+    RunInfo ended = *std::move(info);
+    ended.state = state;
+    ended.failure_reason = reason;
+    ended.end_unix_ms = NowUnixMs();
+    for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
+    NotifyEvicted(registry_.MarkEnded(id, std::move(total), ended.state,
+                                      std::move(ended.failure_reason), ended.end_unix_ms, nullptr));
+  }
   event.retired.reset();  // frees the run's windows and channels here
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -6,6 +6,8 @@
 // OnRunStarted runs on the thread that created the run; the rest run on the
 // run manager's dispatcher thread, never on the recorder thread. An observer
 // must not block for long: it delays every later event (never the recorder).
+// OnRunEnded comes before Query shows the run ended, so a client that sees
+// it ended finds what observers write (CSV, stored total) complete.
 #pragma once
 
 #include <vector>
