@@ -18,109 +18,11 @@ Exit 0 when every check passes; every wait is bounded.
 """
 import argparse
 import csv
-import importlib
 import os
-import re
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-# The standard health and reflection protos, only the parts used here
-# (proto3 ignores the fields left out).
-HEALTH_PROTO = """
-syntax = "proto3";
-package grpc.health.v1;
-message HealthCheckRequest { string service = 1; }
-message HealthCheckResponse {
-  enum ServingStatus { UNKNOWN = 0; SERVING = 1; NOT_SERVING = 2; SERVICE_UNKNOWN = 3; }
-  ServingStatus status = 1;
-}
-service Health { rpc Check(HealthCheckRequest) returns (HealthCheckResponse); }
-"""
-REFLECTION_PROTO = """
-syntax = "proto3";
-package grpc.reflection.v1alpha;
-message ServerReflectionRequest {
-  string host = 1;
-  oneof message_request { string list_services = 7; }
-}
-message ServiceResponse { string name = 1; }
-message ListServiceResponse { repeated ServiceResponse service = 1; }
-message ServerReflectionResponse {
-  string valid_host = 1;
-  oneof message_response { ListServiceResponse list_services_response = 6; }
-}
-service ServerReflection {
-  rpc ServerReflectionInfo(stream ServerReflectionRequest) returns (stream ServerReflectionResponse);
-}
-"""
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
-
-def generate_stubs(out):
-    from grpc_tools import protoc
-    with open(os.path.join(out, "health.proto"), "w") as f:
-        f.write(HEALTH_PROTO)
-    with open(os.path.join(out, "reflection.proto"), "w") as f:
-        f.write(REFLECTION_PROTO)
-    for include, proto in ((os.path.join(ROOT, "proto"), "perld/v1/perld.proto"),
-                           (out, "health.proto"), (out, "reflection.proto")):
-        rc = protoc.main(["protoc", "-I" + include, "--python_out=" + out,
-                          "--grpc_python_out=" + out, proto])
-        if rc != 0:
-            raise RuntimeError("grpc_tools.protoc failed for " + proto)
-    sys.path.insert(0, out)
-
-
-class Daemon:
-    def __init__(self, perld, state, config):
-        self.proc = subprocess.Popen(
-            [perld, "--config", config, "--grpc-listen", "127.0.0.1:0",
-             "--http-listen", "127.0.0.1:0", "--state-dir", state],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.grpc = None
-        deadline = time.time() + 30
-        while self.grpc is None and time.time() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            m = re.match(r"perld: gRPC listening on (\S+)", line)
-            if m:
-                self.grpc = m.group(1)
-        if self.grpc is None:
-            self.proc.kill()
-            raise RuntimeError("perld did not print its gRPC address")
-        # Keep draining stdout so the daemon never blocks on a full pipe.
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            return self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return -9
-
-
-def wait_ended(query, pb, run_id, seconds=120):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        run = query.GetRun(pb.GetRunRequest(run=str(run_id)), timeout=10)
-        if run.run.state != pb.RUN_STATE_RUNNING:
-            return run
-        time.sleep(0.05)
-    raise RuntimeError(f"run {run_id} did not end within {seconds} s")
+from perld_it import Daemon, check, finish, load_stubs, wait_ended
 
 
 def main():
@@ -129,13 +31,9 @@ def main():
     args = ap.parse_args()
     import grpc
     with tempfile.TemporaryDirectory() as tmp:
-        generate_stubs(tmp)
-        pb = importlib.import_module("perld.v1.perld_pb2")
-        rpc = importlib.import_module("perld.v1.perld_pb2_grpc")
-        health_pb = importlib.import_module("health_pb2")
-        health_rpc = importlib.import_module("health_pb2_grpc")
-        refl_pb = importlib.import_module("reflection_pb2")
-        refl_rpc = importlib.import_module("reflection_pb2_grpc")
+        pb, rpc, m = load_stubs(tmp)
+        health_pb, health_rpc = m["health_pb2"], m["health_pb2_grpc"]
+        refl_pb, refl_rpc = m["reflection_pb2"], m["reflection_pb2_grpc"]
 
         csv_dir = os.path.join(tmp, "csv")
         config = os.path.join(tmp, "perld.yaml")
@@ -239,8 +137,7 @@ def main():
         finally:
             rc = daemon.stop()
             check(rc == 0, f"SIGTERM: perld exits 0 (got {rc})")
-    print("FAILED: " + "; ".join(failures) if failures else "PASSED")
-    return 1 if failures else 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""The perld daemon's lifecycle end to end (issue 8): configuration errors,
+SIGTERM mid-run, restart with the same state directory, kill -9, one daemon
+per state directory, SIGHUP reload, the HTTP endpoints and perlctl's exit
+codes.
+
+    /usr/bin/python3 tests/integration/daemon_lifecycle_test.py --perld PATH --perlctl PATH
+Exit 0 when every check passes; every wait is bounded.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from perld_it import Daemon, check, finish, load_stubs, wait_ended
+
+
+def run(cmd, timeout=60):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def config_errors(perld, tmp):
+    cases = [  # (file text, expected message fragment)
+        ("reportingIntervalMs: 1000\nreportingIntervallMs: 5\n",
+         "perld.yaml:2: unknown key 'reportingIntervallMs'"),
+        ("maxQs: [1, 2]\n", "perld.yaml:1:"),
+        ("reportingIntervalMs: -5\n", "perld.yaml:1:"),
+        ("percentiles: [50, 99\n", "perld.yaml:"),
+    ]
+    path = os.path.join(tmp, "perld.yaml")
+    for text, fragment in cases:
+        with open(path, "w") as f:
+            f.write(text)
+        rc, out, err = run([perld, "--check-config", path])
+        check(rc == 2 and fragment in err,
+              f"--check-config {text.strip()!r}: exit {rc}, names {fragment!r}")
+        rc, _, err = run([perld, "--config", path, "--state-dir", os.path.join(tmp, "never")])
+        check(rc == 2 and not os.path.exists(os.path.join(tmp, "never")),
+              f"daemon refuses {text.strip()!r} before anything starts (exit {rc})")
+    with open(path, "w") as f:
+        f.write("reportingIntervalMs: 1234\ntimeUnit: ns\n")
+    rc, out, _ = run([perld, "--check-config", path])
+    check(rc == 0 and "reportingIntervalMs: 1234" in out,
+          "--check-config of a good file exits 0 and prints the effective config")
+
+
+def http_get(address, path):
+    with urllib.request.urlopen(f"http://{address}{path}", timeout=10) as r:
+        return r.status, r.read().decode()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perld", required=True)
+    ap.add_argument("--perlctl", required=True)
+    args = ap.parse_args()
+    import grpc
+    with tempfile.TemporaryDirectory() as tmp:
+        pb, rpc, _ = load_stubs(tmp)
+        config_errors(args.perld, tmp)
+
+        state = os.path.join(tmp, "state")
+        config = os.path.join(tmp, "live.yaml")
+        with open(config, "w") as f:
+            f.write("reportingIntervalMs: 300\n")
+        d = Daemon(args.perld, state, config)
+
+        def ctl(*cmd):
+            return run([args.perlctl, "--target", d.grpc] + list(cmd))
+
+        # HTTP endpoints.
+        check(http_get(d.http, "/healthz")[0] == 200, "/healthz 200")
+        check(http_get(d.http, "/readyz")[0] == 200, "/readyz 200")
+
+        # One daemon per state directory.
+        rc, _, err = run([args.perld, "--grpc-listen", "127.0.0.1:0", "--http-listen",
+                          "127.0.0.1:0", "--state-dir", state], timeout=30)
+        check(rc == 1 and "in use by another perld" in err,
+              f"a second daemon on the same state directory exits 1 ({err.strip()[:120]})")
+
+        # perlctl exit codes.
+        rc, _, err = ctl("show", "no-such-run")
+        check(rc == 1 and "NOT_FOUND" in err, "perlctl show unknown run: exit 1, NOT_FOUND")
+        rc, _, _ = ctl("frobnicate")
+        check(rc == 2, "perlctl unknown command: exit 2")
+
+        # An exact run through perlctl, then SIGHUP changes the interval for new runs.
+        rc, out, _ = ctl("--json", "bench", "-writers", "2", "-records", "500001", "--name",
+                         "exact", "--wait")
+        check(rc == 0, "perlctl bench --wait exits 0")
+        rc, out, _ = ctl("--json", "show", "exact")
+        shown = json.loads(out) if rc == 0 else {}
+        check(shown.get("total", {}).get("records") == 500001 and
+              shown.get("reportingIntervalMs") == 300,
+              "show --json: 500001 records, interval 300 ms from the config file")
+        with open(config, "w") as f:
+            f.write("reportingIntervalMs: 700\n")
+        d.proc.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        rc, out, _ = ctl("--json", "bench", "-writers", "1", "-records", "1000", "--name",
+                         "after-hup", "--wait")
+        rc, out, _ = ctl("--json", "show", "after-hup")
+        check(rc == 0 and json.loads(out).get("reportingIntervalMs") == 700,
+              "SIGHUP: a new run takes the reloaded reportingIntervalMs")
+
+        # SIGTERM mid-run: exit 0, the run ends with a stored final total.
+        rc, out, _ = ctl("--json", "bench", "-writers", "1", "-seconds", "60", "--name",
+                         "cut-by-sigterm")
+        time.sleep(1.5)
+        d.proc.send_signal(signal.SIGTERM)
+        rc = d.proc.wait(timeout=60)
+        check(rc == 0, f"SIGTERM mid-run: exit 0 (got {rc})")
+
+        # Restart on the same state directory: the runs and totals are back.
+        d = Daemon(args.perld, state, config)
+        channel = grpc.insecure_channel(d.grpc)
+        query = rpc.QueryStub(channel)
+        listed = {r.name: r for r in query.ListRuns(pb.ListRunsRequest(), timeout=10).runs}
+        check({"exact", "after-hup", "cut-by-sigterm"} <= set(listed),
+              f"restart: every run is listed ({sorted(listed)})")
+        exact = query.GetRun(pb.GetRunRequest(run="exact"), timeout=10)
+        check(exact.total.final and exact.total.records == 500001 and
+              exact.run.state == pb.RUN_STATE_FINISHED,
+              "restart: the finished run has the same final total")
+        p = query.GetPercentiles(pb.GetPercentilesRequest(run="exact", percentiles=[99.999]),
+                                 timeout=10)
+        check(len(p.percentiles) == 1 and p.percentiles[0].latency >= exact.total.min_latency,
+              "restart: any percentile of a restored total (its distribution was stored)")
+        cut = query.GetRun(pb.GetRunRequest(run="cut-by-sigterm"), timeout=10)
+        check(cut.total.final and cut.total.records > 0 and cut.run.state != pb.RUN_STATE_RUNNING,
+              f"restart: the run cut by SIGTERM kept its total ({cut.total.records} records, "
+              f"{pb.RunState.Name(cut.run.state)})")
+
+        # kill -9 mid-run: the next start brings the run back failed, with the
+        # counters of its stored windows.
+        control = rpc.ControlStub(channel)
+        started = control.StartBench(pb.StartBenchRequest(
+            name="killed", options=pb.BenchOptions(writers=1, seconds=60,
+                                                   reporting_interval_ms=100)), timeout=10)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if query.GetRun(pb.GetRunRequest(run=str(started.run_id)), timeout=10).HasField(
+                    "latest"):
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)  # a few windows reach the state store
+        d.proc.kill()
+        d.proc.wait(timeout=30)
+        d = Daemon(args.perld, state, config)
+        query = rpc.QueryStub(grpc.insecure_channel(d.grpc))
+        killed = query.GetRun(pb.GetRunRequest(run="killed"), timeout=10)
+        check(killed.run.state == pb.RUN_STATE_FAILED and
+              "stopped before the run ended" in killed.run.failure_reason,
+              f"kill -9: the run comes back failed ({killed.run.failure_reason[:80]})")
+        check(killed.total.final and killed.total.records > 0 and not killed.total.exact_total,
+              f"kill -9: its total has the counters of its stored windows "
+              f"({killed.total.records} records)")
+        try:
+            query.GetPercentiles(pb.GetPercentilesRequest(run="killed", percentiles=[50]),
+                                 timeout=10)
+            check(False, "kill -9: percentiles of a rebuilt total are refused")
+        except grpc.RpcError as e:
+            check(e.code() == grpc.StatusCode.FAILED_PRECONDITION,
+                  f"kill -9: percentiles of a rebuilt total -> {e.code().name}")
+
+        # /metrics covers every run.
+        status, text = http_get(d.http, "/metrics")
+        check(status == 200 and all(f'run="{n}"' in text for n in ("exact", "killed")),
+              "/metrics exposes every run (run label)")
+        promtool = shutil.which("promtool")
+        if promtool:
+            p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                               text=True, timeout=60)
+            check(p.returncode == 0, f"promtool check metrics ({p.stderr.strip()[:200]})")
+        rc = d.stop()
+        check(rc == 0, f"SIGTERM: exit 0 (got {rc})")
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

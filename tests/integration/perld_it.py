@@ -1,0 +1,128 @@
+"""Shared pieces of the daemon integration tests: the real perld on
+127.0.0.1:0, gRPC stubs generated from proto/ by grpc_tools (plus the
+standard health and reflection protos), and a check() that records failures.
+Run under Debian's /usr/bin/python3 (python3-grpcio, python3-grpc-tools).
+"""
+import importlib
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# The standard health and reflection protos, only the parts used here
+# (proto3 ignores the fields left out).
+HEALTH_PROTO = """
+syntax = "proto3";
+package grpc.health.v1;
+message HealthCheckRequest { string service = 1; }
+message HealthCheckResponse {
+  enum ServingStatus { UNKNOWN = 0; SERVING = 1; NOT_SERVING = 2; SERVICE_UNKNOWN = 3; }
+  ServingStatus status = 1;
+}
+service Health { rpc Check(HealthCheckRequest) returns (HealthCheckResponse); }
+"""
+REFLECTION_PROTO = """
+syntax = "proto3";
+package grpc.reflection.v1alpha;
+message ServerReflectionRequest {
+  string host = 1;
+  oneof message_request { string list_services = 7; }
+}
+message ServiceResponse { string name = 1; }
+message ListServiceResponse { repeated ServiceResponse service = 1; }
+message ServerReflectionResponse {
+  string valid_host = 1;
+  oneof message_response { ListServiceResponse list_services_response = 6; }
+}
+service ServerReflection {
+  rpc ServerReflectionInfo(stream ServerReflectionRequest) returns (stream ServerReflectionResponse);
+}
+"""
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def generate_stubs(out):
+    from grpc_tools import protoc
+    with open(os.path.join(out, "health.proto"), "w") as f:
+        f.write(HEALTH_PROTO)
+    with open(os.path.join(out, "reflection.proto"), "w") as f:
+        f.write(REFLECTION_PROTO)
+    for include, proto in ((os.path.join(ROOT, "proto"), "perld/v1/perld.proto"),
+                           (out, "health.proto"), (out, "reflection.proto")):
+        rc = protoc.main(["protoc", "-I" + include, "--python_out=" + out,
+                          "--grpc_python_out=" + out, proto])
+        if rc != 0:
+            raise RuntimeError("grpc_tools.protoc failed for " + proto)
+    sys.path.insert(0, out)
+
+
+class Daemon:
+    """perld on port 0; .grpc and .http are the addresses it printed."""
+
+    def __init__(self, perld, state, config=None, extra=()):
+        cmd = [perld, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+               "--state-dir", state] + (["--config", config] if config else []) + list(extra)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+        self.grpc = self.http = None
+        deadline = time.time() + 30
+        while (self.grpc is None or self.http is None) and time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = re.match(r"perld: (gRPC|HTTP) listening on (\S+)", line)
+            if m and m.group(1) == "gRPC":
+                self.grpc = m.group(2)
+            elif m:
+                self.http = m.group(2)
+        if self.grpc is None or self.http is None:
+            self.proc.kill()
+            raise RuntimeError("perld did not print its listen addresses")
+        # Keep draining stdout so the daemon never blocks on a full pipe.
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            return self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return -9
+
+
+def wait_ended(query, pb, run_id, seconds=120):
+    """Polls GetRun until the run is no longer running; returns the response."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        run = query.GetRun(pb.GetRunRequest(run=str(run_id)), timeout=10)
+        if run.run.state != pb.RUN_STATE_RUNNING:
+            return run
+        time.sleep(0.05)
+    raise RuntimeError(f"run {run_id} did not end within {seconds} s")
+
+
+
+def load_stubs(tmp):
+    """Generates the stubs into tmp and returns (perld pb, perld rpc, modules dict)."""
+    generate_stubs(tmp)
+    names = ("health_pb2", "health_pb2_grpc", "reflection_pb2", "reflection_pb2_grpc")
+    return (importlib.import_module("perld.v1.perld_pb2"),
+            importlib.import_module("perld.v1.perld_pb2_grpc"),
+            {n: importlib.import_module(n) for n in names})
+
+
+def finish():
+    """Prints the verdict line the CTest entries match; returns the exit status."""
+    print("FAILED: " + "; ".join(failures) if failures else "PASSED")
+    return 1 if failures else 0
