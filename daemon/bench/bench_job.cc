@@ -51,6 +51,9 @@ std::string DescribeBenchOptions(const BenchOptions& o) {
                   " --maxQs ", o.channels.max_qs, " --qPerWorker ", o.channels.q_per_worker,
                   " --maxPendingPerWorker ", o.channels.max_pending_per_worker, " --overflow ",
                   o.channels.overflow == OverflowPolicy::kBlock ? "block" : "drop");
+  if (o.channels.queue == QueueKind::kMpsc && !o.channels.mpsc_batched) {
+    absl::StrAppend(&s, " --mpscVariant record");
+  }
   return s;
 }
 

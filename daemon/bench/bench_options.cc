@@ -90,6 +90,7 @@ std::string BenchUsage() {
   -minlatency N       lowest recorded latency in the time unit (default 0)
   -maxlatency N       highest recorded latency in the time unit (default 180000 ms)
   -mpscqueue B        true (default): intrusive MPSC queue; false: library queue baseline
+  --mpscVariant V     batch (default): batch nodes; record: the per-record intrusive queue
   -csvfile PATH       also write SBK-layout CSV rows to PATH ('no' disables; default no)
   -interval S         reporting interval in seconds (default 5)
   -class perlbench    accepted for SBK compatibility (perlbench is the only class)
@@ -170,6 +171,17 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
          absl::StatusOr<bool> b = ParseBool(name, v);
          if (!b.ok()) return b.status();
          o.channels.queue = *b ? QueueKind::kMpsc : QueueKind::kLibrary;
+         return absl::OkStatus();
+       }},
+      {"mpscVariant",
+       [&](const std::string& name, const std::string& v) {
+         if (v == "batch") {
+           o.channels.mpsc_batched = true;
+         } else if (v == "record") {
+           o.channels.mpsc_batched = false;
+         } else {
+           return Bad(name, absl::StrCat("'", v, "' must be batch or record"));
+         }
          return absl::OkStatus();
        }},
       {"csvfile",

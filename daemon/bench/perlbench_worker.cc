@@ -53,10 +53,12 @@ WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer&
     ++r.attempted;
     r.sent += producer.Send(start / kNsPerUnit, end / kNsPerUnit, 1, plan.size) ? 1 : 0;
     if constexpr (kPaced) {
+      producer.Flush();  // about to wait: hand the partial batch over now
       PaceUntil(clock, t0 + static_cast<int64_t>(static_cast<double>(i + 1) * period_ns),
                 plan.deadline_ns);
     }
   }
+  producer.Flush();
   return r;
 }
 

@@ -38,32 +38,44 @@ void RecorderThread::Run() {
   int64_t next_tick = MonotonicNanos() + options_.tick_ns;
   uint64_t consumed = 0;
   int empty_rounds = 0;
+  int64_t next_take_all = 0;
   for (;;) {
     // acquire: pairs with StopAndDrain; read before the pass so that a pass
     // that starts after the flag sees every timestamp the producers sent.
     const bool stopping = stop_.load(std::memory_order_acquire);
-    // Busy: leave each queue's newest node for later, so the recorder never
-    // contends with producers on the queue tails. Idle for a few rounds, or
-    // stopping: take everything.
-    const bool take_all = stopping || empty_rounds >= kTakeAllAfterEmptyRounds;
+    int64_t now = MonotonicNanos();
+    // Busy: leave each queue's newest node (per-record variant) and the
+    // producers' partial batches (batch path) for later, so the recorder does
+    // not contend with producers on lines they are writing. Take everything
+    // when idle for a few rounds, when stopping, and at least every
+    // kTakeAllEveryNs: that bounds how long a timestamp waits in a partial
+    // batch while the recorder is busy.
+    const bool take_all =
+        stopping || empty_rounds >= kTakeAllAfterEmptyRounds || now >= next_take_all;
+    if (take_all) next_take_all = now + kTakeAllEveryNs;
     const size_t moved = work_.Drain(take_all ? PollMode::kAll : PollMode::kLeaveLast);
     if (moved > 0) {
       consumed += moved;
       consumed_.store(consumed, std::memory_order_relaxed);
       waiter.Reset();
       empty_rounds = 0;
-      // A short pass means the recorder is at the producers' heels: its next
-      // pass would read the very node lines (and queue links) they are
-      // writing, and every such line would bounce between the cores with
-      // each record. Parking briefly lets a batch build up, so a pass reads
-      // lines the producers finished with long ago.
+      // A short pass means the recorder is at the producers' heels. Give the
+      // core to them (yield: on a machine with fewer cores than threads the
+      // producers run; otherwise it returns at once) instead of sleeping: a
+      // fixed sleep after every short pass stalls producers that wait at a
+      // small pending bound (issue 14). busy_backoff_ns > 0 restores the
+      // old fixed park for measurement.
       if (moved < options_.short_pass && !stopping) {
-        std::this_thread::sleep_for(std::chrono::nanoseconds(options_.busy_backoff_ns));
+        if (options_.busy_backoff_ns > 0) {
+          std::this_thread::sleep_for(std::chrono::nanoseconds(options_.busy_backoff_ns));
+        } else {
+          std::this_thread::yield();
+        }
       }
+      now = MonotonicNanos();
     } else {
       ++empty_rounds;
     }
-    const int64_t now = MonotonicNanos();
     if (now >= next_tick) {
       work_.Tick(now);
       next_tick = now + options_.tick_ns;
@@ -71,7 +83,7 @@ void RecorderThread::Run() {
     if (moved == 0) {
       // Every queue was empty during a kAll pass that began after stop was
       // seen: nothing is left (a kAll Poll reports empty only when empty).
-      if (stopping) break;
+      if (stopping && take_all) break;
       waiter.Wait();
     }
   }

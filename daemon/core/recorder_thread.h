@@ -28,11 +28,11 @@ struct RecorderOptions {
   int64_t max_park_ns = IdleWaiter::kDefaultMaxParkNs;  // longest park when idle
   int64_t tick_ns = 10'000'000;                         // Tick at least every 10 ms
   // Busy backoff: after a pass that moved fewer than short_pass timestamps
-  // the recorder parks busy_backoff_ns, so producers run ahead by a batch
-  // instead of sharing every cache line with the recorder (measured in
-  // tests/bench/README.md, "PerlBench end to end": 7.8 -> 28-30 M records/s).
+  // the recorder yields the core (busy_backoff_ns == 0, the default) or
+  // parks busy_backoff_ns (the per-record variant's old setting, 20 us; it
+  // stalls small pending bounds: tests/bench/README.md).
   size_t short_pass = 1024;
-  int64_t busy_backoff_ns = 20'000;
+  int64_t busy_backoff_ns = 0;
 };
 
 class RecorderThread {
@@ -41,6 +41,9 @@ class RecorderThread {
   // node (PollMode::kAll); a lone last timestamp waits at most a few
   // microseconds of spinning.
   static constexpr int kTakeAllAfterEmptyRounds = 4;
+  // While busy, a kAll pass (which also takes partial batches) at least this
+  // often.
+  static constexpr int64_t kTakeAllEveryNs = 20'000;
 
   RecorderThread(RecorderWork& work, RecorderOptions options = {});
   // Drives one TimeStampChannels into `sink` (a ChannelsWork it owns).

@@ -1,5 +1,7 @@
-// TimeStamp: one completed operation, and TimeStampNode: the same payload with
-// the intrusive link used by TimeStampMpscQueue.
+// TimeStamp: one completed operation; TimeStampNode: the same payload with the
+// intrusive link of the per-record queue (QueueKind::kMpsc, mpsc_batched =
+// false); TimeStampBatchNode: a small batch of timestamps with one intrusive
+// link, the default channel's unit of publication (see timestamp_channels.h).
 //
 // A timestamp is (start, end, records, bytes) in the run's time unit; its
 // latency is end - start. `records` is the frequency of this observation (one
@@ -33,6 +35,34 @@ struct TimeStampNode {
   // Debug-only contract state: true from Add until Poll returns the node.
   std::atomic<bool> debug_in_queue{false};
 #endif
+};
+
+// A batch node: up to kCapacity timestamps written in place by the one
+// producer that owns the node, published to a queue with one exchange and
+// recycled whole (TimeStampBatchPool). Layout: the header (count, link,
+// recorder state) on its own cache line, then the payload array, which the
+// recorder reads sequentially.
+struct TimeStampBatchNode {
+  static constexpr uint32_t kCapacity = 32;
+
+  // Entries ts[0, count) are written and visible: the producer stores count
+  // with release order after writing each entry; the recorder loads it with
+  // acquire order (it may read a published prefix of an open batch).
+  alignas(64) std::atomic<uint32_t> count{0};
+  // Recorder-owned: entries [0, taken) were already delivered from the open
+  // batch; reset to 0 before the node is released to its pool.
+  uint32_t taken = 0;
+  // Producer's batch number (0, 1, 2, ...), written before the node becomes
+  // visible; lets the recorder keep each producer's records in order.
+  uint64_t seq = 0;
+  // The owning producer's recorder-side state (constant for the node's life).
+  void* origin = nullptr;
+  // Queue link (same rules as TimeStampNode::next).
+  std::atomic<TimeStampBatchNode*> next{nullptr};
+#ifndef NDEBUG
+  std::atomic<bool> debug_in_queue{false};
+#endif
+  alignas(64) TimeStamp ts[kCapacity];
 };
 
 }  // namespace perld

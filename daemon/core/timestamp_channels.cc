@@ -23,18 +23,37 @@ struct TimeStampProducer::LibraryItem {
   TimeStampProducer* origin = nullptr;
 };
 
+namespace {
+// Timestamps per batch node: a pending bound of B allows B / K nodes of K
+// timestamps; K = B / 8 (at least 1, at most the node's capacity) keeps at
+// least 8 nodes in flight per producer, so a small bound still pipelines.
+uint32_t BatchCapacity(const ChannelOptions& options) {
+  const size_t k = std::max<size_t>(options.max_pending_per_worker, 2) / 8;
+  return static_cast<uint32_t>(std::clamp<size_t>(k, 1, TimeStampBatchNode::kCapacity));
+}
+TimeStampProducer::Path PathOf(const ChannelOptions& options) {
+  if (options.queue == QueueKind::kLibrary) return TimeStampProducer::Path::kLibrary;
+  return options.mpsc_batched ? TimeStampProducer::Path::kBatch : TimeStampProducer::Path::kRecord;
+}
+}  // namespace
+
 TimeStampProducer::TimeStampProducer(const ChannelOptions& options,
                                      std::vector<TimeStampMpscQueue*> mpsc,
+                                     std::vector<TimeStampBatchQueue*> batch,
                                      std::vector<LibraryQueue*> library)
     : kind_(options.queue),
+      path_(PathOf(options)),
+      batch_cap_(BatchCapacity(options)),
       overflow_(options.overflow),
       max_pending_(std::max<size_t>(options.max_pending_per_worker, 1)),
       idle_ns_(options.producer_idle_ns),
-      queue_count_(static_cast<uint32_t>(std::max(mpsc.size(), library.size()))),
+      queue_count_(static_cast<uint32_t>(std::max({mpsc.size(), batch.size(), library.size()}))),
       mpsc_(std::move(mpsc)),
+      batch_(std::move(batch)),
       library_(std::move(library)),
-      // The library path never takes nodes from the pool; capacity stays unallocated.
-      pool_(options.max_pending_per_worker) {
+      // Pools allocate lazily: the ones a path does not use stay empty.
+      pool_(options.max_pending_per_worker),
+      batch_pool_(std::max<size_t>(options.max_pending_per_worker, 2) / batch_cap_, this) {
   for (LibraryQueue* q : library_)
     tokens_.push_back(std::make_unique<moodycamel::ProducerToken>(*q));
 }
@@ -59,6 +78,58 @@ TimeStampNode* TimeStampProducer::AcquireSlow() {
   TimeStampNode* node = nullptr;
   ApplyOverflowPolicy([&] { return (node = pool_.Acquire()) != nullptr; });
   return node;
+}
+
+bool TimeStampProducer::OpenBatch() {
+  TimeStampBatchNode* node = batch_pool_.Acquire();
+  if (node == nullptr &&
+      !ApplyOverflowPolicy([&] { return (node = batch_pool_.Acquire()) != nullptr; })) {
+    return false;
+  }
+  node->seq = seq_;
+  open_node_ = node;
+  open_count_ = 0;
+  // release: seq and the reset count are visible to a recorder that loads it.
+  open_.store(node, std::memory_order_release);
+  return true;
+}
+
+void TimeStampProducer::PublishOpen() {
+  TimeStampBatchNode* node = open_node_;
+  // Cleared before the node enters a queue: a recorder that polls the node
+  // (acquire on its link, which this thread's Add stores with release after
+  // this store) can no longer load it from open_ (see the reclamation
+  // argument in timestamp_channels.h).
+  open_.store(nullptr, std::memory_order_relaxed);
+  open_node_ = nullptr;
+  ++seq_;
+  batch_[next_queue_]->Add(node);
+  if (++next_queue_ == queue_count_) next_queue_ = 0;
+}
+
+size_t TimeStampProducer::DrainOpen(TimeStampSink& sink) {
+  TimeStampBatchNode* node = open_.load(std::memory_order_acquire);
+  // Only when every earlier batch was delivered: keeps the producer's order.
+  if (node == nullptr || node->seq != retired_) return 0;
+  const uint32_t count = node->count.load(std::memory_order_acquire);
+  if (count <= node->taken) return 0;
+  const size_t n = count - node->taken;
+  sink.Accept(node->ts + node->taken, n);
+  node->taken = count;
+  return n;
+}
+
+size_t TimeStampProducer::DeliverAndRecycle(TimeStampBatchNode* node, TimeStampSink& sink) {
+  const uint32_t count = node->count.load(std::memory_order_acquire);
+  size_t n = 0;
+  if (count > node->taken) {
+    n = count - node->taken;
+    sink.Accept(node->ts + node->taken, n);
+  }
+  auto* origin = static_cast<TimeStampProducer*>(node->origin);
+  ++origin->retired_;
+  origin->batch_pool_.Release(node);
+  return n;
 }
 
 bool TimeStampProducer::WaitForCredit() {
@@ -107,7 +178,9 @@ TimeStampChannels::TimeStampChannels(const ChannelOptions& options, int workers)
   const bool shared = options.max_qs > 0;
   const int queues = shared ? options.max_qs : options.q_per_worker * workers;
   for (int q = 0; q < queues; ++q) {
-    if (options.queue == QueueKind::kMpsc) {
+    if (options.queue == QueueKind::kMpsc && options.mpsc_batched) {
+      batch_queues_.push_back(std::make_unique<TimeStampBatchQueue>());
+    } else if (options.queue == QueueKind::kMpsc) {
       mpsc_.push_back(std::make_unique<TimeStampMpscQueue>());
     } else {
       library_.push_back(std::make_unique<TimeStampProducer::LibraryQueue>());
@@ -116,33 +189,61 @@ TimeStampChannels::TimeStampChannels(const ChannelOptions& options, int workers)
   const int per_producer = shared ? options.max_qs : options.q_per_worker;
   for (int w = 0; w < workers; ++w) {
     std::vector<TimeStampMpscQueue*> mpsc;
+    std::vector<TimeStampBatchQueue*> batch;
     std::vector<TimeStampProducer::LibraryQueue*> library;
     for (int i = 0; i < per_producer; ++i) {
       // Shared queues: start each worker at a different queue to spread load.
       const int q = shared ? (w + i) % queues : w * per_producer + i;
-      if (options.queue == QueueKind::kMpsc) {
+      if (!batch_queues_.empty()) {
+        batch.push_back(batch_queues_[q].get());
+      } else if (!mpsc_.empty()) {
         mpsc.push_back(mpsc_[q].get());
       } else {
         library.push_back(library_[q].get());
       }
     }
     producers_.push_back(std::unique_ptr<TimeStampProducer>(
-        new TimeStampProducer(options, std::move(mpsc), std::move(library))));
+        new TimeStampProducer(options, std::move(mpsc), std::move(batch), std::move(library))));
   }
 }
 
 TimeStampChannels::~TimeStampChannels() {
   // Queues hold nodes owned by producer pools: drop the queues first.
   mpsc_.clear();
+  batch_queues_.clear();
   library_.clear();
 }
 
 int TimeStampChannels::queue_count() const {
-  return static_cast<int>(std::max(mpsc_.size(), library_.size()));
+  return static_cast<int>(std::max({mpsc_.size(), batch_queues_.size(), library_.size()}));
 }
 
 size_t TimeStampChannels::Drain(TimeStampSink& sink, PollMode mode) {
+  if (!batch_queues_.empty()) return DrainBatch(sink, mode);
   return options_.queue == QueueKind::kMpsc ? DrainMpsc(sink, mode) : DrainLibrary(sink);
+}
+
+size_t TimeStampChannels::DrainBatch(TimeStampSink& sink, PollMode mode) {
+  // One node per queue per round (fairness; overlapping misses), each node
+  // delivered to the sink in place: its entries are contiguous.
+  constexpr size_t kMaxRounds = kMaxPerQueuePass / TimeStampBatchNode::kCapacity;
+  size_t moved = 0;
+  for (size_t round = 0; round < kMaxRounds; ++round) {
+    size_t found = 0;
+    for (auto& queue : batch_queues_) {
+      TimeStampBatchNode* node = queue->Poll();  // kAll: one exchange at most per batch
+      if (node == nullptr) continue;
+      ++found;
+      moved += TimeStampProducer::DeliverAndRecycle(node, sink);
+    }
+    if (found == 0) break;
+  }
+  // Take everything: also the published prefixes of the producers' open
+  // batches (the bounded hand-off delay; see the class comment).
+  if (mode == PollMode::kAll) {
+    for (auto& producer : producers_) moved += producer->DrainOpen(sink);
+  }
+  return moved;
 }
 
 size_t TimeStampChannels::DrainMpsc(TimeStampSink& sink, PollMode mode) {
@@ -197,9 +298,14 @@ size_t TimeStampChannels::DrainLibrary(TimeStampSink& sink) {
 
 std::vector<std::string> TimeStampChannels::Describe() const {
   std::vector<std::string> lines;
-  lines.push_back(options_.queue == QueueKind::kMpsc
-                      ? "PerL Timestamp Queue: TimeStampMpscQueue (MPSC)"
-                      : "PerL Timestamp Queue: moodycamel::ConcurrentQueue (library)");
+  if (!batch_queues_.empty()) {
+    lines.push_back("PerL Timestamp Queue: TimeStampMpscQueue (MPSC, batch nodes of " +
+                    std::to_string(producers_.front()->batch_capacity()) + ")");
+  } else {
+    lines.push_back(options_.queue == QueueKind::kMpsc
+                        ? "PerL Timestamp Queue: TimeStampMpscQueue (MPSC, per record)"
+                        : "PerL Timestamp Queue: moodycamel::ConcurrentQueue (library)");
+  }
   if (options_.max_qs > 0) {
     lines.push_back("PerL Timestamp Queue Topology: " + std::to_string(options_.max_qs) +
                     " shared queue(s) for " + std::to_string(producers_.size()) +

@@ -56,18 +56,37 @@ struct ChannelOptions {
   size_t max_pending_per_worker = 1 << 16;
   OverflowPolicy overflow = OverflowPolicy::kBlock;
   int64_t producer_idle_ns = 1'000;  // first park of a blocked producer
+  // QueueKind::kMpsc only. true (default): batch nodes (TimeStampBatchNode,
+  // up to 32 timestamps per exchange); false: the seed's per-record intrusive
+  // queue, kept as a measured variant (`perld bench --mpscVariant record`).
+  bool mpsc_batched = true;
 };
 
 class TimeStampChannels;
 
 class TimeStampProducer {
  public:
+  enum class Path { kBatch, kRecord, kLibrary };
+
   // Hot path. Publishes one timestamp. Returns false only when the drop policy
   // discarded it (counted in dropped()). Never allocates at steady state.
   bool Send(int64_t start, int64_t end, int32_t records, int32_t bytes) {
-    return kind_ == QueueKind::kMpsc ? SendMpsc(start, end, records, bytes)
-                                     : SendLibrary(start, end, records, bytes);
+    if (path_ == Path::kBatch) [[likely]]
+      return SendBatch(start, end, records, bytes);
+    return path_ == Path::kRecord ? SendMpsc(start, end, records, bytes)
+                                  : SendLibrary(start, end, records, bytes);
   }
+
+  // Publishes the producer's partial batch now (batch path; a no-op
+  // otherwise). Optional: the recorder also collects partial batches on its
+  // own (see "Hand-off delay" in timestamp_channels.h's class comment).
+  void Flush() {
+    if (open_node_ != nullptr && open_count_ > 0) PublishOpen();
+  }
+
+  // Timestamps per batch node on the batch path (1..32, from the pending
+  // bound), and batch nodes the pool may hold.
+  uint32_t batch_capacity() const { return batch_cap_; }
 
   // Timestamps accepted by Send (producer thread; others after joining it).
   uint64_t sent() const { return sent_; }
@@ -86,7 +105,25 @@ class TimeStampProducer {
       moodycamel::ConcurrentQueue<LibraryItem, moodycamel::ConcurrentQueueDefaultTraits>;
 
   TimeStampProducer(const ChannelOptions& options, std::vector<TimeStampMpscQueue*> mpsc,
-                    std::vector<LibraryQueue*> library);
+                    std::vector<TimeStampBatchQueue*> batch, std::vector<LibraryQueue*> library);
+
+  bool SendBatch(int64_t start, int64_t end, int32_t records, int32_t bytes) {
+    if (open_node_ == nullptr && !OpenBatch()) return false;  // counted drop
+    TimeStampBatchNode* node = open_node_;
+    node->ts[open_count_] = TimeStamp{start, end, records, bytes};
+    // release: the entry is visible to a recorder that reads the prefix.
+    node->count.store(++open_count_, std::memory_order_release);
+    if (open_count_ == batch_cap_) PublishOpen();
+    ++sent_;
+    return true;
+  }
+  bool OpenBatch();
+  void PublishOpen();
+  // Recorder thread: delivers the unread prefix of this producer's open batch
+  // when every earlier batch of the producer was delivered. Returns the count.
+  size_t DrainOpen(TimeStampSink& sink);
+  // Recorder thread: delivers a batch node polled from a queue and recycles it.
+  static size_t DeliverAndRecycle(TimeStampBatchNode* node, TimeStampSink& sink);
 
   bool SendMpsc(int64_t start, int64_t end, int32_t records, int32_t bytes) {
     TimeStampNode* node = pool_.Acquire();
@@ -113,21 +150,32 @@ class TimeStampProducer {
   static constexpr uint64_t kAckBatch = 64;
 
   const QueueKind kind_;
+  const Path path_;
+  const uint32_t batch_cap_;
   const OverflowPolicy overflow_;
   const uint64_t max_pending_;
   const int64_t idle_ns_;
   uint32_t next_queue_ = 0;
   const uint32_t queue_count_;
   std::vector<TimeStampMpscQueue*> mpsc_;
+  std::vector<TimeStampBatchQueue*> batch_;
   std::vector<LibraryQueue*> library_;
   std::vector<std::unique_ptr<moodycamel::ProducerToken>> tokens_;
   TimeStampNodePool pool_;
+  TimeStampBatchPool batch_pool_;
+  TimeStampBatchNode* open_node_ = nullptr;  // producer-private: the batch being filled
+  uint32_t open_count_ = 0;                  // entries in open_node_
+  uint64_t seq_ = 0;                         // batches published so far
   uint64_t sent_ = 0;
   uint64_t acked_seen_ = 0;  // producer's cached copy of acked_
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> blocked_{0};
   alignas(64) std::atomic<uint64_t> acked_{0};  // written by the recorder
   uint64_t pending_acks_ = 0;                   // recorder-owned
+  uint64_t retired_ = 0;  // recorder-owned: batch nodes of this producer delivered
+  // The open batch as the recorder may see it: set (release) when a node is
+  // opened, cleared before it is published to a queue. Written once per batch.
+  alignas(64) std::atomic<TimeStampBatchNode*> open_{nullptr};
 };
 
 class TimeStampChannels {
@@ -164,10 +212,12 @@ class TimeStampChannels {
  private:
   TimeStampChannels(const ChannelOptions& options, int workers);
   size_t DrainMpsc(TimeStampSink& sink, PollMode mode);
+  size_t DrainBatch(TimeStampSink& sink, PollMode mode);
   size_t DrainLibrary(TimeStampSink& sink);
 
   const ChannelOptions options_;
   std::vector<std::unique_ptr<TimeStampMpscQueue>> mpsc_;
+  std::vector<std::unique_ptr<TimeStampBatchQueue>> batch_queues_;
   std::vector<std::unique_ptr<TimeStampProducer::LibraryQueue>> library_;
   std::vector<std::unique_ptr<TimeStampProducer>> producers_;
   TimeStamp batch_[kBatch];

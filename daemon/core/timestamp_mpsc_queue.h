@@ -93,14 +93,15 @@ namespace perld {
 // touches the producers' tail_ (see "Backlog polling" above).
 enum class PollMode { kAll, kLeaveLast };
 
-class TimeStampMpscQueue {
+template <class Node>
+class BasicMpscQueue {
  public:
-  TimeStampMpscQueue() : tail_(&stub_), head_(&stub_) {}
-  TimeStampMpscQueue(const TimeStampMpscQueue&) = delete;
-  TimeStampMpscQueue& operator=(const TimeStampMpscQueue&) = delete;
+  BasicMpscQueue() : tail_(&stub_), head_(&stub_) {}
+  BasicMpscQueue(const BasicMpscQueue&) = delete;
+  BasicMpscQueue& operator=(const BasicMpscQueue&) = delete;
 
   // Appends `node`. Any thread. REQUIRES: node is not in any queue.
-  void Add(TimeStampNode* node) {
+  void Add(Node* node) {
     PERLD_CONTRACT(!cleared_.load(std::memory_order_relaxed),
                    "TimeStampMpscQueue::Add after Clear (use after clear)");
 #ifndef NDEBUG
@@ -114,10 +115,10 @@ class TimeStampMpscQueue {
   // (kAll) or holds no node with a linked successor (kLeaveLast). Consumer
   // thread only. The returned node is no longer referenced by the queue or by
   // any producer and may be reused immediately.
-  TimeStampNode* Poll(PollMode mode = PollMode::kAll) {
+  Node* Poll(PollMode mode = PollMode::kAll) {
     CheckConsumer();
-    TimeStampNode* head = head_;
-    TimeStampNode* next = head->next.load(std::memory_order_acquire);
+    Node* head = head_;
+    Node* next = head->next.load(std::memory_order_acquire);
     if (head == &stub_) {
       if (next == nullptr) {
         if (mode == PollMode::kLeaveLast) return nullptr;
@@ -147,22 +148,22 @@ class TimeStampMpscQueue {
   template <class Release>
   size_t Clear(Release&& release) {
     size_t n = 0;
-    for (TimeStampNode* node = Poll(); node != nullptr; node = Poll(), ++n) release(node);
+    for (Node* node = Poll(); node != nullptr; node = Poll(), ++n) release(node);
     cleared_.store(true, std::memory_order_relaxed);
     return n;
   }
 
  private:
-  void Link(TimeStampNode* node) {
+  void Link(Node* node) {
     node->next.store(nullptr, std::memory_order_relaxed);
-    TimeStampNode* prev = tail_.exchange(node, std::memory_order_acq_rel);
+    Node* prev = tail_.exchange(node, std::memory_order_acq_rel);
     prev->next.store(node, std::memory_order_release);  // last access to prev
   }
 
   // Waits until the producer that exchanged `node` as its prev links it.
-  static TimeStampNode* AwaitLink(TimeStampNode* node) {
+  static Node* AwaitLink(Node* node) {
     for (unsigned spins = 0;; ++spins) {
-      TimeStampNode* next = node->next.load(std::memory_order_acquire);
+      Node* next = node->next.load(std::memory_order_acquire);
       if (next != nullptr) return next;
       if (spins < 64) {
         CpuRelax();
@@ -184,13 +185,18 @@ class TimeStampMpscQueue {
 #endif
   }
 
-  alignas(64) std::atomic<TimeStampNode*> tail_;  // producer-shared (I1)
-  alignas(64) TimeStampNode* head_;               // consumer-owned (I2)
-  TimeStampNode stub_;
+  alignas(64) std::atomic<Node*> tail_;  // producer-shared (I1)
+  alignas(64) Node* head_;               // consumer-owned (I2)
+  Node stub_;
   std::atomic<bool> cleared_{false};
 #ifndef NDEBUG
   std::atomic<std::thread::id> consumer_{};
 #endif
 };
+
+// The per-record intrusive queue (the seed's shape) and the batch queue of the
+// default channel: the same algorithm over different nodes.
+using TimeStampMpscQueue = BasicMpscQueue<TimeStampNode>;
+using TimeStampBatchQueue = BasicMpscQueue<TimeStampBatchNode>;
 
 }  // namespace perld

@@ -124,4 +124,77 @@ class TimeStampNodePool {
   size_t pos_ = 0;  // next node of slab_
 };
 
+// TimeStampBatchPool: the batch nodes of one producer (the default channel).
+//
+// Threads: Acquire() on the producer thread; Release() on the recorder thread.
+// Nodes are allocated lazily, one at a time, up to `capacity`, and freed only
+// by the destructor (so a node pointer stays valid for the pool's life).
+//
+// Free nodes: Release() appends the node to a single-producer single-consumer
+// ring of node pointers (recorder -> producer); Acquire() takes the oldest
+// returned node, or allocates while below capacity. Any returned node will do:
+// a producer blocked at the bound waits for whichever node the recorder
+// finishes first, never for one particular node (the ring-ordered pool of the
+// per-record variant waits for the next node of its cycle). The ring never
+// overflows: it has room for every node that can exist. Only `tail_` is
+// shared (written by the recorder, read by the producer when its cached copy
+// says the ring is empty); the producer's read index is private.
+class TimeStampBatchPool {
+ public:
+  // REQUIRES: capacity >= 1.
+  TimeStampBatchPool(size_t capacity, void* origin)
+      : capacity_(std::max<size_t>(capacity, 1)), mask_(RingSize(capacity_) - 1), origin_(origin) {
+    ring_ = std::make_unique<TimeStampBatchNode*[]>(mask_ + 1);
+    nodes_.reserve(capacity_);
+  }
+  TimeStampBatchPool(const TimeStampBatchPool&) = delete;
+  TimeStampBatchPool& operator=(const TimeStampBatchPool&) = delete;
+
+  // Producer thread. A free node (count and taken are 0), or nullptr when all
+  // `capacity` nodes exist and none has been released.
+  TimeStampBatchNode* Acquire() {
+    if (head_ == tail_seen_) {
+      tail_seen_ = tail_.load(std::memory_order_acquire);  // pairs with Release
+      if (head_ == tail_seen_) return Grow();
+    }
+    return ring_[head_++ & mask_];
+  }
+
+  // Recorder thread. Returns a node whose entries were all delivered.
+  void Release(TimeStampBatchNode* node) {
+    node->taken = 0;
+    node->count.store(0, std::memory_order_relaxed);           // published by the tail store
+    const uint64_t t = tail_.load(std::memory_order_relaxed);  // single writer
+    ring_[t & mask_] = node;
+    tail_.store(t + 1, std::memory_order_release);
+  }
+
+  size_t capacity() const { return capacity_; }
+  // Nodes allocated so far (producer thread, or any thread once quiescent).
+  size_t allocated() const { return nodes_.size(); }
+
+ private:
+  static size_t RingSize(size_t n) {
+    size_t r = 1;
+    while (r < n) r <<= 1;
+    return r;
+  }
+
+  TimeStampBatchNode* Grow() {
+    if (nodes_.size() >= capacity_) return nullptr;
+    nodes_.push_back(std::make_unique<TimeStampBatchNode>());
+    nodes_.back()->origin = origin_;
+    return nodes_.back().get();
+  }
+
+  const size_t capacity_;
+  const uint64_t mask_;
+  void* const origin_;
+  std::unique_ptr<TimeStampBatchNode*[]> ring_;
+  std::vector<std::unique_ptr<TimeStampBatchNode>> nodes_;  // producer-owned
+  uint64_t head_ = 0;                                       // producer-private
+  uint64_t tail_seen_ = 0;                                  // producer's copy of tail_
+  alignas(64) std::atomic<uint64_t> tail_{0};               // written by the recorder
+};
+
 }  // namespace perld

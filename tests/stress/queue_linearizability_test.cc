@@ -344,7 +344,7 @@ CampaignResult RunCampaign(Adapter& adapter, int producers, int iterations, uint
         for (int k = 0; k < plan.adds[p]; ++k) {
           const int64_t value = (p + 1) * 100 + k;
           RandomPause(rng);
-          TimeStampNode* node = adapter.Acquire(p);
+          auto* node = adapter.Acquire(p);
           for (int64_t w = 0; node == nullptr && w < kWaitLimit; ++w) {
             std::this_thread::yield();
             node = adapter.Acquire(p);
@@ -353,7 +353,7 @@ CampaignResult RunCampaign(Adapter& adapter, int producers, int iterations, uint
             wait_limit_hit.store(true);
             break;
           }
-          node->ts = TimeStamp{value, value + 1, 1, static_cast<int32_t>(value)};
+          adapter.Fill(node, value);
           log.RecordAdd(value, [&] {
             MaybeYieldInside(rng);
             adapter.Add(node);
@@ -373,9 +373,9 @@ CampaignResult RunCampaign(Adapter& adapter, int producers, int iterations, uint
       ThreadLog& log = *logs[0];
       int received = 0;
       auto poll = [&](int64_t* value) {
-        TimeStampNode* node = adapter.Poll();
+        auto* node = adapter.Poll();
         if (node == nullptr) return false;
-        *value = node->ts.start;
+        *value = adapter.Value(node);
         adapter.Release(node);
         return true;
       };
@@ -460,6 +460,10 @@ CampaignResult RunCampaign(Adapter& adapter, int producers, int iterations, uint
 // Fresh (never recycled) nodes, one queue per iteration.
 class FreshNodeAdapter {
  public:
+  static void Fill(TimeStampNode* node, int64_t value) {
+    node->ts = TimeStamp{value, value + 1, 1, static_cast<int32_t>(value)};
+  }
+  static int64_t Value(const TimeStampNode* node) { return node->ts.start; }
   void BeginIteration(int producers) {
     queue_ = std::make_unique<TimeStampMpscQueue>();
     nodes_.clear();
@@ -486,6 +490,10 @@ class FreshNodeAdapter {
 // and the pool's return path all cross iteration boundaries.
 class PooledNodeAdapter {
  public:
+  static void Fill(TimeStampNode* node, int64_t value) {
+    node->ts = TimeStamp{value, value + 1, 1, static_cast<int32_t>(value)};
+  }
+  static int64_t Value(const TimeStampNode* node) { return node->ts.start; }
   PooledNodeAdapter(int producers, size_t capacity) {
     for (int p = 0; p < producers; ++p) {
       pools_.push_back(std::make_unique<TimeStampNodePool>(capacity));
@@ -518,9 +526,75 @@ class PooledNodeAdapter {
   int64_t reused_[kMaxProducers] = {};
 };
 
+// The default channel's shape: batch nodes through TimeStampBatchQueue,
+// recycled whole through one tiny TimeStampBatchPool per producer (its return
+// ring), queue and pools living for the whole campaign. A history value is one
+// batch: the node carries 1..3 entries, all stamped with the value, and the
+// consumer checks every entry (a torn or recycled-too-early batch shows up as
+// a mismatch, counted in corrupt()).
+class BatchNodeAdapter {
+ public:
+  BatchNodeAdapter(int producers, size_t capacity) {
+    for (int p = 0; p < producers; ++p) {
+      pools_.push_back(std::make_unique<TimeStampBatchPool>(capacity, nullptr));
+      seen_.emplace_back();
+    }
+  }
+  void BeginIteration(int) {}
+  TimeStampBatchNode* Acquire(int p) {
+    TimeStampBatchNode* node = pools_[static_cast<size_t>(p)]->Acquire();
+    if (node != nullptr) {
+      node->origin = pools_[static_cast<size_t>(p)].get();
+      if (!seen_[static_cast<size_t>(p)].insert(node).second) ++reused_[p];
+    }
+    return node;
+  }
+  static void Fill(TimeStampBatchNode* node, int64_t value) {
+    const uint32_t n = 1 + static_cast<uint32_t>(value % 3);
+    for (uint32_t i = 0; i < n; ++i) {
+      node->ts[i] = TimeStamp{value, value + i, 1, static_cast<int32_t>(value)};
+      node->count.store(i + 1, std::memory_order_release);
+    }
+  }
+  int64_t Value(const TimeStampBatchNode* node) {
+    const int64_t value = node->ts[0].start;
+    const uint32_t n = node->count.load(std::memory_order_acquire);
+    if (n != 1 + static_cast<uint32_t>(value % 3)) ++corrupt_;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (node->ts[i].start != value || node->ts[i].end != value + i) ++corrupt_;
+    }
+    return value;
+  }
+  void Add(TimeStampBatchNode* node) { queue_.Add(node); }
+  TimeStampBatchNode* Poll() { return queue_.Poll(); }
+  void Release(TimeStampBatchNode* node) {
+    static_cast<TimeStampBatchPool*>(node->origin)->Release(node);
+  }
+  void EndIteration() {}
+
+  int64_t reused() const { return std::accumulate(std::begin(reused_), std::end(reused_), 0); }
+  int64_t corrupt() const { return corrupt_; }
+  size_t allocated() const {
+    size_t n = 0;
+    for (const auto& pool : pools_) n += pool->allocated();
+    return n;
+  }
+
+ private:
+  std::vector<std::unique_ptr<TimeStampBatchPool>> pools_;
+  TimeStampBatchQueue queue_;
+  std::vector<std::set<TimeStampBatchNode*>> seen_;
+  int64_t reused_[kMaxProducers] = {};
+  int64_t corrupt_ = 0;  // consumer thread; read by main after the campaign
+};
+
 // A deliberately broken queue (LIFO under a mutex) the harness must catch.
 class LifoAdapter {
  public:
+  static void Fill(TimeStampNode* node, int64_t value) {
+    node->ts = TimeStamp{value, value + 1, 1, static_cast<int32_t>(value)};
+  }
+  static int64_t Value(const TimeStampNode* node) { return node->ts.start; }
   void BeginIteration(int producers) { fresh_.BeginIteration(producers); }
   TimeStampNode* Acquire(int p) { return fresh_.Acquire(p); }
   void Add(TimeStampNode* node) {
@@ -580,6 +654,23 @@ TEST(TimeStampMpscQueueLinearizabilityTest, RandomHistoriesWithRecycledPoolNodes
           RunCampaign(adapter, producers, Scaled(1500), 2000 + producers * 10 + c.capacity, true));
       EXPECT_GT(adapter.reused(), 0) << "recycled nodes must appear in the histories";
       EXPECT_LE(adapter.allocated(), producers * c.capacity);
+    }
+  }
+  EXPECT_GT(overlapping, 0);
+}
+
+TEST(TimeStampMpscQueueLinearizabilityTest, RandomHistoriesOfRecycledBatchNodesAreLinearizable) {
+  int overlapping = 0;
+  for (size_t capacity : {size_t{2}, size_t{3}}) {
+    for (int producers = 2; producers <= kMaxProducers; ++producers) {
+      SCOPED_TRACE("producers=" + std::to_string(producers) +
+                   " capacity=" + std::to_string(capacity));
+      BatchNodeAdapter adapter(producers, capacity);
+      overlapping += ExpectNoViolation(
+          RunCampaign(adapter, producers, Scaled(1500), 4000 + producers * 10 + capacity, true));
+      EXPECT_EQ(adapter.corrupt(), 0) << "a batch was torn or recycled while in use";
+      EXPECT_GT(adapter.reused(), 0) << "recycled nodes must appear in the histories";
+      EXPECT_LE(adapter.allocated(), producers * capacity);
     }
   }
   EXPECT_GT(overlapping, 0);

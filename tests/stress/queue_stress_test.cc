@@ -55,18 +55,18 @@ TimeStamp MakeRecord(int producer, int64_t seq) {
   return TimeStamp{producer, seq, 1, Checksum(producer, seq)};
 }
 
-// The single-threaded reference: record `seq` of producer p travels through
-// lane seq % lanes (the producer's rotation over its queues), and each lane
-// must deliver that producer's records in order, each exactly once.
+// The single-threaded reference: the producer rotates over its queues (lanes)
+// once per `batch` records (1: per record; the batch path: per batch node),
+// so record `seq` of producer p travels through lane (seq / batch) % lanes, and
+// each lane must deliver that producer's records in order, each exactly once.
 class DeliveryChecker {
  public:
-  DeliveryChecker(int producers, int lanes)
+  DeliveryChecker(int producers, int lanes, int64_t batch = 1)
       : lanes_(lanes),
+        batch_(batch),
         next_(static_cast<size_t>(producers)),
         count_(static_cast<size_t>(producers)) {
-    for (auto& lane_next : next_) {
-      for (int l = 0; l < lanes; ++l) lane_next.push_back(l);
-    }
+    for (auto& lane_next : next_) lane_next.assign(static_cast<size_t>(lanes), 0);
   }
 
   void Check(const TimeStamp& ts) {
@@ -79,14 +79,18 @@ class DeliveryChecker {
     if (ts.records != 1 || ts.bytes != Checksum(p, seq)) {
       Fail("corrupt payload for producer " + std::to_string(p) + " seq " + std::to_string(seq));
     }
-    int64_t& expected = next_[static_cast<size_t>(p)][static_cast<size_t>(seq % lanes_)];
-    if (seq != expected) {
-      Fail("producer " + std::to_string(p) + " lane " + std::to_string(seq % lanes_) +
-           ": expected seq " + std::to_string(expected) + ", got " + std::to_string(seq) +
-           (seq < expected ? " (duplicate or reordered)" : " (missing or reordered)"));
-      if (seq > expected) expected = seq + lanes_;
+    const int64_t node = seq / batch_;
+    const int64_t lane = node % lanes_;
+    const int64_t index = (node / lanes_) * batch_ + seq % batch_;  // position within the lane
+    int64_t& expected = next_[static_cast<size_t>(p)][static_cast<size_t>(lane)];
+    if (index != expected) {
+      Fail("producer " + std::to_string(p) + " lane " + std::to_string(lane) +
+           ": expected lane index " + std::to_string(expected) + ", got " + std::to_string(index) +
+           " (seq " + std::to_string(seq) + ")" +
+           (index < expected ? " (duplicate or reordered)" : " (missing or reordered)"));
+      if (index > expected) expected = index + 1;
     } else {
-      expected += lanes_;
+      ++expected;
     }
     ++count_[static_cast<size_t>(p)];
   }
@@ -106,6 +110,7 @@ class DeliveryChecker {
   }
 
   const int lanes_;
+  const int64_t batch_;
   std::vector<std::vector<int64_t>> next_;
   std::vector<uint64_t> count_;
   int64_t errors_ = 0;
@@ -115,7 +120,7 @@ class DeliveryChecker {
 // Runs on the recorder thread; read by the test after StopAndDrain (joined).
 class VerifyingSink : public TimeStampSink {
  public:
-  VerifyingSink(int producers, int lanes) : checker_(producers, lanes) {}
+  VerifyingSink(int producers, int lanes, int64_t batch = 1) : checker_(producers, lanes, batch) {}
   void Accept(const TimeStamp* batch, size_t n) override {
     if (n == 0 || n > TimeStampChannels::kBatch) ++bad_batches_;
     for (size_t i = 0; i < n; ++i) checker_.Check(batch[i]);
@@ -340,7 +345,9 @@ struct ChannelRun {
 };
 
 std::string Describe(const ChannelRun& run) {
-  return std::string(run.options.queue == QueueKind::kMpsc ? "kMpsc" : "kLibrary") +
+  return std::string(run.options.queue == QueueKind::kLibrary ? "kLibrary"
+                     : run.options.mpsc_batched               ? "kMpsc(batch)"
+                                                              : "kMpsc(record)") +
          " maxQs=" + std::to_string(run.options.max_qs) +
          " qPerWorker=" + std::to_string(run.options.q_per_worker) +
          " pending=" + std::to_string(run.options.max_pending_per_worker) +
@@ -367,7 +374,9 @@ ChannelResult RunChannels(const ChannelRun& run) {
   EXPECT_TRUE(created.ok()) << created.status();
   if (!created.ok()) return result;
   TimeStampChannels& channels = **created;
-  VerifyingSink sink(run.workers, Lanes(run.options));
+  const bool batched = run.options.queue == QueueKind::kMpsc && run.options.mpsc_batched;
+  VerifyingSink sink(run.workers, Lanes(run.options),
+                     batched ? channels.producer(0).batch_capacity() : 1);
   RecorderThread recorder(channels, sink);
   recorder.Start();
   std::vector<std::thread> workers;
@@ -479,11 +488,47 @@ TEST(TimeStampChannelsStressTest, LibraryDropPolicyCountsEveryRecord) {
   RunDroppingTopologies(QueueKind::kLibrary);
 }
 
+TEST(TimeStampChannelsStressTest, MpscPerRecordVariantBlockingDeliversEveryRecordOnceInOrder) {
+  for (ChannelRun run : Topologies(QueueKind::kMpsc, OverflowPolicy::kBlock, Scaled(300'000))) {
+    run.options.mpsc_batched = false;
+    SCOPED_TRACE(Describe(run));
+    const ChannelResult r = RunChannels(run);
+    EXPECT_EQ(r.delivered, r.attempted);
+  }
+}
+
+// Issue 14: every legal pending bound keeps the pipeline moving. The whole
+// range of small bounds (and a few large ones), both topologies, one and two
+// writers, through the real RecorderThread: every record arrives exactly once
+// and in lane order. Asserts completion and counts, never time.
+TEST(TimeStampChannelsStressTest, EveryPendingBoundCompletes) {
+  std::vector<size_t> bounds;
+  for (size_t b = 2; b <= 80; ++b) bounds.push_back(b);
+  for (size_t b : {100, 127, 128, 129, 255, 256, 257, 1000, 4096, 65536}) bounds.push_back(b);
+  for (size_t pending : bounds) {
+    for (int workers : {1, 2}) {
+      for (int max_qs : {0, 1}) {
+        ChannelRun run;
+        run.options.queue = QueueKind::kMpsc;
+        run.options.max_qs = max_qs;
+        run.options.max_pending_per_worker = pending;
+        run.workers = workers;
+        run.per_worker = Scaled(5'000);
+        SCOPED_TRACE(Describe(run));
+        const ChannelResult r = RunChannels(run);
+        EXPECT_EQ(r.delivered, r.attempted);
+        EXPECT_EQ(r.dropped, 0u);
+      }
+    }
+  }
+}
+
 TEST(TimeStampChannelsStressTest, RandomlyPausedProducersOnOneSharedQueue) {
-  for (QueueKind kind : {QueueKind::kMpsc, QueueKind::kLibrary}) {
+  for (int variant = 0; variant < 3; ++variant) {
     for (OverflowPolicy overflow : {OverflowPolicy::kBlock, OverflowPolicy::kDrop}) {
       ChannelRun run;
-      run.options.queue = kind;
+      run.options.queue = variant == 2 ? QueueKind::kLibrary : QueueKind::kMpsc;
+      run.options.mpsc_batched = variant == 0;
       run.options.overflow = overflow;
       run.options.max_qs = 1;
       run.options.max_pending_per_worker = 8;

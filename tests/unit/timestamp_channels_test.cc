@@ -2,8 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "daemon/core/clock.h"
+#include "daemon/core/recorder_thread.h"
 
 namespace perld {
 namespace {
@@ -96,6 +102,64 @@ TEST(TimeStampChannelsTest, PoolNeverAllocatesMoreThanTheBound) {
   }
   EXPECT_EQ(sink.seen.size() + (*channels)->dropped(), 6000u);
   EXPECT_EQ(sink.seen.size(), 4000u);
+}
+
+// The batch path's partial batch: the busy drain (kLeaveLast) leaves it with
+// its producer, a take-everything drain (kAll) delivers its published prefix,
+// and the rest of the batch follows in order when it is published. Exact
+// counts and per-producer order throughout.
+TEST(TimeStampChannelsTest, PartialBatchIsTakenByAFullDrainInOrder) {
+  auto made = TimeStampChannels::Create(
+      Options(QueueKind::kMpsc, 0, 2, 1 << 16, OverflowPolicy::kBlock), 1);
+  ASSERT_TRUE(made.ok());
+  TimeStampChannels& channels = **made;
+  TimeStampProducer& p = channels.producer(0);
+  const uint32_t k = p.batch_capacity();
+  ASSERT_EQ(k, TimeStampBatchNode::kCapacity);
+  CollectingSink sink;
+  int64_t next = 0;
+  auto send = [&](int n) {
+    for (int i = 0; i < n; ++i, ++next) ASSERT_TRUE(p.Send(next, next + 1, 1, 0));
+  };
+  send(3);
+  EXPECT_EQ(channels.Drain(sink, PollMode::kLeaveLast), 0u) << "busy drain leaves partial batches";
+  EXPECT_EQ(channels.Drain(sink, PollMode::kAll), 3u);
+  EXPECT_EQ(channels.Drain(sink, PollMode::kAll), 0u) << "a prefix is delivered once";
+  send(static_cast<int>(k) * 2 + 5);  // completes the first batch, fills a second, opens a third
+  EXPECT_EQ(channels.Drain(sink, PollMode::kLeaveLast), 2 * k - 3);
+  EXPECT_EQ(channels.Drain(sink, PollMode::kAll), 8u);
+  p.Flush();
+  send(1);
+  EXPECT_EQ(channels.Drain(sink, PollMode::kAll), 1u);
+  ASSERT_EQ(sink.seen.size(), static_cast<size_t>(next));
+  for (int64_t i = 0; i < next; ++i) EXPECT_EQ(sink.seen[static_cast<size_t>(i)].start, i);
+}
+
+// Bounded hand-off delay: a producer sends a few timestamps and then goes
+// idle without flushing or stopping. The running recorder must deliver them
+// on its own (it takes partial batches at least every
+// RecorderThread::kTakeAllEveryNs while busy and on every idle pass). The
+// test asserts delivery, not time; it prints the delay it saw.
+TEST(TimeStampChannelsTest, IdleProducersPartialBatchReachesTheRecorder) {
+  auto made = TimeStampChannels::Create(
+      Options(QueueKind::kMpsc, 1, 1, 1 << 16, OverflowPolicy::kBlock), 2);
+  ASSERT_TRUE(made.ok());
+  CollectingSink sink;
+  RecorderThread recorder(**made, sink);
+  recorder.Start();
+  for (int round = 1; round <= 3; ++round) {
+    const uint64_t before = recorder.consumed();
+    const int64_t t0 = MonotonicNanos();
+    for (int w = 0; w < 2; ++w) ASSERT_TRUE((*made)->producer(w).Send(round, round + 1, 1, 0));
+    while (recorder.consumed() < before + 2 && MonotonicNanos() - t0 < 60'000'000'000) {
+      std::this_thread::yield();
+    }
+    EXPECT_EQ(recorder.consumed(), before + 2) << "round " << round;
+    std::printf("  partial batches delivered %.1f us after the sends\n",
+                static_cast<double>(MonotonicNanos() - t0) / 1e3);
+  }
+  recorder.StopAndDrain();
+  EXPECT_EQ(sink.seen.size(), 6u);
 }
 
 }  // namespace
