@@ -1,5 +1,6 @@
 #include "daemon/bench/bench_job.h"
 
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -84,7 +85,9 @@ absl::StatusOr<std::unique_ptr<BenchJob>> BenchJob::Start(runs::RunManager& mana
   run.spec.latency.min_latency = o.min_latency.value_or(unit_defaults.min_latency);
   run.spec.latency.max_latency = o.max_latency.value_or(unit_defaults.max_latency);
   run.spec.reporting_interval_ms = s.reporting_interval_ms;
-  run.spec.clock = s.clock->tsc() != nullptr ? "tsc" : "monotonic";
+  run.spec.clock = s.clock->info().description;
+  // Rounded up: never claim a finer resolution than measured (0: unknown).
+  run.spec.clock_resolution_ns = static_cast<int64_t>(std::ceil(s.clock->info().resolution_ns));
   run.spec.parameters = DescribeBenchOptions(o);
   run.spec.writers = o.writers;
   run.spec.readers = o.readers;

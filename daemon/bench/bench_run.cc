@@ -101,15 +101,18 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   if (!topology.ok()) return topology.status();
 
   std::optional<TscClock> tsc;
+  std::string why_not_tsc = "--clock monotonic";
   if (options.clock != ClockSource::kMonotonic) {
     absl::StatusOr<TscClock> t = TscClock::Create();
     if (t.ok()) {
       tsc = *t;
     } else if (options.clock == ClockSource::kTsc) {
       return absl::FailedPreconditionError(absl::StrCat("--clock tsc: ", t.status().message()));
+    } else {
+      why_not_tsc = absl::StrCat("TSC not used: ", t.status().message());
     }
   }
-  const BenchClock clock(tsc ? &*tsc : nullptr);
+  const BenchClock clock(tsc ? &*tsc : nullptr, why_not_tsc);
 
   ReportContext ctx;
   ctx.action = options.writers > 0 && options.readers > 0 ? "Write_Reading"
@@ -147,10 +150,7 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
       << config.max_latency << "]\n";
   for (const std::string& line : (*topology)->Describe()) out << line << "\n";
   topology->reset();
-  out << "PerL Clock: "
-      << (tsc ? absl::StrFormat("calibrated TSC (%.4f ticks/ns)", tsc->ticks_per_ns())
-              : std::string("CLOCK_MONOTONIC"))
-      << "\n";
+  out << "PerL Clock: " << clock.info().description << "\n";
   if (metrics) out << "PerL Prometheus metrics: " << metrics->Url() << "\n";
   std::string mode;
   switch (options.mode()) {

@@ -44,14 +44,17 @@ WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer&
   WorkerResult r;
   for (int64_t i = 0; i < limit; ++i) {
     if (i % kStopCheckInterval == 0 && stop.load(std::memory_order_relaxed)) break;
-    const int64_t start = clock.NowNanos();
-    if (start >= deadline) break;  // hard deadline
+    const int64_t t0_raw = clock.Ticks();
     // The operation: a write completes immediately; a read returns the same
     // preallocated payload. Both are this one compiler-opaque use of it.
     Consume(payload.get());
-    const int64_t end = clock.NowNanos();
+    const int64_t t1_raw = clock.Ticks();
+    const int64_t start_ns = clock.ToNanos(t0_raw);
+    if (start_ns >= deadline) break;  // hard deadline
+    const int64_t start = start_ns / kNsPerUnit;
+    const int64_t latency = clock.DeltaNanos(t1_raw - t0_raw) / kNsPerUnit;  // converted once
     ++r.attempted;
-    r.sent += producer.Send(start / kNsPerUnit, end / kNsPerUnit, 1, plan.size) ? 1 : 0;
+    r.sent += producer.Send(start, start + latency, 1, plan.size) ? 1 : 0;
     if constexpr (kPaced) {
       producer.Flush();  // about to wait: hand the partial batch over now
       PaceUntil(clock, t0 + static_cast<int64_t>(static_cast<double>(i + 1) * period_ns),
@@ -71,6 +74,9 @@ WorkerResult Dispatch(const WorkerPlan& plan, const Clock& clock, TimeStampProdu
 
 struct MonotonicSource {
   int64_t NowNanos() const { return MonotonicNanos(); }
+  static int64_t Ticks() { return MonotonicNanos(); }
+  static int64_t ToNanos(int64_t ns) { return ns; }
+  static int64_t DeltaNanos(int64_t ns) { return ns; }
 };
 
 template <class Clock>

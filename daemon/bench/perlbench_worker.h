@@ -5,9 +5,11 @@
 // state: each worker reads the clock, runs the no-op, reads the clock again and
 // publishes (start, end, 1, size) through its own TimeStampProducer.
 //
-// Timestamps are in the run's time unit: each clock reading (ns) is divided by
-// the unit (a compile-time constant) before publishing, as SBK's per-unit
-// clocks do, so latency = end - start in that unit.
+// Timestamps are in the run's time unit: start is the start reading in ns
+// divided by the unit (a compile-time constant); the latency is the raw
+// difference of the two readings (TSC ticks or ns), converted to ns once and
+// divided by the unit, and end = start + latency. So a latency is never the
+// difference of two separately floored conversions.
 //
 // Threads: RunWorker runs on the worker's own thread; `stop` may be set by any
 // thread (checked every kStopCheckInterval records).
@@ -15,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "daemon/bench/bench_options.h"
 #include "daemon/core/timestamp_channels.h"
@@ -34,15 +37,20 @@ struct WorkerResult {
   int64_t sent = 0;       // timestamps accepted by the channel
 };
 
-// The clock a run uses: calibrated TSC when available, else CLOCK_MONOTONIC.
+// The clock a run uses: calibrated TSC when available, else CLOCK_MONOTONIC
+// (`why_not_tsc` says why, for the clock line and the run's metadata). The
+// effective resolution is measured once, at construction.
 class BenchClock {
  public:
-  explicit BenchClock(const TscClock* tsc) : tsc_(tsc) {}
+  explicit BenchClock(const TscClock* tsc, const std::string& why_not_tsc = "")
+      : tsc_(tsc), info_(tsc ? tsc->Info() : MonotonicClockInfo(why_not_tsc)) {}
   int64_t NowNanos() const;
   const TscClock* tsc() const { return tsc_; }
+  const ClockInfo& info() const { return info_; }
 
  private:
   const TscClock* tsc_;
+  ClockInfo info_;
 };
 
 inline constexpr int64_t kStopCheckInterval = 1024;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_format.h"
 #include "daemon/core/clock.h"
 
 namespace perld {
@@ -32,7 +33,44 @@ bool CpuHasInvariantTsc() {
   return false;
 }
 
+bool KernelListsTsc(std::string* why) {
+  static const char kPath[] = "/sys/devices/system/clocksource/clocksource0/available_clocksource";
+  std::ifstream in(kPath);
+  std::string word;
+  if (!in) {
+    *why = std::string("cannot read ") + kPath;
+    return false;
+  }
+  std::string all;
+  while (in >> word) {
+    if (word == "tsc") return true;
+    all += (all.empty() ? "" : " ") + word;
+  }
+  *why = "tsc not in the kernel's available clocksources (" + all + ")";
+  return false;
+}
+
 }  // namespace
+
+ClockInfo MonotonicClockInfo(const std::string& why) {
+  ClockInfo info;
+  info.name = "monotonic";
+  info.resolution_ns = static_cast<double>(SmallestStep([] { return MonotonicNanos(); }));
+  info.description = absl::StrFormat("CLOCK_MONOTONIC%s, resolution %.2f ns",
+                                     why.empty() ? "" : " (" + why + ")", info.resolution_ns);
+  return info;
+}
+
+ClockInfo TscClock::Info() const {
+  ClockInfo info;
+  info.name = "tsc";
+  const int64_t step = SmallestStep([] { return Ticks(); });
+  info.resolution_ns = static_cast<double>(step) / ticks_per_ns();
+  info.description =
+      absl::StrFormat("calibrated TSC (%.4f ticks/ns), resolution %.2f ns (%d ticks)",
+                      ticks_per_ns(), info.resolution_ns, step);
+  return info;
+}
 
 absl::StatusOr<TscClock> TscClock::Create(int64_t window_ns) {
 #if !defined(__x86_64__)
@@ -41,6 +79,7 @@ absl::StatusOr<TscClock> TscClock::Create(int64_t window_ns) {
   if (!CpuHasInvariantTsc()) {
     return absl::FailedPreconditionError("CPU lacks constant_tsc/nonstop_tsc (invariant TSC)");
   }
+  if (std::string why; !KernelListsTsc(&why)) return absl::FailedPreconditionError(why);
   uint64_t tsc0, tsc1;
   int64_t ns0, ns1;
   Sample(&tsc0, &ns0);

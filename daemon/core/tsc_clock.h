@@ -10,7 +10,20 @@
 // extrapolated through the TSC. Agreement with CLOCK_MONOTONIC is tested in
 // tests/unit/tsc_clock_test.cc (drift over seconds far below 0.1%).
 // Availability: only on x86-64 with constant_tsc and nonstop_tsc (checked in
-// /proc/cpuinfo); otherwise Create() fails and callers use MonotonicNanos().
+// /proc/cpuinfo) and only when the kernel trusts the TSC too: `tsc` must be
+// listed in /sys/devices/system/clocksource/clocksource0/available_clocksource
+// (the kernel drops it there when it finds the TSC unstable or unsynchronized
+// across CPUs). Otherwise Create() fails naming the reason and callers use
+// MonotonicNanos().
+//
+// Honest conversion: NowNanos() converts a *signed* tick offset from the
+// calibration base (a read a few ticks behind the base gives a time a few ns
+// earlier, not +279 years). A latency is measured as a tick difference and
+// converted once (DeltaNanos(end_ticks - start_ticks)); converting and
+// flooring each endpoint separately made a 10.02 ns step print as 10 or 11.
+// Info() reports the effective resolution: the smallest non-zero difference
+// of back-to-back reads, converted to ns (on some hosts the TSC advances in
+// steps of ~10 ns, not one tick).
 //
 // Threads: immutable after Create(); NowNanos() is safe from any thread.
 #pragma once
@@ -18,6 +31,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "daemon/core/clock.h"
 
 namespace perld {
 
@@ -26,15 +40,31 @@ class TscClock {
   // Returns a calibrated clock or an error naming why the TSC is unusable.
   static absl::StatusOr<TscClock> Create(int64_t window_ns = 20'000'000);
 
-  int64_t NowNanos() const {
+  // Raw reading (ticks). Pair with ToNanos / DeltaNanos.
+  static int64_t Ticks() {
 #if defined(__x86_64__)
-    const uint64_t ticks = __builtin_ia32_rdtsc() - base_tsc_;
-    return base_ns_ + static_cast<int64_t>((static_cast<unsigned __int128>(ticks) * mult_) >> 32);
+    return static_cast<int64_t>(__builtin_ia32_rdtsc());
 #else
     return 0;
 #endif
   }
+  // Monotonic-clock nanoseconds of a raw reading (signed offset from the base).
+  int64_t ToNanos(int64_t ticks) const {
+    const int64_t offset = static_cast<int64_t>(static_cast<uint64_t>(ticks) - base_tsc_);
+    return base_ns_ + static_cast<int64_t>((static_cast<__int128>(offset) * mult_) >> 32);
+  }
+  // Nanoseconds of a tick difference (converted once; negative stays negative).
+  int64_t DeltaNanos(int64_t delta_ticks) const {
+    if (delta_ticks >= 0 && delta_ticks < (int64_t{1} << 23))
+        [[likely]] {  // mult < 2^40: fits 64 bits
+      return static_cast<int64_t>((static_cast<uint64_t>(delta_ticks) * mult_) >> 32);
+    }
+    return static_cast<int64_t>((static_cast<__int128>(delta_ticks) * mult_) >> 32);
+  }
+  int64_t NowNanos() const { return ToNanos(Ticks()); }
   double ticks_per_ns() const { return 4294967296.0 / static_cast<double>(mult_); }
+  // Name "tsc", measured resolution, description with the calibration.
+  ClockInfo Info() const;
 
  private:
   TscClock(uint64_t base_tsc, int64_t base_ns, uint64_t mult)

@@ -122,12 +122,14 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   p->history = std::make_unique<state::RunHistory>(std::move(*store));
 
   // The bench clock: calibrated TSC when the machine has an invariant one.
+  std::string why_not_tsc;
   if (absl::StatusOr<TscClock> tsc = TscClock::Create(); tsc.ok()) {
     p->tsc = *tsc;
   } else {
-    log::Info("bench clock: CLOCK_MONOTONIC (", tsc.status().message(), ")");
+    why_not_tsc = absl::StrCat("TSC not used: ", tsc.status().message());
   }
-  p->clock = std::make_unique<bench::BenchClock>(p->tsc ? &*p->tsc : nullptr);
+  p->clock = std::make_unique<bench::BenchClock>(p->tsc ? &*p->tsc : nullptr, why_not_tsc);
+  log::Info("bench clock: ", p->clock->info().description);
 
   runs::RunManager::Options options;
   options.recorder.idle_ns = config.idle_ns;

@@ -37,5 +37,43 @@ TEST(TscClockTest, NeverGoesBackwardsOnOneThread) {
   }
 }
 
+// A read a few ticks behind the calibration base is a few ns earlier, not
+// 2^64 ticks later (+279 years); a tick difference converts once, signed.
+TEST(TscClockTest, ConversionIsSignedAndConvertsDifferencesOnce) {
+  absl::StatusOr<TscClock> tsc = TscClock::Create();
+  if (!tsc.ok()) GTEST_SKIP() << "no invariant TSC: " << tsc.status();
+  const int64_t now = TscClock::Ticks();
+  const int64_t behind = tsc->ToNanos(now - 1'000'000'000'000);  // far before the base
+  EXPECT_LT(behind, tsc->ToNanos(now));
+  EXPECT_GT(behind, tsc->ToNanos(now) - int64_t{10'000} * 1'000'000'000);  // < 10^4 s earlier
+  const double per_tick = 1.0 / tsc->ticks_per_ns();
+  for (const int64_t ticks : {int64_t{0}, int64_t{21}, int64_t{42}, int64_t{1} << 30}) {
+    EXPECT_NEAR(static_cast<double>(tsc->DeltaNanos(ticks)), static_cast<double>(ticks) * per_tick,
+                1.0)
+        << ticks;
+    EXPECT_NEAR(static_cast<double>(tsc->DeltaNanos(-ticks)),
+                -static_cast<double>(tsc->DeltaNanos(ticks)), 1.0)
+        << ticks;  // negative stays negative
+  }
+  const ClockInfo info = tsc->Info();
+  EXPECT_EQ(info.name, "tsc");
+  EXPECT_GT(info.resolution_ns, 0);
+  EXPECT_NE(info.description.find("resolution"), std::string::npos);
+}
+
+// SmallestStep: the smallest non-zero difference of back-to-back reads.
+TEST(ClockInfoTest, SmallestStepOfAStepClock) {
+  int64_t t = 0;
+  int calls = 0;
+  // Advances by 21 or 42 on alternate reads, as an AMD TSC in 10 ns steps.
+  auto read = [&] { return t += (++calls % 2 == 0) ? 21 : 42; };
+  EXPECT_EQ(SmallestStep(read, 100), 21);
+  auto frozen = [] { return int64_t{7}; };
+  EXPECT_EQ(SmallestStep(frozen, 100), 0);
+  const ClockInfo mono = MonotonicClockInfo("tsc not in the kernel's available clocksources");
+  EXPECT_EQ(mono.name, "monotonic");
+  EXPECT_NE(mono.description.find("available clocksources"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace perld
