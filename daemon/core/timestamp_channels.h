@@ -19,6 +19,16 @@
 //   wait) and counts a blocked send; kDrop discards the timestamp and counts a
 //   drop. Both counts are reported; nothing is lost silently.
 //
+// Hand-off delay (batch path): a producer publishes a batch node when it is
+//   full (32 timestamps) or on Flush() (a paced worker flushes before it
+//   waits); a kAll Drain also reads the published prefix of every producer's
+//   open batch (entries are released one by one), after its earlier batches,
+//   so the producer's order holds. RecorderThread makes a kAll pass on every
+//   idle pass, when stopping, and while busy at least every
+//   RecorderThread::kTakeAllEveryNs (20 us). So a completed timestamp waits in
+//   a partial batch at most ~20 us beyond the recorder's own polling period
+//   (which every path shares), whatever its producer's rate.
+//
 // Threads: producer(i) is confined to one worker thread at a time. Drain() and
 // everything else belong to the recorder thread. Construct and destroy while
 // no thread uses the channels.
