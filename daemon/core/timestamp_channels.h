@@ -159,7 +159,6 @@ class TimeStampProducer {
 
   static constexpr uint64_t kAckBatch = 64;
 
-  const QueueKind kind_;
   const Path path_;
   const uint32_t batch_cap_;
   const OverflowPolicy overflow_;
