@@ -35,6 +35,7 @@ TEST(RunHistoryTest, RunningRunComesBackFailedWithTheSumOfItsStoredWindows) {
   std::vector<WindowRecord> windows = {
       MakeWindow(7, Kind::kPeriodic, 1), MakeWindow(7, Kind::kPeriodic, 2),
       MakeWindow(7, Kind::kTotalSegment, 1), MakeWindow(7, Kind::kPeriodic, 3)};
+  for (WindowRecord& w : windows) w.snapshot.total_latency = 1'000 * w.seq;  // sums fit int64
   windows[1].snapshot.min_latency = 1;
   windows[2].snapshot.max_latency = int64_t{1} << 62;  // a segment: not summed
   windows[2].snapshot.records = 1'000'000;
