@@ -104,6 +104,8 @@ int RunDaemon(const std::vector<std::string>& args) {
 
   const std::string state_dir = perld::config::ResolveStateDir(
       *config, std::getenv("STATE_DIRECTORY"));  // NOLINT(concurrency-mt-unsafe): before any thread
+  config->grpc_unix = perld::config::ResolveGrpcUnix(
+      *config, std::getenv("RUNTIME_DIRECTORY"));  // NOLINT(concurrency-mt-unsafe): as above
   absl::StatusOr<std::unique_ptr<perld::server::DaemonServer>> server =
       perld::server::DaemonServer::Start(*config, state_dir);
   if (!server.ok()) {
@@ -112,6 +114,9 @@ int RunDaemon(const std::vector<std::string>& args) {
   }
   std::cout << "perld: gRPC listening on " << (*server)->listeners().grpc << "\n"
             << "perld: HTTP listening on " << (*server)->listeners().http << "\n"
+            << ((*server)->listeners().grpc_unix.empty()
+                    ? ""
+                    : "perld: gRPC listening on unix:" + (*server)->listeners().grpc_unix + "\n")
             << std::flush;
   perld::log::Info("perld ", PERLD_VERSION, " ready (state directory ", state_dir, ")");
 
@@ -128,6 +133,9 @@ int RunDaemon(const std::vector<std::string>& args) {
       perld::log::Error("SIGHUP: configuration not reloaded: ", reloaded.status().message());
       continue;
     }
+    reloaded->grpc_unix = perld::config::ResolveGrpcUnix(
+        *reloaded,
+        std::getenv("RUNTIME_DIRECTORY"));  // NOLINT(concurrency-mt-unsafe): env unchanged
     perld::config::ReloadDecision decision = perld::config::DecideReload(running, *reloaded);
     for (const std::string& change : decision.applied) perld::log::Info("SIGHUP: ", change);
     for (const std::string& change : decision.needs_restart) {

@@ -37,6 +37,7 @@ std::string Suggestion(const std::string& unknown) {
   std::vector<std::string> names = ConfigKeyNames();
   names.emplace_back("retention");
   names.emplace_back("limits");
+  names.emplace_back("ingest");
   std::string best = NearestName(unknown, names);
   if (best.empty()) {
     std::vector<std::string> leaves;

@@ -228,6 +228,8 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(ListenKey(
       "httpListen", [](auto& c) -> auto& { return c.http_listen; }));
   keys.push_back(StringKey(
+      "grpcUnix", kRestart, [](auto& c) -> auto& { return c.grpc_unix; }));
+  keys.push_back(StringKey(
       "stateDir", kRestart, [](auto& c) -> auto& { return c.state_dir; }));
   keys.push_back(EnumKey<LogLevel>(
       "logLevel", kLive,
@@ -317,6 +319,24 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "limits.maxWatchers", kLive, 1, 65536,
       [](auto& c) -> auto& { return c.limits.max_watchers; }));
+  // ingest:
+  keys.push_back(IntKey(
+      "ingest.maxBatchLength", kLive, 1, 1 << 24,
+      [](auto& c) -> auto& { return c.ingest.max_batch_length; }));
+  keys.push_back(IntKey(
+      "ingest.maxPairsPerReport", kLive, 1, 1 << 28,
+      [](auto& c) -> auto& { return c.ingest.max_pairs_per_report; }));
+  keys.push_back(IntKey(
+      "ingest.maxClientsPerRun", kLive, 1, 4096,
+      [](auto& c) -> auto& { return c.ingest.max_clients_per_run; }));
+  keys.push_back(IntKey(
+      "ingest.maxStreams", kLive, 1, 65536, [](auto& c) -> auto& { return c.ingest.max_streams; }));
+  keys.push_back(IntKey(
+      "ingest.maxClientMemoryBytes", kLive, int64_t{1} << 20, kTiB,
+      [](auto& c) -> auto& { return c.ingest.max_client_memory_bytes; }));
+  keys.push_back(IntKey(
+      "ingest.clientTimeoutMs", kLive, 0, 86'400'000,
+      [](auto& c) -> auto& { return c.ingest.client_timeout_ms; }));
   return keys;
 }
 
@@ -356,7 +376,9 @@ const ConfigKey* FindConfigKey(absl::string_view name) {
   return nullptr;
 }
 
-bool IsSection(absl::string_view name) { return name == "retention" || name == "limits"; }
+bool IsSection(absl::string_view name) {
+  return name == "retention" || name == "limits" || name == "ingest";
+}
 
 int LineOf(int mark_line) { return mark_line < 0 ? 1 : mark_line + 1; }
 

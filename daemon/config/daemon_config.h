@@ -43,10 +43,30 @@ struct LimitsConfig {
   bool operator==(const LimitsConfig&) const = default;
 };
 
+// Remote clients streaming into runs (perld.v1.Ingest).
+struct IngestConfig {
+  int64_t max_batch_length = 65'536;  // key ingest.maxBatchLength: timestamps per TimestampBatch
+  int64_t max_pairs_per_report = 1 << 20;  // key ingest.maxPairsPerReport: pairs per WindowReport
+  int64_t max_clients_per_run = 64;        // key ingest.maxClientsPerRun
+  int64_t max_streams = 256;               // key ingest.maxStreams: open Ingest streams
+  // key ingest.maxClientMemoryBytes: one client's windows received and not
+  // yet merged (a stream over it waits for the recorder; one report larger
+  // than it is refused).
+  int64_t max_client_memory_bytes = int64_t{256} << 20;
+  // key ingest.clientTimeoutMs: how long a client whose stream broke without
+  // a close keeps its run open for a reconnect.
+  int64_t client_timeout_ms = 30'000;
+
+  bool operator==(const IngestConfig&) const = default;
+};
+
 struct DaemonConfig {
   // Listeners and files.
   std::string grpc_listen = "127.0.0.1:9717";  // key grpcListen / --grpc-listen, HOST:PORT
   std::string http_listen = "127.0.0.1:9718";  // key httpListen / --http-listen, HOST:PORT
+  // key grpcUnix / --grpc-unix: a Unix socket path for gRPC as well ("" off;
+  // under systemd the daemon defaults it to $RUNTIME_DIRECTORY/perld.sock).
+  std::string grpc_unix;
   std::string state_dir;  // key stateDir / --state-dir; "" -> $STATE_DIRECTORY or ./perld-state
   LogLevel log_level = LogLevel::kInfo;  // key logLevel
   int64_t drain_timeout_ms = 10'000;
@@ -66,6 +86,7 @@ struct DaemonConfig {
 
   RetentionConfig retention;
   LimitsConfig limits;
+  IngestConfig ingest;
 };
 
 // Field-by-field equality, LatencyConfig and ChannelOptions included

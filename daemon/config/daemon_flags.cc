@@ -22,6 +22,7 @@ constexpr FlagSpec kFlags[] = {
     {"http-listen", Arity::kRequired}, {"state-dir", Arity::kRequired},
     {"log-level", Arity::kRequired},   {"check-config", Arity::kOptional},
     {"version", Arity::kNone},         {"help", Arity::kNone},
+    {"grpc-unix", Arity::kRequired},
 };
 
 absl::Status Bad(absl::string_view text) { return absl::InvalidArgumentError(std::string(text)); }
@@ -46,6 +47,8 @@ absl::Status Set(absl::string_view name, const std::string& value, DaemonFlags* 
     flags->config_file = value;
   } else if (name == "grpc-listen") {
     flags->grpc_listen = value;
+  } else if (name == "grpc-unix") {
+    flags->grpc_unix = value;
   } else if (name == "http-listen") {
     flags->http_listen = value;
   } else if (name == "state-dir") {
@@ -124,6 +127,8 @@ std::string DaemonUsage() {
       "  --grpc-listen HOST:PORT   gRPC listen address (default ",
       defaults.grpc_listen,
       "; IPv6 as [::1]:9717)\n"
+      "  --grpc-unix PATH          gRPC on a Unix socket as well, mode 0660 (default: off;\n"
+      "                            $RUNTIME_DIRECTORY/perld.sock under systemd)\n"
       "  --http-listen HOST:PORT   HTTP /metrics listen address (default ",
       defaults.http_listen,
       ")\n"
@@ -150,6 +155,7 @@ absl::Status ApplyFlags(const DaemonFlags& flags, DaemonConfig* config) {
   if (!errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
   if (flags.grpc_listen) config->grpc_listen = *flags.grpc_listen;
   if (flags.http_listen) config->http_listen = *flags.http_listen;
+  if (flags.grpc_unix) config->grpc_unix = *flags.grpc_unix;
   if (flags.state_dir) config->state_dir = *flags.state_dir;
   if (flags.log_level) config->log_level = *flags.log_level;
   return absl::OkStatus();

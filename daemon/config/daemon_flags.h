@@ -24,6 +24,7 @@ struct DaemonFlags {
   std::optional<std::string> config_file;  // --config FILE, or the FILE of --check-config
   std::optional<std::string> grpc_listen;  // --grpc-listen
   std::optional<std::string> http_listen;  // --http-listen
+  std::optional<std::string> grpc_unix;    // --grpc-unix
   std::optional<std::string> state_dir;    // --state-dir
   std::optional<LogLevel> log_level;       // --log-level
   bool check_config = false;               // --check-config

@@ -15,4 +15,14 @@ std::string ResolveStateDir(const DaemonConfig& config, const char* state_direct
   return "./perld-state";
 }
 
+std::string ResolveGrpcUnix(const DaemonConfig& config, const char* runtime_directory_env) {
+  if (!config.grpc_unix.empty()) return config.grpc_unix;
+  if (runtime_directory_env != nullptr) {
+    for (absl::string_view dir : absl::StrSplit(runtime_directory_env, ':', absl::SkipEmpty())) {
+      return std::string(dir) + "/perld.sock";
+    }
+  }
+  return "";
+}
+
 }  // namespace perld::config

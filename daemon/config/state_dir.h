@@ -17,4 +17,9 @@ namespace perld::config {
 // passed in so that tests need no environment.
 std::string ResolveStateDir(const DaemonConfig& config, const char* state_directory_env);
 
+// The gRPC Unix socket path: config.grpc_unix when set (grpcUnix, or
+// --grpc-unix); else, under systemd, the first entry of `runtime_directory_env`
+// ($RUNTIME_DIRECTORY from RuntimeDirectory=) + "/perld.sock"; else "" (off).
+std::string ResolveGrpcUnix(const DaemonConfig& config, const char* runtime_directory_env);
+
 }  // namespace perld::config

@@ -118,8 +118,9 @@ absl::Status LatencyRecorder::MergeFrom(const LatencyRecorder& other) {
   return absl::OkStatus();
 }
 
-absl::Status LatencyRecorder::MergeBuckets(const LatencyCounters& counters,
-                                           std::span<const LatencyBucket> buckets) {
+absl::Status LatencyRecorder::CheckBuckets(const LatencyCounters& counters,
+                                           std::span<const LatencyBucket> buckets,
+                                           int64_t min_bound, int64_t max_bound) {
   if (!counters.IsConsistent()) {
     return absl::InvalidArgumentError("window counters are negative or do not add up");
   }
@@ -127,10 +128,10 @@ absl::Status LatencyRecorder::MergeBuckets(const LatencyCounters& counters,
   int64_t lowest = kNoMinLatency;
   int64_t highest = 0;
   for (const LatencyBucket& b : buckets) {
-    if (b.latency < window_.min_bound() || b.latency > window_.max_bound()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bucket latency ", b.latency, " outside the recorder bounds [",
-                       window_.min_bound(), ", ", window_.max_bound(), "]"));
+    if (b.latency < min_bound || b.latency > max_bound) {
+      return absl::InvalidArgumentError(absl::StrCat("bucket latency ", b.latency,
+                                                     " outside the recorder bounds [", min_bound,
+                                                     ", ", max_bound, "]"));
     }
     if (b.count < 1) {
       return absl::InvalidArgumentError(
@@ -150,6 +151,15 @@ absl::Status LatencyRecorder::MergeBuckets(const LatencyCounters& counters,
   // buckets, but never inside the valid span.
   if (!buckets.empty() && (counters.min_latency > lowest || counters.max_latency < highest)) {
     return absl::InvalidArgumentError("window min/max latency contradict its buckets");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LatencyRecorder::MergeBuckets(const LatencyCounters& counters,
+                                           std::span<const LatencyBucket> buckets) {
+  if (absl::Status s = CheckBuckets(counters, buckets, window_.min_bound(), window_.max_bound());
+      !s.ok()) {
+    return s;
   }
   window_.mutable_counters().Merge(counters);
   ReportBuckets(buckets.data(), buckets.size());

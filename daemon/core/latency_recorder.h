@@ -179,6 +179,11 @@ class LatencyRecorder {
   // returns InvalidArgument and changes nothing.
   [[nodiscard]] absl::Status MergeBuckets(const LatencyCounters& counters,
                                           std::span<const LatencyBucket> buckets);
+  // The checks MergeBuckets makes, for a recorder with bounds
+  // [min_bound, max_bound]: OK exactly when MergeBuckets would accept.
+  [[nodiscard]] static absl::Status CheckBuckets(const LatencyCounters& counters,
+                                                 std::span<const LatencyBucket> buckets,
+                                                 int64_t min_bound, int64_t max_bound);
 
   // Streams every bucket to `sink` without changing anything. Order is
   // unspecified (storage order); use CopyPercentiles for ascending order.

@@ -88,9 +88,9 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
     registry_.AddRunning(info);
     for (RunObserver* o : observers_) o->OnRunStarted(info);
   }
-  auto run = std::make_shared<RunRecorder>(info.id, std::move(*windows), spec.latency.time_unit,
-                                           spec.reporting_interval_ms * 1'000'000, start_ns,
-                                           info.start_unix_ms, channels, &outbox_);
+  auto run = std::make_shared<RunRecorder>(
+      info.id, std::move(*windows), spec.latency.time_unit, spec.reporting_interval_ms * 1'000'000,
+      start_ns, info.start_unix_ms, channels, &outbox_, std::move(setup.inbox));
   host_.Attach(std::move(run));
   return CreatedRun{info.id, std::move(channels), info};
 }

@@ -39,6 +39,7 @@
 #include "daemon/core/timestamp_channels.h"
 #include "daemon/runs/recorder_event.h"
 #include "daemon/runs/recorder_host.h"
+#include "daemon/runs/remote_window_inbox.h"
 #include "daemon/runs/run_info.h"
 #include "daemon/runs/run_observer.h"
 #include "daemon/runs/run_registry.h"
@@ -54,6 +55,8 @@ struct RunSetup {
   ChannelOptions channels;  // queue kind, topology, pending bound
   int producers = 1;        // producer handles of the channels
   RunJudge judge;
+  // Remote windows to merge (ingest in windows mode); null: none.
+  std::shared_ptr<RemoteWindowInbox> inbox;
 };
 
 struct CreatedRun {

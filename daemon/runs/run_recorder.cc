@@ -6,7 +6,8 @@ namespace perld::runs {
 
 RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit unit,
                          int64_t interval_ns, int64_t start_ns, int64_t start_unix_ms,
-                         std::shared_ptr<TimeStampChannels> channels, RecorderOutbox* outbox)
+                         std::shared_ptr<TimeStampChannels> channels, RecorderOutbox* outbox,
+                         std::shared_ptr<RemoteWindowInbox> inbox)
     : id_(id),
       windows_(std::move(windows)),
       ns_per_unit_(NanosPerUnit(unit)),
@@ -15,6 +16,7 @@ RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit uni
       start_unix_ms_(start_unix_ms),
       channels_(std::move(channels)),
       outbox_(outbox),
+      inbox_(std::move(inbox)),
       window_start_ns_(start_ns),
       last_tick_ns_(start_ns),
       next_report_ns_(start_ns + interval_ns) {}
@@ -24,6 +26,17 @@ void RunRecorder::Accept(const TimeStamp* batch, size_t n) {
   if (windows_.HasPendingReports()) [[unlikely]] {
     PublishPending(last_tick_ns_);
   }
+}
+
+size_t RunRecorder::DrainInbox() {
+  return inbox_->Drain([this](const RemoteWindow& w) {
+    // The handler validated the window against the run's range, so the merge
+    // cannot fail; a failure would leave the windows unchanged.
+    static_cast<void>(windows_.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
+    if (windows_.HasPendingReports()) [[unlikely]] {
+      PublishPending(last_tick_ns_);
+    }
+  });
 }
 
 void RunRecorder::Tick(int64_t now_ns) {

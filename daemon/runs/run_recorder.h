@@ -2,7 +2,8 @@
 // its exact windows and its reporting interval.
 //
 // Drain() moves the run's queued timestamps into its windows (it is the
-// TimeStampSink of its own channels); Tick() closes the periodic window when
+// TimeStampSink of its own channels) and merges the remote windows queued in
+// its inbox (ingest in windows mode), if it has one; Tick() closes the periodic window when
 // its interval is due; Finish() closes the last partial window and the run
 // total. Every closed window leaves as a WindowRecord through the outbox:
 // interval windows, windows closed early by the IsFull policy and total
@@ -20,6 +21,7 @@
 #include "daemon/core/timestamp_channels.h"
 #include "daemon/core/timestamp_sink.h"
 #include "daemon/runs/recorder_event.h"
+#include "daemon/runs/remote_window_inbox.h"
 #include "daemon/runs/run_info.h"
 
 namespace perld::runs {
@@ -30,12 +32,16 @@ class RunRecorder final : public TimeStampSink {
   // the same instant on the wall clock. REQUIRES: interval_ns >= 1.
   RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit unit, int64_t interval_ns,
               int64_t start_ns, int64_t start_unix_ms, std::shared_ptr<TimeStampChannels> channels,
-              RecorderOutbox* outbox);
+              RecorderOutbox* outbox, std::shared_ptr<RemoteWindowInbox> inbox = nullptr);
 
   RunId id() const { return id_; }
 
   // Recorder thread. Moves queued timestamps into the windows.
-  size_t Drain(PollMode mode) { return channels_ ? channels_->Drain(*this, mode) : 0; }
+  size_t Drain(PollMode mode) {
+    size_t n = channels_ ? channels_->Drain(*this, mode) : 0;
+    if (inbox_ != nullptr) n += DrainInbox();
+    return n;
+  }
   // Recorder thread. Closes the last partial window (if it saw anything) and
   // publishes the run total. REQUIRES: the channels are fully drained.
   void Finish(int64_t now_ns);
@@ -45,6 +51,7 @@ class RunRecorder final : public TimeStampSink {
   void Tick(int64_t now_ns) override;
 
  private:
+  size_t DrainInbox();
   void CloseWindow(int64_t now_ns);
   void PublishPending(int64_t now_ns);
   void Publish(WindowReport report, int64_t start_ns, int64_t end_ns);
@@ -60,6 +67,7 @@ class RunRecorder final : public TimeStampSink {
   const int64_t start_unix_ms_;
   std::shared_ptr<TimeStampChannels> channels_;
   RecorderOutbox* const outbox_;
+  std::shared_ptr<RemoteWindowInbox> inbox_;
   int64_t window_start_ns_;
   int64_t last_tick_ns_;
   int64_t next_report_ns_;

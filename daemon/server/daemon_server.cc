@@ -3,8 +3,12 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -21,6 +25,10 @@
 #include "daemon/service/bench_jobs.h"
 #include "daemon/service/control_service.h"
 #include "daemon/service/current_config.h"
+#include "daemon/service/ingest_exposition.h"
+#include "daemon/service/ingest_runs.h"
+#include "daemon/service/ingest_service.h"
+#include "daemon/service/ingest_stats.h"
 #include "daemon/service/query_service.h"
 #include "daemon/state/run_history.h"
 #include "daemon/state/state_store.h"
@@ -28,7 +36,7 @@
 namespace perld::server {
 namespace {
 
-constexpr const char* kServices[] = {"perld.v1.Query", "perld.v1.Control"};
+constexpr const char* kServices[] = {"perld.v1.Query", "perld.v1.Control", "perld.v1.Ingest"};
 
 log::Level ToLogLevel(config::LogLevel level) {
   switch (level) {
@@ -95,6 +103,9 @@ struct DaemonServer::Parts {
   std::unique_ptr<service::BenchJobs> jobs;
   std::unique_ptr<service::QueryService> query;
   std::unique_ptr<service::ControlService> control;
+  service::IngestStats ingest_stats;
+  std::unique_ptr<service::IngestRuns> ingest_runs;
+  std::unique_ptr<service::IngestService> ingest;
   std::unique_ptr<grpc::Server> grpc;
   std::unique_ptr<http::MetricsServer> http;
   std::atomic<bool> ready{false};
@@ -145,23 +156,38 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   p->manager->Start();
   p->jobs = std::make_unique<service::BenchJobs>(*p->manager, *p->clock, p->current);
   p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current);
-  p->control = std::make_unique<service::ControlService>(*p->manager, *p->jobs, p->current);
+  p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats);
+  p->control =
+      std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs, p->current);
+  p->ingest =
+      std::make_unique<service::IngestService>(*p->ingest_runs, p->ingest_stats, p->current);
 
-  // gRPC: Query, Control, health, reflection.
+  // gRPC: Query, Control, Ingest, health, reflection; TCP and optionally a
+  // Unix socket.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int grpc_port = 0;
   builder.AddListeningPort(config.grpc_listen, grpc::InsecureServerCredentials(), &grpc_port);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(config.limits.max_message_bytes));
+  if (!config.grpc_unix.empty()) {
+    builder.AddListeningPort("unix:" + config.grpc_unix, grpc::InsecureServerCredentials());
+  }
+  // Twice the limit: a message between the limit and twice it reaches the
+  // Ingest handler, which refuses it with a counted RESOURCE_EXHAUSTED;
+  // gRPC itself refuses anything larger.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<int64_t>(config.limits.max_message_bytes * 2, INT32_MAX)));
   builder.RegisterService(p->query.get());
   builder.RegisterService(p->control.get());
+  builder.RegisterService(p->ingest.get());
   p->grpc = builder.BuildAndStart();
   if (p->grpc == nullptr || grpc_port == 0) {
     p->manager->Stop();
     return absl::UnavailableError(
         absl::StrCat("cannot listen for gRPC on ", config.grpc_listen,
-                     " (address in use, or not an address of this host)"));
+                     config.grpc_unix.empty() ? "" : " and unix:" + config.grpc_unix,
+                     " (address in use, not an address of this host, or a socket path that "
+                     "cannot be created)"));
   }
   for (const char* name : kServices) {
     p->grpc->GetHealthCheckService()->SetServingStatus(name, true);
@@ -172,6 +198,17 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
     return s;
   }
   p->listeners.grpc = JoinHostPort(grpc_host, grpc_port);
+  if (!config.grpc_unix.empty()) {
+    // The socket file's group decides who may connect.
+    if (chmod(config.grpc_unix.c_str(), 0660) != 0) {
+      const int err = errno;
+      p->grpc->Shutdown();
+      p->manager->Stop();
+      return absl::UnavailableError(absl::StrCat("cannot set mode 0660 on the gRPC socket ",
+                                                 config.grpc_unix, ": ", std::strerror(err)));
+    }
+    p->listeners.grpc_unix = config.grpc_unix;
+  }
 
   // HTTP: /metrics, /healthz, /readyz.
   std::string http_host;
@@ -183,7 +220,9 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   std::vector<http::HttpRoute> routes;
   routes.push_back({"/metrics", [raw] {
                       return http::HttpResponse{
-                          200, http::RenderRunsExposition(raw->manager->registry()),
+                          200,
+                          http::RenderRunsExposition(raw->manager->registry()) +
+                              service::RenderIngestExposition(raw->ingest_stats),
                           http::kExpositionContentType};
                     }});
   routes.push_back({"/healthz", [] { return http::HttpResponse{200, "ok\n"}; }});
@@ -220,11 +259,16 @@ void DaemonServer::Shutdown() {
   log::Info("shutting down: no new runs; stopping ", p.jobs->running(), " running run(s)");
   p.grpc->GetHealthCheckService()->Shutdown();
   p.manager->StopAccepting();
+  p.ingest_runs->StopAccepting();
   // Every running run ends: its last window and total are published and
   // stored, and its watchers receive the total and finish.
   p.jobs->StopAll();
   const int64_t drain_ms = p.current.Get()->drain_timeout_ms;
   p.grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(drain_ms));
+  // Every ingest stream has ended now: end their runs (clients that had not
+  // closed are named in the run's failure reason; every acknowledged
+  // message is in its total).
+  p.ingest_runs->EndAll();
   p.query->CancelWatches();
   p.http->Stop();
   p.manager->Stop();

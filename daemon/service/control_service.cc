@@ -35,7 +35,9 @@ grpc::Status ControlService::StopRun(grpc::ServerContext* context,
   absl::StatusOr<runs::RunInfo> info = manager_.registry().Info(*id);
   if (!info.ok()) return ToGrpcStatus(info.status());
   if (info->state == runs::RunState::kRunning) {
-    if (absl::Status s = jobs_.Stop(*id); !s.ok()) return ToGrpcStatus(s);
+    absl::Status s =
+        info->spec.source == runs::RunSource::kIngest ? ingest_.Stop(*id) : jobs_.Stop(*id);
+    if (!s.ok()) return ToGrpcStatus(s);
     if (request->wait()) {
       while (!manager_.WaitEnded(*id, absl::Milliseconds(200))) {
         if (context->IsCancelled()) return grpc::Status::CANCELLED;

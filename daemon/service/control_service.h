@@ -8,14 +8,16 @@
 #include "daemon/runs/run_registry.h"
 #include "daemon/service/bench_jobs.h"
 #include "daemon/service/current_config.h"
+#include "daemon/service/ingest_runs.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
 
 class ControlService final : public v1::Control::Service {
  public:
-  ControlService(runs::RunManager& manager, BenchJobs& jobs, const CurrentConfig& config)
-      : manager_(manager), jobs_(jobs), config_(config) {}
+  ControlService(runs::RunManager& manager, BenchJobs& jobs, IngestRuns& ingest,
+                 const CurrentConfig& config)
+      : manager_(manager), jobs_(jobs), ingest_(ingest), config_(config) {}
 
   grpc::Status StartBench(grpc::ServerContext* context, const v1::StartBenchRequest* request,
                           v1::StartBenchResponse* response) override;
@@ -25,6 +27,7 @@ class ControlService final : public v1::Control::Service {
  private:
   runs::RunManager& manager_;
   BenchJobs& jobs_;
+  IngestRuns& ingest_;
   const CurrentConfig& config_;
 };
 

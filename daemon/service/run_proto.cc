@@ -139,6 +139,21 @@ void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {
   }
 }
 
+std::optional<TimeUnit> FromProto(v1::TimeUnit unit, TimeUnit unspecified) {
+  switch (unit) {
+    case v1::TIME_UNIT_MS:
+      return TimeUnit::kMs;
+    case v1::TIME_UNIT_US:
+      return TimeUnit::kUs;
+    case v1::TIME_UNIT_NS:
+      return TimeUnit::kNs;
+    case v1::TIME_UNIT_UNSPECIFIED:
+      return unspecified;
+    default:
+      return std::nullopt;
+  }
+}
+
 absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions& in,
                                                           const config::DaemonConfig& config,
                                                           int64_t* reporting_interval_ms) {
@@ -174,22 +189,9 @@ absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions
   if (o.throughput_mbps > 0 && o.seconds <= 0) {
     return bad("throughput_mbps", "rate control needs seconds > 0");
   }
-  switch (in.time_unit()) {
-    case v1::TIME_UNIT_MS:
-      o.time_unit = TimeUnit::kMs;
-      break;
-    case v1::TIME_UNIT_US:
-      o.time_unit = TimeUnit::kUs;
-      break;
-    case v1::TIME_UNIT_NS:
-      o.time_unit = TimeUnit::kNs;
-      break;
-    case v1::TIME_UNIT_UNSPECIFIED:
-      o.time_unit = config.latency.time_unit;
-      break;
-    default:
-      return bad("time_unit", "unknown time unit");
-  }
+  std::optional<TimeUnit> unit = FromProto(in.time_unit(), config.latency.time_unit);
+  if (!unit) return bad("time_unit", "unknown time unit");
+  o.time_unit = *unit;
   // The configured range applies when the run uses the configured unit.
   const LatencyConfig unit_defaults = o.time_unit == config.latency.time_unit
                                           ? config.latency

@@ -19,6 +19,8 @@ v1::TimeUnit ToProto(TimeUnit unit);
 
 // Proto state filter -> registry state; UNSPECIFIED -> nullopt.
 std::optional<runs::RunState> FromProto(v1::RunState state);
+// Proto time unit -> unit; UNSPECIFIED -> `unspecified`; nullopt when unknown.
+std::optional<TimeUnit> FromProto(v1::TimeUnit unit, TimeUnit unspecified);
 
 // Bench options from a StartBench request, unset fields from the daemon's
 // configuration. InvalidArgument names the field.

@@ -59,6 +59,7 @@ def generate_stubs(out):
     with open(os.path.join(out, "reflection.proto"), "w") as f:
         f.write(REFLECTION_PROTO)
     for include, proto in ((os.path.join(ROOT, "proto"), "perld/v1/perld.proto"),
+                           (os.path.join(ROOT, "proto"), "perld/v1/ingest.proto"),
                            (out, "health.proto"), (out, "reflection.proto")):
         rc = protoc.main(["protoc", "-I" + include, "--python_out=" + out,
                           "--grpc_python_out=" + out, proto])
@@ -83,7 +84,8 @@ class Daemon:
                 break
             m = re.match(r"perld: (gRPC|HTTP) listening on (\S+)", line)
             if m and m.group(1) == "gRPC":
-                self.grpc = m.group(2)
+                if not m.group(2).startswith("unix:"):
+                    self.grpc = m.group(2)
             elif m:
                 self.http = m.group(2)
         if self.grpc is None or self.http is None:
@@ -120,6 +122,25 @@ def load_stubs(tmp):
     return (importlib.import_module("perld.v1.perld_pb2"),
             importlib.import_module("perld.v1.perld_pb2_grpc"),
             {n: importlib.import_module(n) for n in names})
+
+
+def exact_percentiles(pairs, percents):
+    """The daemon's index rule (daemon/core/latency_percentiles.h) over
+    ascending (latency, count) pairs: index floor(V * p / 100), clamped to V - 1."""
+    valid = sum(c for _, c in pairs)
+    out = []
+    for p in percents:
+        if valid == 0:
+            out.append(0)
+            continue
+        index = min(int(valid * (p / 100.0)), valid - 1)
+        cumulative = 0
+        for latency, count in pairs:
+            if index < cumulative + count:
+                out.append(latency)
+                break
+            cumulative += count
+    return out
 
 
 def finish():

@@ -74,17 +74,18 @@ TEST(ConfigReloadTest, RestartKeysKeepTheRunningValue) {
 }
 
 // Every key classified once: the restart set is exactly the listeners, the
-// state directory, the recorder thread's idleNS and the gRPC message limit.
+// Unix socket, the state directory, the recorder thread's idleNS and the gRPC message limit.
 TEST(ConfigReloadTest, ClassifiesEveryKey) {
   const ReloadDecision d = DecideReload(DaemonConfig{}, testing::EveryKeyConfig());
-  EXPECT_THAT(KeysOf(d.needs_restart), ElementsAre("grpcListen", "httpListen", "stateDir", "idleNS",
-                                                   "limits.maxMessageBytes"));
+  EXPECT_THAT(KeysOf(d.needs_restart), ElementsAre("grpcListen", "httpListen", "grpcUnix",
+                                                   "stateDir", "idleNS", "limits.maxMessageBytes"));
   EXPECT_EQ(d.applied.size() + d.needs_restart.size(), ConfigKeyNames().size());
-  // `next` is the reloaded config with the five restart keys at their running values.
+  // `next` is the reloaded config with the six restart keys at their running values.
   DaemonConfig expected = testing::EveryKeyConfig();
   const DaemonConfig defaults;
   expected.grpc_listen = defaults.grpc_listen;
   expected.http_listen = defaults.http_listen;
+  expected.grpc_unix = defaults.grpc_unix;
   expected.state_dir = defaults.state_dir;
   expected.idle_ns = defaults.idle_ns;
   expected.limits.max_message_bytes = defaults.limits.max_message_bytes;

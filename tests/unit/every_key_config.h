@@ -9,6 +9,7 @@ namespace perld::config::testing {
 inline constexpr char kEveryKeyYaml[] = R"(# every key, none at its default
 grpcListen: "[::1]:19717"
 httpListen: 0.0.0.0:19718
+grpcUnix: /run/perld-test/perld.sock
 stateDir: /var/lib/perld-test
 logLevel: debug
 drainTimeoutMs: 2500
@@ -41,6 +42,13 @@ limits:
   maxBenchPayloadBytes: 4096
   maxMessageBytes: 65536
   maxWatchers: 4
+ingest:
+  maxBatchLength: 512
+  maxPairsPerReport: 2048
+  maxClientsPerRun: 5
+  maxStreams: 6
+  maxClientMemoryBytes: 2097152
+  clientTimeoutMs: 700
 )";
 
 inline DaemonConfig EveryKeyConfig() {
@@ -77,6 +85,13 @@ inline DaemonConfig EveryKeyConfig() {
   c.limits.max_bench_payload_bytes = 4096;
   c.limits.max_message_bytes = 65536;
   c.limits.max_watchers = 4;
+  c.grpc_unix = "/run/perld-test/perld.sock";
+  c.ingest.max_batch_length = 512;
+  c.ingest.max_pairs_per_report = 2048;
+  c.ingest.max_clients_per_run = 5;
+  c.ingest.max_streams = 6;
+  c.ingest.max_client_memory_bytes = 2'097'152;
+  c.ingest.client_timeout_ms = 700;
   return c;
 }
 

@@ -28,5 +28,15 @@ TEST(StateDirTest, ThenTheWorkingDirectory) {
   EXPECT_EQ(ResolveStateDir(config, ":"), "./perld-state");
 }
 
+TEST(GrpcUnixTest, ConfigThenSystemdRuntimeDirectoryThenOff) {
+  DaemonConfig config;
+  EXPECT_EQ(ResolveGrpcUnix(config, nullptr), "");
+  EXPECT_EQ(ResolveGrpcUnix(config, ""), "");
+  EXPECT_EQ(ResolveGrpcUnix(config, "/run/perld"), "/run/perld/perld.sock");
+  EXPECT_EQ(ResolveGrpcUnix(config, "/run/perld:/run/other"), "/run/perld/perld.sock");
+  config.grpc_unix = "/tmp/p.sock";
+  EXPECT_EQ(ResolveGrpcUnix(config, "/run/perld"), "/tmp/p.sock");
+}
+
 }  // namespace
 }  // namespace perld::config

@@ -1,0 +1,68 @@
+// RemoteWindowInbox: exact windows received from remote clients (ingest in
+// windows mode), on their way to the run's recorder.
+//
+// A stream handler validates a client's WindowReport, turns it into a
+// RemoteWindow (counters + ascending latency/count buckets) and pushes it; the
+// recorder thread takes every queued window on its drain pass and merges it
+// into the run's periodic window (PeriodicAndTotalWindows::MergeWindow), so
+// the windows keep their single owner. A window is attributed to the interval
+// in which the recorder merges it (the daemon's clock).
+//
+// Memory: each window's bytes are charged to its client's `charge` counter at
+// Push and released once merged, so a handler can hold a client to its
+// per-client memory limit while the recorder catches up.
+//
+// Threads: Push from any thread (lock-free, moodycamel queue); Drain from the
+// recorder thread only.
+#pragma once
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "daemon/core/latency_recorder.h"
+#include "daemon/core/latency_window.h"
+
+namespace perld::runs {
+
+struct RemoteWindow {
+  LatencyCounters counters;
+  std::vector<LatencyBucket> buckets;  // ascending, each count >= 1, sum == counters.valid
+  std::shared_ptr<std::atomic<int64_t>> charge;  // the client's queued bytes; may be null
+
+  int64_t bytes() const {
+    return static_cast<int64_t>(sizeof(RemoteWindow) + buckets.capacity() * sizeof(LatencyBucket));
+  }
+};
+
+class RemoteWindowInbox {
+ public:
+  // Any thread. Charges the window's bytes to window.charge.
+  void Push(RemoteWindow window);
+  // Recorder thread. Hands every queued window to `merge` in push order per
+  // pushing thread, releases its charge, and returns how many were taken.
+  template <typename Merge>
+  size_t Drain(Merge&& merge) {
+    if (queued_.load(std::memory_order_acquire) == 0) return 0;
+    size_t n = 0;
+    RemoteWindow w;
+    while (queue_.try_dequeue(w)) {
+      merge(w);
+      if (w.charge) w.charge->fetch_sub(w.bytes(), std::memory_order_relaxed);
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+      ++n;
+    }
+    return n;
+  }
+  // Windows queued and not yet merged (any thread; exact when quiescent).
+  int64_t queued() const { return queued_.load(std::memory_order_relaxed); }
+
+ private:
+  moodycamel::ConcurrentQueue<RemoteWindow> queue_;
+  std::atomic<int64_t> queued_{0};
+};
+
+}  // namespace perld::runs

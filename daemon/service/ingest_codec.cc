@@ -1,0 +1,127 @@
+#include "daemon/service/ingest_codec.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/core/latency_recorder.h"
+
+namespace perld::service {
+namespace {
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+}  // namespace
+
+absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_length,
+                         std::vector<TimeStamp>* out) {
+  out->clear();
+  const int64_t n = batch.count();
+  if (n > max_batch_length) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("ingest.maxBatchLength: batch ", batch.sequence(), " has ", n,
+                     " timestamps, the limit is ", max_batch_length));
+  }
+  if (batch.latency_delta_size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", batch.sequence(), ": count is ", n,
+                                                   " but latency_delta has ",
+                                                   batch.latency_delta_size(), " entries"));
+  }
+  if (batch.records_size() != 0 && batch.records_size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", batch.sequence(), ": records has ",
+                                                   batch.records_size(), " entries, not 0 or ", n));
+  }
+  if (batch.bytes_size() != 0 && batch.bytes_size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", batch.sequence(), ": bytes has ",
+                                                   batch.bytes_size(), " entries, not 0 or ", n));
+  }
+  const int64_t constant_records = batch.constant_records() == 0 ? 1 : batch.constant_records();
+  if (constant_records > kInt32Max || batch.constant_bytes() > kInt32Max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch ", batch.sequence(), ": constant_records or constant_bytes > 2^31-1"));
+  }
+  out->resize(static_cast<size_t>(n));
+  int64_t latency = 0;
+  for (int i = 0; i < n; ++i) {
+    if (__builtin_add_overflow(latency, batch.latency_delta(i), &latency)) {
+      out->clear();
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch ", batch.sequence(), ": latency ", i, " overflows int64"));
+    }
+    const int64_t records = batch.records_size() != 0 ? batch.records(i) : constant_records;
+    const int64_t bytes = batch.bytes_size() != 0 ? batch.bytes(i) : batch.constant_bytes();
+    if (records < 1 || records > kInt32Max || bytes > kInt32Max) {
+      out->clear();
+      return absl::InvalidArgumentError(absl::StrCat("batch ", batch.sequence(), ": timestamp ", i,
+                                                     " has records ", records, " and bytes ", bytes,
+                                                     " (records in [1, 2^31-1], bytes < 2^31)"));
+    }
+    (*out)[static_cast<size_t>(i)] =
+        TimeStamp{0, latency, static_cast<int32_t>(records), static_cast<int32_t>(bytes)};
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<runs::RemoteWindow> DecodeWindow(const v1::WindowReport& report, int64_t max_pairs,
+                                                int64_t min_bound, int64_t max_bound) {
+  const int64_t n = report.latency_delta_size();
+  if (n > max_pairs) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("ingest.maxPairsPerReport: window ", report.sequence(), " has ", n,
+                     " latency/count pairs, the limit is ", max_pairs));
+  }
+  if (report.count_size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat("window ", report.sequence(),
+                                                   ": latency_delta has ", n,
+                                                   " entries but count has ", report.count_size()));
+  }
+  if (report.bytes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("window ", report.sequence(), ": bytes is negative"));
+  }
+  runs::RemoteWindow w;
+  LatencyCounters& c = w.counters;
+  c.records = report.records();
+  c.bytes = report.bytes();
+  c.total_latency = report.total_latency();
+  c.invalid = report.invalid_latency_records();
+  c.lower_discard = report.lower_latency_discard_records();
+  c.higher_discard = report.higher_latency_discard_records();
+  c.valid = report.valid_latency_records();
+  c.rejected = report.rejected_records();
+  // min/max describe the non-negative latencies seen; none seen: the
+  // counters' empty values, whatever was sent.
+  if (report.records() > report.invalid_latency_records()) {
+    c.min_latency = report.min_latency();
+    c.max_latency = report.max_latency();
+    if (c.min_latency > c.max_latency) {
+      return absl::InvalidArgumentError(absl::StrCat("window ", report.sequence(), ": min_latency ",
+                                                     c.min_latency, " > max_latency ",
+                                                     c.max_latency));
+    }
+  }
+  w.buckets.resize(static_cast<size_t>(n));
+  uint64_t latency = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t delta = report.latency_delta(i);
+    if ((i > 0 && delta == 0) || __builtin_add_overflow(latency, delta, &latency) ||
+        latency > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("window ", report.sequence(), ": pair ", i,
+                       ": latencies must be strictly ascending and fit int64"));
+    }
+    const uint64_t count = report.count(i);
+    if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("window ", report.sequence(), ": pair ", i, ": count overflows int64"));
+    }
+    w.buckets[static_cast<size_t>(i)] =
+        LatencyBucket{static_cast<int64_t>(latency), static_cast<int64_t>(count)};
+  }
+  if (absl::Status s = LatencyRecorder::CheckBuckets(c, w.buckets, min_bound, max_bound); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("window ", report.sequence(), ": ", s.message()));
+  }
+  return w;
+}
+
+}  // namespace perld::service

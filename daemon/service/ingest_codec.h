@@ -1,0 +1,37 @@
+// The ingest wire format (perld.v1 TimestampBatch, WindowReport) decoded and
+// checked for a run: every error is InvalidArgument naming the field, except
+// a batch or report over its configured length (ResourceExhausted). A message
+// is either decoded whole or refused whole: nothing half-applied.
+//
+// Pure functions; any thread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "daemon/core/time_stamp.h"
+#include "daemon/runs/remote_window_inbox.h"
+#include "perld/v1/ingest.pb.h"
+
+namespace perld::service {
+
+// Columns -> timestamps (start 0, end = latency), appended to `out` (cleared
+// first). Checks: count == latency column length; records/bytes columns
+// empty or of `count` entries; records in [1, 2^31-1], bytes in [0, 2^31-1];
+// the delta sums stay within int64; count <= max_batch_length. A negative
+// latency is not an error: the recorder counts it invalid, as a local
+// writer's.
+absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_length,
+                         std::vector<TimeStamp>* out);
+
+// Report -> counters and ascending buckets for a run with bounds
+// [min_bound, max_bound]. Checks: pairs columns of equal length <=
+// max_pairs; latencies strictly ascending (deltas >= 1 after the first) and
+// in bounds; counts >= 1 and summing to valid_latency_records; counters
+// non-negative and adding up (LatencyRecorder::CheckBuckets).
+absl::StatusOr<runs::RemoteWindow> DecodeWindow(const v1::WindowReport& report, int64_t max_pairs,
+                                                int64_t min_bound, int64_t max_bound);
+
+}  // namespace perld::service

@@ -1,0 +1,55 @@
+#include "daemon/service/ingest_exposition.h"
+
+#include <atomic>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+
+namespace perld::service {
+namespace {
+
+void Family(std::string* out, const char* name, const char* type, const char* help) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
+
+void Counter(std::string* out, const char* name, const char* help,
+             const std::atomic<uint64_t>& value) {
+  Family(out, name, "counter", help);
+  absl::StrAppend(out, name, " ", value.load(std::memory_order_relaxed), "\n");
+}
+
+}  // namespace
+
+std::string RenderIngestExposition(const IngestStats& stats) {
+  std::string out;
+  Family(&out, "perld_ingest_streams_open", "gauge", "Ingest streams open now.");
+  absl::StrAppend(&out, "perld_ingest_streams_open ",
+                  stats.streams_open.load(std::memory_order_relaxed), "\n");
+  Counter(&out, "perld_ingest_streams_total", "Ingest streams opened (open accepted).",
+          stats.streams);
+  Counter(&out, "perld_ingest_resumed_total",
+          "Opens of a client id its run already knew (reconnects).", stats.resumed);
+  Counter(&out, "perld_ingest_batches_total", "TimestampBatch messages applied.", stats.batches);
+  Counter(&out, "perld_ingest_timestamps_total", "Timestamps in applied batches.",
+          stats.timestamps);
+  Counter(&out, "perld_ingest_windows_total", "WindowReport messages applied.", stats.windows);
+  Counter(&out, "perld_ingest_pairs_total", "Latency/count pairs in applied windows.", stats.pairs);
+  Counter(&out, "perld_ingest_duplicates_total",
+          "Messages recognised as resent and not applied again.", stats.duplicates);
+  Counter(&out, "perld_ingest_clients_gone_total",
+          "Clients whose stream broke and that did not come back within ingest.clientTimeoutMs.",
+          stats.clients_gone);
+  Counter(&out, "perld_ingest_memory_waits_total",
+          "Window reports that waited for the recorder (ingest.maxClientMemoryBytes).",
+          stats.memory_waits);
+  Family(&out, "perld_ingest_refused_total", "counter",
+         "Ingest messages or streams refused, by reason.");
+  for (size_t i = 0; i < IngestStats::kRefusals; ++i) {
+    const auto r = static_cast<IngestStats::Refusal>(i);
+    absl::StrAppend(&out, "perld_ingest_refused_total{reason=\"", IngestStats::RefusalName(r),
+                    "\"} ", stats.refused(r), "\n");
+  }
+  return out;
+}
+
+}  // namespace perld::service

@@ -1,0 +1,549 @@
+#include "daemon/service/ingest_runs.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "daemon/core/clock.h"
+#include "daemon/log/log.h"
+#include "daemon/service/ingest_codec.h"
+#include "daemon/service/run_proto.h"
+
+namespace perld::service {
+
+using Refusal = IngestStats::Refusal;
+
+struct IngestRuns::Client {
+  std::string id;
+  std::string name;
+  v1::IngestOpen::Mode mode = v1::IngestOpen::MODE_UNSPECIFIED;
+  int producer = 0;  // the run's channel producer this client sends through
+  // The stream that owns the client now; bumped (under mu_) by a takeover.
+  std::atomic<uint64_t> generation{0};
+  // Bytes of this client's windows queued and not yet merged.
+  std::shared_ptr<std::atomic<int64_t>> charge = std::make_shared<std::atomic<int64_t>>(0);
+
+  std::mutex apply_mu;
+  uint64_t applied = 0;            // apply_mu: highest contiguous sequence applied
+  uint64_t duplicates = 0;         // apply_mu
+  std::vector<TimeStamp> scratch;  // apply_mu: decoded batch
+
+  grpc::ServerContext* stream = nullptr;  // mu_: the attached stream, if any
+  bool closed = false;                    // mu_: sent IngestClose
+  int64_t gone_deadline_ns = 0;           // mu_: > 0 while detached without a close
+  bool gone = false;                      // mu_: timed out
+};
+
+struct IngestRuns::Run {
+  runs::RunId id = 0;
+  std::string name;
+  LatencyConfig latency;
+  int max_clients = 0;
+  std::shared_ptr<TimeStampChannels> channels;
+  std::shared_ptr<runs::RemoteWindowInbox> inbox;
+  std::atomic<bool> stopped{false};  // Control.StopRun, or shutdown
+  std::string stop_cause;            // mu_: why it was stopped
+
+  // mu_:
+  std::map<std::string, std::unique_ptr<Client>> clients;
+  int attached = 0;  // streams attached (handlers between Join and Leave)
+  bool ending = false;
+  // Why the run failed (clients gone without closing); set before EndRun,
+  // read by the judge on the dispatcher thread after it.
+  std::string failure;
+};
+
+namespace {
+
+absl::Status Refuse(IngestStats& stats, Refusal r, absl::Status status) {
+  stats.Refused(r);
+  return status;
+}
+
+// The refusal counted for a decode error.
+Refusal RefusalOf(const absl::Status& s, Refusal limit) {
+  return s.code() == absl::StatusCode::kResourceExhausted ? limit : Refusal::kMalformed;
+}
+
+std::string Describe(const IngestRuns::Client& c);
+
+}  // namespace
+
+IngestRuns::IngestRuns(runs::RunManager& manager, const CurrentConfig& config, IngestStats& stats)
+    : manager_(manager), config_(config), stats_(stats), reaper_([this] { Reap(); }) {}
+
+IngestRuns::~IngestRuns() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  reap_cv_.notify_all();
+  reaper_.join();
+}
+
+absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
+    const v1::IngestOpen& open, const LatencyConfig& latency, const config::DaemonConfig& config) {
+  auto run = std::make_shared<Run>();
+  run->name = open.run_name();
+  run->latency = latency;
+  run->max_clients = static_cast<int>(config.ingest.max_clients_per_run);
+  run->inbox = std::make_shared<runs::RemoteWindowInbox>();
+
+  runs::RunSetup setup;
+  setup.spec.name = open.run_name();
+  setup.spec.labels = {open.labels().begin(), open.labels().end()};
+  setup.spec.source = runs::RunSource::kIngest;
+  setup.spec.latency = latency;
+  setup.spec.reporting_interval_ms = open.has_reporting_interval_ms()
+                                         ? open.reporting_interval_ms()
+                                         : config.reporting_interval_ms;
+  setup.spec.parameters = absl::StrCat("ingest: up to ", run->max_clients, " clients; created by '",
+                                       open.client_name(), "' (", open.client_id(), ")");
+  // One queue per client, blocking at the pending bound: a remote timestamp
+  // is never dropped, the stream is slowed instead.
+  setup.channels = config.channels;
+  setup.channels.max_qs = 0;
+  setup.channels.q_per_worker = 1;
+  setup.channels.overflow = OverflowPolicy::kBlock;
+  setup.producers = run->max_clients;
+  setup.inbox = run->inbox;
+  setup.judge = [run](const runs::WindowRecord&, std::string* reason) {
+    if (run->failure.empty()) return runs::RunState::kFinished;
+    *reason = run->failure;
+    return runs::RunState::kFailed;
+  };
+  absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
+  if (!created.ok()) return created.status();
+  run->id = created->id;
+  run->channels = created->channels;
+  return run;
+}
+
+absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
+                                                     grpc::ServerContext* context) {
+  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
+  if (open.client_id().empty() || open.client_id().size() > 256) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("open: client_id must have 1..256 characters"));
+  }
+  if (open.run_name().empty() || open.run_name().size() > 256) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("open: run_name must have 1..256 characters"));
+  }
+  if (open.mode() != v1::IngestOpen::MODE_RAW && open.mode() != v1::IngestOpen::MODE_WINDOWS) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("open: mode must be MODE_RAW or MODE_WINDOWS"));
+  }
+  if (open.has_reporting_interval_ms() &&
+      (open.reporting_interval_ms() < 10 || open.reporting_interval_ms() > 86'400'000)) {
+    return Refuse(
+        stats_, Refusal::kMalformed,
+        absl::InvalidArgumentError("open: reporting_interval_ms must be in [10, 86400000]"));
+  }
+  // The latency configuration this client asks for.
+  std::optional<TimeUnit> unit = FromProto(open.time_unit(), config->latency.time_unit);
+  if (!unit) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("open: unknown time_unit"));
+  }
+  LatencyConfig latency = config->latency;
+  if (*unit != config->latency.time_unit) {
+    const LatencyConfig unit_defaults = LatencyConfig::ForUnit(*unit);
+    latency.time_unit = *unit;
+    latency.min_latency = unit_defaults.min_latency;
+    latency.max_latency = unit_defaults.max_latency;
+  }
+  if (open.has_min_latency()) latency.min_latency = open.min_latency();
+  if (open.has_max_latency()) latency.max_latency = open.max_latency();
+  if (!open.percentiles().empty()) {
+    latency.percentiles.assign(open.percentiles().begin(), open.percentiles().end());
+  }
+  if (absl::Status s = latency.Normalize(); !s.ok()) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError(absl::StrCat("open: ", s.message())));
+  }
+
+  Session session;
+  std::shared_ptr<Run> run;
+  Client* client = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!accepting_.load(std::memory_order_relaxed)) {
+      return Refuse(stats_, Refusal::kShutdown,
+                    absl::UnavailableError("perld is shutting down: no new ingest streams"));
+    }
+    auto found = by_name_.find(open.run_name());
+    if (found == by_name_.end()) {
+      if (open.must_exist()) {
+        return Refuse(stats_, Refusal::kUnknownRun,
+                      absl::NotFoundError(
+                          absl::StrCat("no running ingest run named '", open.run_name(), "'")));
+      }
+      absl::StatusOr<std::shared_ptr<Run>> made = CreateLocked(open, latency, *config);
+      if (!made.ok()) {
+        const Refusal r =
+            made.status().code() == absl::StatusCode::kResourceExhausted ? Refusal::kRuns
+            : made.status().code() == absl::StatusCode::kUnavailable     ? Refusal::kShutdown
+                                                                         : Refusal::kMalformed;
+        return Refuse(stats_, r, made.status());
+      }
+      run = *made;
+      by_name_[run->name] = run;
+      active_[run->id] = run;
+      session.created = true;
+    } else {
+      run = found->second;
+      const LatencyConfig& have = run->latency;
+      if (have.time_unit != latency.time_unit || have.min_latency != latency.min_latency ||
+          have.max_latency != latency.max_latency) {
+        return Refuse(
+            stats_, Refusal::kMismatch,
+            absl::FailedPreconditionError(absl::StrCat(
+                "run '", run->name, "' (id ", run->id, ") records ", TimeUnitName(have.time_unit),
+                " in [", have.min_latency, ", ", have.max_latency, "]; this client asks for ",
+                TimeUnitName(latency.time_unit), " in [", latency.min_latency, ", ",
+                latency.max_latency, "]")));
+      }
+    }
+    auto existing = run->clients.find(open.client_id());
+    if (existing == run->clients.end()) {
+      if (static_cast<int>(run->clients.size()) >= run->max_clients) {
+        return Refuse(stats_, Refusal::kClientsPerRun,
+                      absl::ResourceExhaustedError(
+                          absl::StrCat("ingest.maxClientsPerRun: run '", run->name, "' has ",
+                                       run->max_clients, " clients already")));
+      }
+      auto c = std::make_unique<Client>();
+      c->id = open.client_id();
+      c->name = open.client_name();
+      c->mode = open.mode();
+      c->producer = static_cast<int>(run->clients.size());
+      client = c.get();
+      run->clients[c->id] = std::move(c);
+    } else {
+      client = existing->second.get();
+      if (client->mode != open.mode()) {
+        return Refuse(stats_, Refusal::kMismatch,
+                      absl::FailedPreconditionError(
+                          absl::StrCat("client '", client->id, "' joined run '", run->name, "' in ",
+                                       v1::IngestOpen::Mode_Name(client->mode), ", not ",
+                                       v1::IngestOpen::Mode_Name(open.mode()))));
+      }
+      if (client->closed || client->gone) {
+        return Refuse(
+            stats_, Refusal::kMismatch,
+            absl::FailedPreconditionError(absl::StrCat(
+                "client '", client->id, "' already ",
+                client->closed ? "closed its part of" : "timed out of", " run '", run->name, "'")));
+      }
+      // Under mu_: a stream's context lives until its handler has left.
+      if (client->stream != nullptr) client->stream->TryCancel();
+      stats_.resumed.fetch_add(1, std::memory_order_relaxed);
+    }
+    session.generation = client->generation.fetch_add(1, std::memory_order_relaxed) + 1;
+    client->stream = context;
+    client->gone_deadline_ns = 0;
+    ++run->attached;
+  }
+  {
+    // Waits for an in-flight message of a replaced stream: after this, that
+    // stream sees the new generation and applies nothing more.
+    std::lock_guard<std::mutex> apply(client->apply_mu);
+    session.acked_sequence = client->applied;
+  }
+  stats_.streams.fetch_add(1, std::memory_order_relaxed);
+  session.run_id = run->id;
+  session.run = std::move(run);
+  session.client = client;
+  session.max_memory_bytes = config->ingest.max_client_memory_bytes;
+  return session;
+}
+
+absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& session,
+                                                           const v1::TimestampBatch& batch) {
+  Client& c = *session.client;
+  if (c.mode != v1::IngestOpen::MODE_RAW) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("a MODE_WINDOWS client sent a TimestampBatch"));
+  }
+  const int64_t max_batch = config_.Get()->ingest.max_batch_length;
+  std::lock_guard<std::mutex> apply(c.apply_mu);
+  if (c.generation.load(std::memory_order_relaxed) != session.generation) {
+    return Refuse(stats_, Refusal::kSuperseded,
+                  absl::AbortedError("a newer stream of this client took over"));
+  }
+  Applied out;
+  if (batch.sequence() == 0) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("batch: sequence numbers start at 1"));
+  }
+  if (batch.sequence() <= c.applied) {
+    ++c.duplicates;
+    stats_.duplicates.fetch_add(1, std::memory_order_relaxed);
+    out.duplicate = true;
+  } else if (batch.sequence() != c.applied + 1) {
+    return Refuse(stats_, Refusal::kSequenceGap,
+                  absl::OutOfRangeError(absl::StrCat("sequence gap: expected ", c.applied + 1,
+                                                     ", got ", batch.sequence())));
+  } else {
+    if (absl::Status s = DecodeBatch(batch, max_batch, &c.scratch); !s.ok()) {
+      return Refuse(stats_, RefusalOf(s, Refusal::kBatchLength), s);
+    }
+    TimeStampProducer& producer = session.run->channels->producer(c.producer);
+    for (const TimeStamp& ts : c.scratch) producer.Send(ts.start, ts.end, ts.records, ts.bytes);
+    producer.Flush();
+    c.applied = batch.sequence();
+    stats_.batches.fetch_add(1, std::memory_order_relaxed);
+    stats_.timestamps.fetch_add(c.scratch.size(), std::memory_order_relaxed);
+  }
+  out.acked_sequence = c.applied;
+  out.duplicates = c.duplicates;
+  return out;
+}
+
+absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& session,
+                                                            const v1::WindowReport& report,
+                                                            grpc::ServerContext* context) {
+  Client& c = *session.client;
+  if (c.mode != v1::IngestOpen::MODE_WINDOWS) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("a MODE_RAW client sent a WindowReport"));
+  }
+  const int64_t max_pairs = config_.Get()->ingest.max_pairs_per_report;
+  std::lock_guard<std::mutex> apply(c.apply_mu);
+  if (c.generation.load(std::memory_order_relaxed) != session.generation) {
+    return Refuse(stats_, Refusal::kSuperseded,
+                  absl::AbortedError("a newer stream of this client took over"));
+  }
+  Applied out;
+  if (report.sequence() == 0) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("window: sequence numbers start at 1"));
+  }
+  if (report.sequence() <= c.applied) {
+    ++c.duplicates;
+    stats_.duplicates.fetch_add(1, std::memory_order_relaxed);
+    out.duplicate = true;
+  } else if (report.sequence() != c.applied + 1) {
+    return Refuse(stats_, Refusal::kSequenceGap,
+                  absl::OutOfRangeError(absl::StrCat("sequence gap: expected ", c.applied + 1,
+                                                     ", got ", report.sequence())));
+  } else {
+    const LatencyConfig& latency = session.run->latency;
+    absl::StatusOr<runs::RemoteWindow> w =
+        DecodeWindow(report, max_pairs, latency.min_latency, latency.max_latency);
+    if (!w.ok()) return Refuse(stats_, RefusalOf(w.status(), Refusal::kPairs), w.status());
+    const int64_t bytes = w->bytes();
+    if (bytes > session.max_memory_bytes) {
+      return Refuse(stats_, Refusal::kClientMemory,
+                    absl::ResourceExhaustedError(absl::StrCat(
+                        "ingest.maxClientMemoryBytes: window ", report.sequence(), " needs ", bytes,
+                        " bytes, the limit is ", session.max_memory_bytes)));
+    }
+    // Backpressure: wait for the recorder to merge this client's earlier
+    // windows before queueing more than its share.
+    if (c.charge->load(std::memory_order_relaxed) + bytes > session.max_memory_bytes) {
+      stats_.memory_waits.fetch_add(1, std::memory_order_relaxed);
+      while (c.charge->load(std::memory_order_relaxed) + bytes > session.max_memory_bytes) {
+        if (context->IsCancelled()) return absl::CancelledError("stream cancelled");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    const int64_t pairs = static_cast<int64_t>(w->buckets.size());
+    w->charge = c.charge;
+    session.run->inbox->Push(*std::move(w));
+    c.applied = report.sequence();
+    stats_.windows.fetch_add(1, std::memory_order_relaxed);
+    stats_.pairs.fetch_add(static_cast<uint64_t>(pairs), std::memory_order_relaxed);
+  }
+  out.acked_sequence = c.applied;
+  out.duplicates = c.duplicates;
+  return out;
+}
+
+absl::StatusOr<IngestRuns::Applied> IngestRuns::Close(const Session& session,
+                                                      uint64_t last_sequence) {
+  Client& c = *session.client;
+  Applied out;
+  {
+    std::lock_guard<std::mutex> apply(c.apply_mu);
+    if (c.generation.load(std::memory_order_relaxed) != session.generation) {
+      return Refuse(stats_, Refusal::kSuperseded,
+                    absl::AbortedError("a newer stream of this client took over"));
+    }
+    if (last_sequence != c.applied) {
+      return Refuse(stats_, Refusal::kSequenceGap,
+                    absl::OutOfRangeError(absl::StrCat("close: last_sequence is ", last_sequence,
+                                                       " but ", c.applied, " is applied")));
+    }
+    out.acked_sequence = c.applied;
+    out.duplicates = c.duplicates;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  c.closed = true;
+  return out;
+}
+
+void IngestRuns::Leave(Session& session) {
+  if (session.run == nullptr) return;
+  bool end = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Run& run = *session.run;
+    Client& c = *session.client;
+    if (c.generation.load(std::memory_order_relaxed) == session.generation) {
+      c.stream = nullptr;
+      if (!c.closed) {
+        const int64_t timeout_ms = config_.Get()->ingest.client_timeout_ms;
+        c.gone_deadline_ns = MonotonicNanos() + timeout_ms * 1'000'000 + 1;
+      }
+    }
+    --run.attached;
+    end = ReadyToEndLocked(run, MonotonicNanos());
+  }
+  reap_cv_.notify_all();
+  if (end) End(session.run);
+  session.run.reset();
+  session.client = nullptr;
+}
+
+absl::StatusOr<runs::RunInfo> IngestRuns::Info(const Session& session) const {
+  return manager_.registry().Info(session.run_id);
+}
+
+bool IngestRuns::Superseded(const Session& session) const {
+  return session.client->generation.load(std::memory_order_relaxed) != session.generation;
+}
+
+bool IngestRuns::RunStopped(const Session& session) const {
+  return session.run->stopped.load(std::memory_order_relaxed);
+}
+
+bool IngestRuns::ReadyToEndLocked(Run& run, int64_t now_ns) {
+  if (run.ending || run.attached > 0) return false;
+  if (!run.stopped.load(std::memory_order_relaxed)) {
+    for (auto& [id, c] : run.clients) {
+      if (c->closed || c->gone) continue;
+      if (c->gone_deadline_ns > 0 && now_ns >= c->gone_deadline_ns) {
+        c->gone = true;
+        stats_.clients_gone.fetch_add(1, std::memory_order_relaxed);
+        log::Warning("ingest: run ", run.id, " '", run.name, "': ", Describe(*c),
+                     " did not come back within ingest.clientTimeoutMs");
+        continue;
+      }
+      return false;  // a client may still come back
+    }
+  }
+  std::vector<std::string> lost;
+  for (auto& [id, c] : run.clients) {
+    if (!c->closed) lost.push_back(Describe(*c));
+  }
+  if (!lost.empty()) {
+    run.failure =
+        absl::StrCat(run.stop_cause.empty() ? "" : run.stop_cause + " while ", lost.size(),
+                     " client(s) had not closed: ", absl::StrJoin(lost, ", "));
+  }
+  run.ending = true;
+  auto named = by_name_.find(run.name);
+  if (named != by_name_.end() && named->second.get() == &run) by_name_.erase(named);
+  return true;
+}
+
+void IngestRuns::End(const std::shared_ptr<Run>& run) {
+  manager_.EndRun(run->id);
+  std::lock_guard<std::mutex> lock(mu_);
+  active_.erase(run->id);
+}
+
+void IngestRuns::Reap() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    int64_t next = 0;
+    std::vector<std::shared_ptr<Run>> ready;
+    const int64_t now = MonotonicNanos();
+    for (auto& [id, run] : active_) {
+      if (ReadyToEndLocked(*run, now)) {
+        ready.push_back(run);
+        continue;
+      }
+      for (auto& [cid, c] : run->clients) {
+        if (c->gone_deadline_ns > 0 && !c->gone && !c->closed && c->stream == nullptr) {
+          next = next == 0 ? c->gone_deadline_ns : std::min(next, c->gone_deadline_ns);
+        }
+      }
+    }
+    if (!ready.empty()) {
+      lock.unlock();
+      for (const auto& run : ready) End(run);
+      lock.lock();
+      continue;
+    }
+    if (next == 0) {
+      reap_cv_.wait(lock);
+    } else {
+      reap_cv_.wait_for(lock, std::chrono::nanoseconds(next - now));
+    }
+  }
+}
+
+absl::Status IngestRuns::Stop(runs::RunId id) {
+  std::shared_ptr<Run> run;
+  bool end = false;
+  std::vector<grpc::ServerContext*> streams;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(id);
+    if (it == active_.end()) {
+      return absl::NotFoundError(absl::StrCat("run ", id, " is not a running ingest run"));
+    }
+    run = it->second;
+    if (run->stop_cause.empty()) run->stop_cause = "stopped by Control.StopRun";
+    run->stopped.store(true, std::memory_order_relaxed);
+    auto named = by_name_.find(run->name);
+    if (named != by_name_.end() && named->second == run) by_name_.erase(named);
+    for (auto& [cid, c] : run->clients) {
+      if (c->stream != nullptr) streams.push_back(c->stream);
+    }
+    // TryCancel under mu_: a stream's context stays valid until its handler
+    // has left (Leave takes mu_).
+    for (grpc::ServerContext* s : streams) s->TryCancel();
+    end = ReadyToEndLocked(*run, MonotonicNanos());
+  }
+  if (end) End(run);
+  return absl::OkStatus();
+}
+
+void IngestRuns::StopAccepting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  accepting_.store(false, std::memory_order_relaxed);
+}
+
+void IngestRuns::EndAll() {
+  std::vector<std::shared_ptr<Run>> ending;
+  std::vector<runs::RunId> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, run] : active_) {
+      ids.push_back(id);
+      if (run->ending) continue;
+      if (run->stop_cause.empty()) run->stop_cause = "perld shut down";
+      run->stopped.store(true, std::memory_order_relaxed);  // no waiting for gone clients
+      if (ReadyToEndLocked(*run, MonotonicNanos())) ending.push_back(run);
+    }
+  }
+  for (const auto& run : ending) End(run);
+  for (runs::RunId id : ids) manager_.WaitEnded(id, absl::InfiniteDuration());
+}
+
+namespace {
+
+std::string Describe(const IngestRuns::Client& c) {
+  return absl::StrCat("'", c.name, "' (", c.id, ")");
+}
+
+}  // namespace
+
+}  // namespace perld::service

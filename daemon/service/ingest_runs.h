@@ -1,0 +1,138 @@
+// IngestRuns: the runs fed by remote clients (perld.v1.Ingest) -- joining and
+// creating them by name, each client's sequence state, applying messages
+// exactly once, and ending a run when its clients are done.
+//
+// A run is created by the first client that opens a stream with its name and
+// joined by the next ones (their time unit and range must match). Each client
+// (client id) owns one producer of the run's channels for the run's life, so
+// raw timestamps take exactly a local writer's path to the single recorder;
+// windows go through the run's RemoteWindowInbox.
+//
+// Exactly once: a client's messages are applied under its apply lock, in
+// sequence order; the highest contiguous sequence applied is what the stream
+// acknowledges. A resend (sequence <= applied) is counted and skipped; a
+// gap is refused. A client that reconnects (same client id) takes over from
+// its previous stream, which is cancelled; the apply lock makes the hand-over
+// exact (the old stream's in-flight message is either applied before the new
+// stream learns `applied`, or not at all).
+//
+// A run ends when no stream is attached and every client has closed or is
+// gone (its stream broke and it did not come back within
+// ingest.clientTimeoutMs; the run then ends failed, naming the client), or
+// when Control.StopRun stopped it, or at shutdown (EndAll). Ending happens
+// only once no stream is attached, so every producer has stopped sending
+// (RunManager::EndRun's requirement).
+//
+// Threads: every public method is thread-safe (gRPC handler threads, the
+// control service, the main thread); a reaper thread times out gone clients.
+// Locks: `mu_` (runs, clients' attachment) and each client's apply lock are
+// never held together.
+#pragma once
+
+#include <grpcpp/server_context.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "daemon/runs/run_manager.h"
+#include "daemon/service/current_config.h"
+#include "daemon/service/ingest_stats.h"
+#include "perld/v1/ingest.pb.h"
+
+namespace perld::service {
+
+class IngestRuns {
+ public:
+  struct Run;
+  struct Client;
+  // One stream's hold on its client. Movable; Leave() ends it.
+  struct Session {
+    std::shared_ptr<Run> run;
+    Client* client = nullptr;  // owned by run
+    uint64_t generation = 0;
+    runs::RunId run_id = 0;
+    bool created = false;         // this open created the run
+    uint64_t acked_sequence = 0;  // where the client resumes
+    int64_t max_memory_bytes = 0;
+  };
+  // What one applied (or skipped) message leaves behind.
+  struct Applied {
+    uint64_t acked_sequence = 0;
+    uint64_t duplicates = 0;
+    bool duplicate = false;
+  };
+
+  IngestRuns(runs::RunManager& manager, const CurrentConfig& config, IngestStats& stats);
+  ~IngestRuns();  // stops the reaper; REQUIRES EndAll() ran if any run exists
+  IngestRuns(const IngestRuns&) = delete;
+  IngestRuns& operator=(const IngestRuns&) = delete;
+
+  // Joins or creates the run `open` names and attaches the stream
+  // (`context`, cancelled if a newer stream of the same client takes over or
+  // the run is stopped). Errors: InvalidArgument (open itself), NotFound
+  // (must_exist), FailedPrecondition (unit/range/mode differ, client already
+  // closed), ResourceExhausted (runs, clients per run), Unavailable
+  // (shutting down).
+  absl::StatusOr<Session> Join(const v1::IngestOpen& open, grpc::ServerContext* context);
+
+  absl::StatusOr<Applied> ApplyBatch(const Session& session, const v1::TimestampBatch& batch);
+  // Waits while the client's unmerged windows exceed its memory limit
+  // (until `context` is cancelled).
+  absl::StatusOr<Applied> ApplyWindow(const Session& session, const v1::WindowReport& report,
+                                      grpc::ServerContext* context);
+  // The client is done with the run. OutOfRange unless last_sequence is the
+  // sequence applied.
+  absl::StatusOr<Applied> Close(const Session& session, uint64_t last_sequence);
+  // The stream ended (after Close, or broken). May end the run.
+  void Leave(Session& session);
+
+  // The run's registry entry (for IngestOpened).
+  absl::StatusOr<runs::RunInfo> Info(const Session& session) const;
+  // True when `session`'s stream was replaced by a newer one, or its run was
+  // stopped (why a cancelled stream ended).
+  bool Superseded(const Session& session) const;
+  bool RunStopped(const Session& session) const;
+
+  // Control.StopRun for an ingest run: cancels its streams and ends it once
+  // they are gone. NotFound when `id` is not a running ingest run.
+  absl::Status Stop(runs::RunId id);
+  // Shutdown: refuse new streams (Unavailable) from now on.
+  void StopAccepting();
+  bool accepting() const { return accepting_.load(std::memory_order_relaxed); }
+  // Shutdown, after the gRPC server stopped (no stream attached): ends every
+  // ingest run (clients that did not close are named in the failure reason)
+  // and waits until each has ended.
+  void EndAll();
+
+ private:
+  void Reap();
+  // Under mu_: true when the run can end now; marks it ending.
+  bool ReadyToEndLocked(Run& run, int64_t now_ns);
+  void End(const std::shared_ptr<Run>& run);
+  absl::StatusOr<std::shared_ptr<Run>> CreateLocked(const v1::IngestOpen& open,
+                                                    const LatencyConfig& latency,
+                                                    const config::DaemonConfig& config);
+
+  runs::RunManager& manager_;
+  const CurrentConfig& config_;
+  IngestStats& stats_;
+  std::atomic<bool> accepting_{true};
+
+  mutable std::mutex mu_;
+  std::condition_variable reap_cv_;  // a client went away, or stopping
+  bool stopping_ = false;
+  std::map<std::string, std::shared_ptr<Run>> by_name_;  // joinable runs
+  std::map<runs::RunId, std::shared_ptr<Run>> active_;   // every run not yet ended
+  std::thread reaper_;
+};
+
+}  // namespace perld::service

@@ -1,0 +1,140 @@
+#include "daemon/service/ingest_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "daemon/service/grpc_status.h"
+#include "daemon/service/run_proto.h"
+
+namespace perld::service {
+namespace {
+
+using Refusal = IngestStats::Refusal;
+
+// Counts the stream as open for its lifetime.
+class OpenStream {
+ public:
+  explicit OpenStream(IngestStats& stats) : stats_(stats) {
+    count_ = stats_.streams_open.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  ~OpenStream() { stats_.streams_open.fetch_sub(1, std::memory_order_relaxed); }
+  OpenStream(const OpenStream&) = delete;
+  OpenStream& operator=(const OpenStream&) = delete;
+  int64_t count() const { return count_; }
+
+ private:
+  IngestStats& stats_;
+  int64_t count_ = 0;
+};
+
+// Leaves the run when the handler returns, however it returns.
+class Attached {
+ public:
+  Attached(IngestRuns& runs, IngestRuns::Session& session) : runs_(runs), session_(session) {}
+  ~Attached() { runs_.Leave(session_); }
+  Attached(const Attached&) = delete;
+  Attached& operator=(const Attached&) = delete;
+
+ private:
+  IngestRuns& runs_;
+  IngestRuns::Session& session_;
+};
+
+grpc::Status Refused(IngestStats& stats, Refusal r, grpc::StatusCode code, std::string message) {
+  stats.Refused(r);
+  return grpc::Status(code, std::move(message));
+}
+
+}  // namespace
+
+grpc::Status IngestService::Stream(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) {
+  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
+  OpenStream open_stream(stats_);
+  if (open_stream.count() > config->ingest.max_streams) {
+    return Refused(stats_, Refusal::kStreams, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                   absl::StrCat("ingest.maxStreams: ", config->ingest.max_streams,
+                                " ingest streams are open already"));
+  }
+  if (!runs_.accepting()) {
+    return Refused(stats_, Refusal::kShutdown, grpc::StatusCode::UNAVAILABLE,
+                   "perld is shutting down: no new ingest streams");
+  }
+  const size_t max_bytes = static_cast<size_t>(config->limits.max_message_bytes);
+  v1::IngestRequest request;
+  if (!stream->Read(&request)) {
+    return Refused(stats_, Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
+                   "the stream ended before its IngestOpen");
+  }
+  if (!request.has_open()) {
+    return Refused(stats_, Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
+                   "the first message of an ingest stream must be `open`");
+  }
+  absl::StatusOr<IngestRuns::Session> joined = runs_.Join(request.open(), context);
+  if (!joined.ok()) return ToGrpcStatus(joined.status());
+  IngestRuns::Session session = *std::move(joined);
+  Attached attached(runs_, session);
+
+  v1::IngestResponse response;
+  v1::IngestOpened* opened = response.mutable_opened();
+  opened->set_run_id(session.run_id);
+  if (absl::StatusOr<runs::RunInfo> info = runs_.Info(session); info.ok()) {
+    ToProto(*info, opened->mutable_run());
+  }
+  opened->set_created(session.created);
+  opened->set_acked_sequence(session.acked_sequence);
+  opened->set_max_message_bytes(config->limits.max_message_bytes);
+  opened->set_max_batch_length(config->ingest.max_batch_length);
+  opened->set_max_pairs_per_report(config->ingest.max_pairs_per_report);
+  if (!stream->Write(response)) return grpc::Status::CANCELLED;
+
+  while (stream->Read(&request)) {
+    if (request.ByteSizeLong() > max_bytes) {
+      return Refused(stats_, Refusal::kMessageSize, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     absl::StrCat("limits.maxMessageBytes: a message of ", request.ByteSizeLong(),
+                                  " bytes, the limit is ", max_bytes));
+    }
+    absl::StatusOr<IngestRuns::Applied> applied;
+    bool closing = false;
+    switch (request.body_case()) {
+      case v1::IngestRequest::kBatch:
+        applied = runs_.ApplyBatch(session, request.batch());
+        break;
+      case v1::IngestRequest::kWindow:
+        applied = runs_.ApplyWindow(session, request.window(), context);
+        break;
+      case v1::IngestRequest::kClose:
+        applied = runs_.Close(session, request.close().last_sequence());
+        closing = true;
+        break;
+      case v1::IngestRequest::kOpen:
+        return Refused(stats_, Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
+                       "`open` may only be the first message of a stream");
+      case v1::IngestRequest::BODY_NOT_SET:
+        return Refused(stats_, Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
+                       "an IngestRequest with no body");
+    }
+    if (!applied.ok()) return ToGrpcStatus(applied.status());
+    response.Clear();
+    v1::IngestAck* ack = response.mutable_ack();
+    ack->set_acked_sequence(applied->acked_sequence);
+    ack->set_duplicates(applied->duplicates);
+    if (!stream->Write(response)) return grpc::Status::CANCELLED;
+    if (closing) return grpc::Status::OK;
+  }
+  // The client stopped sending without a close, or the stream was cancelled.
+  if (runs_.Superseded(session)) {
+    return Refused(stats_, Refusal::kSuperseded, grpc::StatusCode::ABORTED,
+                   "a newer stream of this client took over");
+  }
+  if (runs_.RunStopped(session)) {
+    return grpc::Status(grpc::StatusCode::ABORTED, "the run was stopped");
+  }
+  if (!runs_.accepting()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
+  }
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      "the stream ended without an IngestClose: the client counts as gone unless "
+                      "it reconnects within ingest.clientTimeoutMs");
+}
+
+}  // namespace perld::service

@@ -1,0 +1,33 @@
+// IngestService: perld.v1.Ingest -- one bidirectional stream per client
+// process (protocol: proto/perld/v1/ingest.proto). The handler reads the
+// client's messages in order, hands each to IngestRuns (which applies it
+// exactly once), and acknowledges the highest contiguous sequence applied
+// after every message. Any error ends only this stream, with the status
+// the protocol names, and is counted in IngestStats.
+//
+// Threads: gRPC's sync server threads, one per open stream.
+#pragma once
+
+#include "daemon/service/current_config.h"
+#include "daemon/service/ingest_runs.h"
+#include "daemon/service/ingest_stats.h"
+#include "perld/v1/ingest.grpc.pb.h"
+
+namespace perld::service {
+
+class IngestService final : public v1::Ingest::Service {
+ public:
+  IngestService(IngestRuns& runs, IngestStats& stats, const CurrentConfig& config)
+      : runs_(runs), stats_(stats), config_(config) {}
+
+  grpc::Status Stream(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) override;
+
+ private:
+  IngestRuns& runs_;
+  IngestStats& stats_;
+  const CurrentConfig& config_;
+};
+
+}  // namespace perld::service

@@ -1,0 +1,39 @@
+#include "daemon/service/ingest_stats.h"
+
+namespace perld::service {
+
+const char* IngestStats::RefusalName(Refusal r) {
+  switch (r) {
+    case Refusal::kMalformed:
+      return "malformed";
+    case Refusal::kSequenceGap:
+      return "sequence_gap";
+    case Refusal::kMismatch:
+      return "mismatch";
+    case Refusal::kUnknownRun:
+      return "unknown_run";
+    case Refusal::kMessageSize:
+      return "message_size";
+    case Refusal::kBatchLength:
+      return "batch_length";
+    case Refusal::kPairs:
+      return "pairs_per_report";
+    case Refusal::kRuns:
+      return "runs";
+    case Refusal::kClientsPerRun:
+      return "clients_per_run";
+    case Refusal::kStreams:
+      return "streams";
+    case Refusal::kClientMemory:
+      return "client_memory";
+    case Refusal::kSuperseded:
+      return "superseded";
+    case Refusal::kShutdown:
+      return "shutdown";
+    case Refusal::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+}  // namespace perld::service

@@ -1,0 +1,56 @@
+// IngestStats: the ingest service's counters, exported on /metrics
+// (perld_ingest_*). Every refusal has a reason and a counter; nothing an
+// ingest stream does goes uncounted.
+//
+// Threads: any thread updates (relaxed atomics); readers see a consistent
+// value per counter, not across counters.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace perld::service {
+
+class IngestStats {
+ public:
+  enum class Refusal {
+    kMalformed,      // INVALID_ARGUMENT: malformed or inconsistent message
+    kSequenceGap,    // OUT_OF_RANGE: a sequence beyond the next expected one
+    kMismatch,       // FAILED_PRECONDITION: time unit, range or mode differs from the run's
+    kUnknownRun,     // NOT_FOUND: must_exist and no such run
+    kMessageSize,    // RESOURCE_EXHAUSTED: limits.maxMessageBytes
+    kBatchLength,    // RESOURCE_EXHAUSTED: ingest.maxBatchLength
+    kPairs,          // RESOURCE_EXHAUSTED: ingest.maxPairsPerReport
+    kRuns,           // RESOURCE_EXHAUSTED: limits.maxRunningRuns
+    kClientsPerRun,  // RESOURCE_EXHAUSTED: ingest.maxClientsPerRun
+    kStreams,        // RESOURCE_EXHAUSTED: ingest.maxStreams
+    kClientMemory,   // RESOURCE_EXHAUSTED: ingest.maxClientMemoryBytes
+    kSuperseded,     // ABORTED: a newer stream of the same client took over
+    kShutdown,       // UNAVAILABLE: the daemon is shutting down
+    kCount
+  };
+  static constexpr size_t kRefusals = static_cast<size_t>(Refusal::kCount);
+  // The `reason` label: "malformed", "sequence_gap", ...
+  static const char* RefusalName(Refusal r);
+
+  void Refused(Refusal r) { refused_[static_cast<size_t>(r)].fetch_add(1, kRelaxed); }
+  uint64_t refused(Refusal r) const { return refused_[static_cast<size_t>(r)].load(kRelaxed); }
+
+  std::atomic<int64_t> streams_open{0};   // gauge
+  std::atomic<uint64_t> streams{0};       // streams opened (an `open` accepted)
+  std::atomic<uint64_t> resumed{0};       // opens of a client id already known to the run
+  std::atomic<uint64_t> batches{0};       // TimestampBatch messages applied
+  std::atomic<uint64_t> timestamps{0};    // timestamps in them
+  std::atomic<uint64_t> windows{0};       // WindowReport messages applied
+  std::atomic<uint64_t> pairs{0};         // latency/count pairs in them
+  std::atomic<uint64_t> duplicates{0};    // messages recognised as resent, not applied
+  std::atomic<uint64_t> clients_gone{0};  // clients that left without a close (timed out)
+  std::atomic<uint64_t> memory_waits{0};  // window pushes that waited for the recorder
+
+ private:
+  static constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
+  std::array<std::atomic<uint64_t>, kRefusals> refused_{};
+};
+
+}  // namespace perld::service
