@@ -27,7 +27,7 @@
 namespace perld::server {
 
 struct Listeners {
-  std::string grpc;  // HOST:PORT actually bound
+  std::string grpc;       // HOST:PORT actually bound
   std::string grpc_unix;  // Unix socket path ("" when off)
   std::string http;
 };
