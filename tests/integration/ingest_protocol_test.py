@@ -5,13 +5,16 @@ and oversized messages, unknown runs, mismatched time units, limits, a client
 that vanishes, StopRun, the Unix socket, and the daemon stopping while a
 client streams (nothing acknowledged is lost).
 
-  /usr/bin/python3 tests/integration/ingest_protocol_test.py --perld build/release/daemon/bench/perld
+  /usr/bin/python3 tests/integration/ingest_protocol_test.py --perld build/release/daemon/bench/perld \
+      --perlctl build/release/client/perlctl/perlctl
 """
 import argparse
 import importlib
+import json
 import os
 import queue
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -109,6 +112,7 @@ def merge(pairs_lists):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--perld", required=True)
+    ap.add_argument("--perlctl")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="perld-ingest-")
     pb, rpc, _ = perld_it.load_stubs(tmp)
@@ -315,6 +319,11 @@ def main():
     u.ask(close=ipb.IngestClose(last_sequence=1))
     u.end()
     check(wait_ended(query, pb, uid).total.valid_latency_records == 4, "unix run total exact")
+    if args.perlctl:
+        out = subprocess.run([args.perlctl, "--target", "unix:" + sock, "--json", "show", str(uid)],
+                             capture_output=True, text=True, timeout=30)
+        check(out.returncode == 0 and json.loads(out.stdout)["total"]["validLatencyRecords"] == 4,
+              "perlctl --target unix:PATH reads the run")
 
     # --- counters ----------------------------------------------------------------
     metrics = urllib.request.urlopen(f"http://{d.http}/metrics", timeout=10).read().decode()
