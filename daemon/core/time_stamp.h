@@ -31,10 +31,10 @@ struct TimeStampNode {
   // TimeStampNodePool state: true while the node is free for its producer to
   // reuse (set by the recorder with release order, read with acquire).
   std::atomic<bool> released{true};
-#ifndef NDEBUG
-  // Debug-only contract state: true from Add until Poll returns the node.
+  // Contract state, used only when PERLD_CONTRACT_CHECKS is 1: true from Add
+  // until Poll returns the node. Always present, so the layout never depends
+  // on the build (see contract.h).
   std::atomic<bool> debug_in_queue{false};
-#endif
 };
 
 // A batch node: up to kCapacity timestamps written in place by the one
@@ -59,9 +59,7 @@ struct TimeStampBatchNode {
   void* origin = nullptr;
   // Queue link (same rules as TimeStampNode::next).
   std::atomic<TimeStampBatchNode*> next{nullptr};
-#ifndef NDEBUG
-  std::atomic<bool> debug_in_queue{false};
-#endif
+  std::atomic<bool> debug_in_queue{false};  // as TimeStampNode::debug_in_queue
   alignas(64) TimeStamp ts[kCapacity];
 };
 

@@ -104,7 +104,7 @@ class BasicMpscQueue {
   void Add(Node* node) {
     PERLD_CONTRACT(!cleared_.load(std::memory_order_relaxed),
                    "TimeStampMpscQueue::Add after Clear (use after clear)");
-#ifndef NDEBUG
+#if PERLD_CONTRACT_CHECKS
     PERLD_CONTRACT(!node->debug_in_queue.exchange(true, std::memory_order_relaxed),
                    "TimeStampMpscQueue::Add of a node that is still in a queue");
 #endif
@@ -137,7 +137,7 @@ class BasicMpscQueue {
     }
     head_ = next;
     __builtin_prefetch(next);  // the next Poll reads next->next: start the miss now
-#ifndef NDEBUG
+#if PERLD_CONTRACT_CHECKS
     head->debug_in_queue.store(false, std::memory_order_relaxed);
 #endif
     return head;
@@ -176,7 +176,7 @@ class BasicMpscQueue {
   void CheckConsumer() {
     PERLD_CONTRACT(!cleared_.load(std::memory_order_relaxed),
                    "TimeStampMpscQueue::Poll after Clear (use after clear)");
-#ifndef NDEBUG
+#if PERLD_CONTRACT_CHECKS
     std::thread::id none;
     const std::thread::id self = std::this_thread::get_id();
     if (!consumer_.compare_exchange_strong(none, self, std::memory_order_relaxed)) {
@@ -189,9 +189,7 @@ class BasicMpscQueue {
   alignas(64) Node* head_;               // consumer-owned (I2)
   Node stub_;
   std::atomic<bool> cleared_{false};
-#ifndef NDEBUG
-  std::atomic<std::thread::id> consumer_{};
-#endif
+  std::atomic<std::thread::id> consumer_{};  // contract state (always present: contract.h)
 };
 
 // The per-record intrusive queue (the seed's shape) and the batch queue of the

@@ -165,7 +165,7 @@ TEST(TimeStampMpscQueueTest, LeaveLastThenAllDeliversEveryRecordInPerProducerOrd
   EXPECT_EQ(total, int64_t{kProducers} * kPerProducer);
 }
 
-#ifndef NDEBUG
+#if PERLD_CONTRACT_CHECKS
 using TimeStampMpscQueueDeathTest = ::testing::Test;
 
 TEST(TimeStampMpscQueueDeathTest, AddOfQueuedNodeNamesTheViolation) {
