@@ -8,6 +8,7 @@
 //     watch RUN [--from-start]
 //     bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
 //     stop RUN [--wait]
+//     load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
 //
 // RUN is a run id or a unique run name. Exit status: 0 on success; 1 on a
 // server error (printed as "perlctl: <STATUS_NAME>: <message>") or, for
@@ -27,6 +28,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/perlctl/json_writer.h"
+#include "client/perlctl/load_command.h"
 #include "client/perlctl/run_output.h"
 #include "daemon/bench/bench_options.h"
 #include "perld/v1/perld.grpc.pb.h"
@@ -48,6 +50,8 @@ const char* kUsage =
   bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
                                                start an in-process PerlBench run
   stop RUN [--wait]                            stop a run (its total is kept)
+  load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
+       [--name CLIENT] [--label KEY=VALUE]...  generate load here, stream it to the daemon
 RUN is a run id or a unique run name. --target defaults to $PERLD_TARGET or 127.0.0.1:9717
 (unix:PATH for a Unix socket). --json prints stable JSON (one object per line for watch).
 Exit status: 0 success; 1 server error (or a failed run with bench --wait); 2 usage error.
@@ -109,6 +113,7 @@ struct Cli {
   std::string target;
   bool json = false;
   double timeout_s = 10;
+  bool timeout_given = false;
   std::string command;
   std::vector<std::string> args;  // the command's own arguments
   std::unique_ptr<v1::Query::Stub> query;
@@ -542,6 +547,8 @@ int Main(std::vector<std::string> args) {
         cli.target = args[++i];
       } else if (!absl::SimpleAtod(args[++i], &cli.timeout_s) || cli.timeout_s <= 0) {
         throw UsageError{"--timeout needs a positive number of seconds"};
+      } else {
+        cli.timeout_given = true;
       }
     } else if (a.rfind("--target=", 0) == 0) {
       cli.target = a.substr(9);
@@ -570,6 +577,13 @@ int Main(std::vector<std::string> args) {
   if (cli.command == "watch") return WatchCommand(cli);
   if (cli.command == "bench") return Bench(cli);
   if (cli.command == "stop") return Stop(cli);
+  if (cli.command == "load") {
+    try {
+      return LoadCommand(cli.target, cli.json, cli.timeout_given ? cli.timeout_s : 120.0, cli.args);
+    } catch (const LoadUsageError& e) {
+      throw UsageError{e.message};
+    }
+  }
   throw UsageError{"unknown command '" + cli.command + "'"};
 }
 

@@ -1,0 +1,152 @@
+// perld::Client: a benchmark process's connection to a perld daemon
+// (perld.v1.Ingest). The public API of the perld client library
+// (`find_package(perld)`, target `perld::client`).
+//
+//   perld::ClientOptions o;
+//   o.target = "perld.example:9717";        // or "unix:/run/perld/perld.sock"
+//   o.run = "kafka-write";
+//   o.mode = perld::IngestMode::kWindows;   // or kRaw
+//   std::string error;
+//   std::unique_ptr<perld::Client> client = perld::Client::Create(o, &error);
+//   perld::Recorder* r = client->NewRecorder();          // one per thread
+//   r->Record(start_ns, end_ns, /*records=*/1, /*bytes=*/1024);
+//   perld::FlushResult done = client->Close(std::chrono::seconds(30));
+//
+// Recording. Record() is the core's channel Send: no lock, no allocation at
+// steady state. Each Recorder belongs to one thread at a time. Locally the
+// client runs perld's own pipeline -- channels, one recorder thread, exact
+// windows -- so it always knows its own exact total (Total()).
+//
+// Sending. raw mode: every timestamp is sent (TimestampBatch, up to
+// batch_length per message, or what the daemon allows); windows mode: each
+// closed local window (every reporting_interval_ms) is sent as a
+// WindowReport. A background thread owns the stream: sequence numbers from 1,
+// cumulative acks, reconnect with backoff (50 ms doubling to 2 s) and resend
+// of everything after the sequence the daemon acknowledged, so a record is
+// neither lost nor counted twice across a broken connection.
+//
+// Bounded memory while disconnected (never a silent loss): at most
+// max_unacked_messages messages wait for their ack; when that many are
+// outstanding the local recorder thread waits for acks (counted in
+// Counters::outbox_full_waits), so the channels fill up and Record() blocks at
+// the pending bound. Record() then returns only when the daemon is back.
+//
+// Errors the daemon reports as final (INVALID_ARGUMENT, FAILED_PRECONDITION,
+// NOT_FOUND, RESOURCE_EXHAUSTED, OUT_OF_RANGE, ABORTED) stop the sending;
+// Flush/Close then report them. UNAVAILABLE and broken connections are
+// retried.
+//
+// Threads: Create/NewRecorder/Flush/Close/counters/Total from any thread;
+// Record from the recorder's own thread. Close() REQUIRES that no Record call
+// is running or will run.
+//
+// This header has one layout and one behaviour whatever the includer's
+// NDEBUG: it holds no perld internals (pimpl).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace perld {
+namespace client {
+struct RecorderAccess;
+}
+
+enum class IngestMode { kRaw, kWindows };
+enum class LatencyUnit { kMs, kUs, kNs };
+
+struct ClientOptions {
+  std::string target = "127.0.0.1:9717";  // HOST:PORT or unix:PATH
+  std::string run = "perld-client";       // the run to join or create
+  std::map<std::string, std::string> labels;
+  IngestMode mode = IngestMode::kRaw;
+  LatencyUnit time_unit = LatencyUnit::kNs;  // unit of Record's start and end
+  std::optional<int64_t> min_latency;        // default: perld's default for the unit
+  std::optional<int64_t> max_latency;
+  std::vector<double> percentiles;             // default: SBK's set
+  int64_t reporting_interval_ms = 1000;        // windows mode: local window length (>= 10)
+  std::string client_id;                       // stable across reconnects; default host/pid/random
+  std::string client_name;                     // default: the host name
+  int max_recorders = 64;                      // NewRecorder calls allowed
+  int64_t max_pending_per_recorder = 1 << 16;  // timestamps in flight per Recorder
+  int64_t max_unacked_messages = 256;          // messages awaiting their ack
+  int batch_length = 4096;                     // raw: timestamps per message (upper bound)
+};
+
+class Recorder {
+ public:
+  // Hot path: one completed operation, start and end in the client's time
+  // unit (latency = end - start), `records` records (>= 1) and `bytes`
+  // bytes. Returns true (timestamps are never dropped; it blocks instead).
+  bool Record(int64_t start, int64_t end, int32_t records, int32_t bytes);
+
+ private:
+  friend class Client;
+  friend struct client::RecorderAccess;
+  explicit Recorder(void* producer) : producer_(producer) {}
+  void* producer_;
+};
+
+struct Counters {
+  int64_t records = 0;             // records the local recorder consumed
+  uint64_t messages = 0;           // messages made (sequence numbers used)
+  uint64_t acked_sequence = 0;     // highest sequence the daemon acknowledged
+  uint64_t duplicates = 0;         // resends the daemon recognised
+  uint64_t reconnects = 0;         // streams opened after the first
+  uint64_t outbox_full_waits = 0;  // times the recorder waited for acks
+  uint64_t run_id = 0;             // the daemon's run (0 until opened)
+};
+
+struct FlushResult {
+  bool acked = false;  // everything made so far is acknowledged
+  uint64_t unacked_messages = 0;
+  std::string error;  // a final daemon error, or "timed out"
+};
+
+// The client's own exact total: every counter and the distribution.
+struct LocalTotal {
+  int64_t records = 0, bytes = 0, valid = 0, invalid = 0, lower_discard = 0, higher_discard = 0,
+          rejected = 0, min_latency = 0, max_latency = 0, total_latency = 0;
+  std::vector<std::pair<int64_t, int64_t>> latency_counts;  // ascending latency -> count
+};
+
+class Client {
+ public:
+  // Validates the options and starts the local pipeline and the sender; the
+  // connection is made in the background. nullptr with `error` set on bad
+  // options.
+  static std::unique_ptr<Client> Create(const ClientOptions& options, std::string* error);
+  ~Client();  // Close(0) if not closed
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // A new recording handle (owned by the client), or nullptr once
+  // max_recorders were made or after Close.
+  Recorder* NewRecorder();
+  // Returns when every timestamp the local recorder had taken when it saw
+  // the request (a few ms after the call) is acknowledged, or at the
+  // deadline, or on a final error.
+  FlushResult Flush(std::chrono::milliseconds timeout);
+  // Ends recording (REQUIRES: no Record running or to come), sends what is
+  // left and IngestClose, and returns when the daemon acknowledged it all
+  // and ended the stream, or at the deadline, or on a final error.
+  FlushResult Close(std::chrono::milliseconds timeout);
+
+  Counters counters() const;
+  // The client's exact total: filled by Close (empty before).
+  LocalTotal Total() const;
+
+  struct Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace perld

@@ -1,0 +1,365 @@
+// perld::Client: the local pipeline (channels -> one recorder thread -> the
+// client's exact windows and the wire encoder) and the IngestSender.
+#include "perld/client.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/lib/client_internal.h"
+#include "client/lib/ingest_sender.h"
+#include "client/lib/wire_encoder.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/periodic_and_total_windows.h"
+#include "daemon/core/recorder_thread.h"
+#include "daemon/core/timestamp_channels.h"
+
+namespace perld {
+namespace {
+
+TimeUnit ToCore(LatencyUnit unit) {
+  switch (unit) {
+    case LatencyUnit::kMs:
+      return TimeUnit::kMs;
+    case LatencyUnit::kUs:
+      return TimeUnit::kUs;
+    case LatencyUnit::kNs:
+      break;
+  }
+  return TimeUnit::kNs;
+}
+
+v1::TimeUnit ToProto(LatencyUnit unit) {
+  switch (unit) {
+    case LatencyUnit::kMs:
+      return v1::TIME_UNIT_MS;
+    case LatencyUnit::kUs:
+      return v1::TIME_UNIT_US;
+    case LatencyUnit::kNs:
+      break;
+  }
+  return v1::TIME_UNIT_NS;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
+  return name;
+}
+
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Longest a raw timestamp waits in a partial message before it is sent.
+constexpr int64_t kRawFlushNs = 5'000'000;
+
+// The recorder-thread side: windows, encoder, and what goes to the sender.
+class LocalSink final : public TimeStampSink {
+ public:
+  LocalSink(PeriodicAndTotalWindows windows, TimeUnit unit, IngestMode mode, int64_t interval_ns,
+            int batch_length, client::IngestSender* sender)
+      : windows_(std::move(windows)),
+        ns_per_unit_(NanosPerUnit(unit)),
+        mode_(mode),
+        interval_ns_(interval_ns),
+        batch_length_(batch_length),
+        sender_(sender) {
+    const int64_t now = MonotonicNanos();
+    next_close_ns_ = now + interval_ns_;
+    window_start_ms_ = UnixMs();
+    last_send_ns_ = now;
+  }
+
+  void Accept(const TimeStamp* batch, size_t n) override {
+    windows_.RecordBatch(batch, n, last_tick_ns_ / ns_per_unit_);
+    int64_t records = 0;
+    for (size_t i = 0; i < n; ++i) records += batch[i].records > 0 ? batch[i].records : 0;
+    records_.fetch_add(records, std::memory_order_relaxed);
+    if (mode_ == IngestMode::kRaw) {
+      const size_t cap = BatchCap();
+      for (size_t i = 0; i < n; ++i) {
+        encoder_.Add(batch[i]);
+        if (encoder_.size() >= cap) SendBatch();
+      }
+    }
+    if (windows_.HasPendingReports()) [[unlikely]] {
+      SendPending();
+    }
+  }
+
+  void Tick(int64_t now_ns) override {
+    last_tick_ns_ = now_ns;
+    if (now_ns >= next_close_ns_) {
+      CloseWindow(now_ns);
+      next_close_ns_ += interval_ns_;
+      if (next_close_ns_ <= now_ns) next_close_ns_ = now_ns + interval_ns_;
+    }
+    if (mode_ == IngestMode::kRaw && encoder_.size() > 0 && now_ns - last_send_ns_ >= kRawFlushNs) {
+      SendBatch();
+    }
+    const uint64_t asked = flush_requests_.load(std::memory_order_acquire);
+    if (asked != flush_served_.load(std::memory_order_relaxed)) {
+      if (mode_ == IngestMode::kRaw) {
+        if (encoder_.size() > 0) SendBatch();
+      } else {
+        CloseWindow(now_ns);
+      }
+      flush_sequence_.store(sender_->next_sequence() - 1, std::memory_order_relaxed);
+      flush_served_.store(asked, std::memory_order_release);
+    }
+  }
+
+  // After the recorder thread stopped: sends what is left, closes the total.
+  void Finish(LocalTotal* total) {
+    const int64_t now = MonotonicNanos();
+    if (mode_ == IngestMode::kRaw) {
+      if (encoder_.size() > 0) SendBatch();
+    } else if (windows_.periodic().counters().records > 0 ||
+               windows_.periodic().counters().rejected > 0) {
+      CloseWindow(now);
+    }
+    WindowReport report;
+    windows_.CloseTotal(now / ns_per_unit_, &report);
+    const LatencySnapshot& s = report.snapshot;
+    total->records = s.records;
+    total->bytes = s.bytes;
+    total->valid = s.valid;
+    total->invalid = s.invalid;
+    total->lower_discard = s.lower_discard;
+    total->higher_discard = s.higher_discard;
+    total->rejected = s.rejected;
+    total->min_latency = s.min_latency;
+    total->max_latency = s.max_latency;
+    total->total_latency = s.total_latency;
+    total->latency_counts.clear();
+    total->latency_counts.reserve(report.distribution.size());
+    for (const LatencyBucket& b : report.distribution) {
+      total->latency_counts.emplace_back(b.latency, b.count);
+    }
+  }
+
+  // Any thread: asks the recorder to send what it holds; returns the request.
+  uint64_t RequestFlush() { return flush_requests_.fetch_add(1, std::memory_order_acq_rel) + 1; }
+  bool FlushServed(uint64_t request) const {
+    return flush_served_.load(std::memory_order_acquire) >= request;
+  }
+  uint64_t flush_sequence() const { return flush_sequence_.load(std::memory_order_relaxed); }
+  int64_t records() const { return records_.load(std::memory_order_relaxed); }
+
+ private:
+  size_t BatchCap() const {
+    const int64_t server = sender_->max_batch_length();
+    return static_cast<size_t>(server > 0 ? std::min<int64_t>(server, batch_length_)
+                                          : batch_length_);
+  }
+
+  void SendBatch() {
+    v1::IngestRequest request;
+    encoder_.Take(sender_->next_sequence(), request.mutable_batch());
+    sender_->Enqueue(std::move(request));
+    last_send_ns_ = last_tick_ns_;
+  }
+
+  void CloseWindow(int64_t now_ns) {
+    WindowReport report;
+    windows_.CloseWindow(now_ns / ns_per_unit_, &report);
+    if (mode_ == IngestMode::kWindows) SendWindow(report);
+    if (windows_.HasPendingReports()) SendPending();
+  }
+
+  // Early (IsFull) closes: periodic ones are windows of their own.
+  void SendPending() {
+    for (WindowReport& report : windows_.TakePendingReports()) {
+      if (mode_ == IngestMode::kWindows && report.scope == WindowReport::Scope::kPeriodic) {
+        SendWindow(report);
+      }
+    }
+  }
+
+  void SendWindow(const WindowReport& report) {
+    if (report.snapshot.records == 0 && report.snapshot.rejected == 0) return;
+    const int64_t end_ms = UnixMs();
+    v1::IngestRequest request;
+    client::EncodeWindow(report, sender_->next_sequence(), window_start_ms_, end_ms,
+                         request.mutable_window());
+    window_start_ms_ = end_ms;
+    sender_->Enqueue(std::move(request));
+  }
+
+  PeriodicAndTotalWindows windows_;
+  const int64_t ns_per_unit_;
+  const IngestMode mode_;
+  const int64_t interval_ns_;
+  const int batch_length_;
+  client::IngestSender* const sender_;
+  client::BatchEncoder encoder_;
+  int64_t next_close_ns_ = 0;
+  int64_t last_tick_ns_ = MonotonicNanos();
+  int64_t last_send_ns_ = 0;
+  int64_t window_start_ms_ = 0;
+  std::atomic<int64_t> records_{0};
+  std::atomic<uint64_t> flush_requests_{0};
+  std::atomic<uint64_t> flush_served_{0};
+  std::atomic<uint64_t> flush_sequence_{0};
+};
+
+}  // namespace
+
+struct Client::Impl {
+  ClientOptions options;
+  std::unique_ptr<client::IngestSender> sender;
+  std::unique_ptr<TimeStampChannels> channels;
+  std::unique_ptr<LocalSink> sink;
+  std::unique_ptr<RecorderThread> recorder;
+  std::mutex mu;
+  std::vector<std::unique_ptr<Recorder>> recorders;  // mu
+  bool closed = false;                               // mu
+  LocalTotal total;                                  // mu, filled by Close
+};
+
+bool Recorder::Record(int64_t start, int64_t end, int32_t records, int32_t bytes) {
+  return static_cast<TimeStampProducer*>(producer_)->Send(start, end, records, bytes);
+}
+
+TimeStampProducer& client::ProducerOf(Recorder* recorder) {
+  return *static_cast<TimeStampProducer*>(client::RecorderAccess::producer(recorder));
+}
+
+std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* error) {
+  auto fail = [&](const std::string& why) -> std::unique_ptr<Client> {
+    if (error != nullptr) *error = why;
+    return nullptr;
+  };
+  if (o.run.empty() || o.run.size() > 256) return fail("run: 1..256 characters");
+  if (o.target.empty()) return fail("target: empty");
+  if (o.reporting_interval_ms < 10) return fail("reporting_interval_ms: must be >= 10");
+  if (o.max_recorders < 1 || o.max_recorders > 4096) return fail("max_recorders: 1..4096");
+  if (o.batch_length < 1) return fail("batch_length: must be >= 1");
+  if (o.max_unacked_messages < 1) return fail("max_unacked_messages: must be >= 1");
+  LatencyConfig latency = LatencyConfig::ForUnit(ToCore(o.time_unit));
+  if (o.min_latency) latency.min_latency = *o.min_latency;
+  if (o.max_latency) latency.max_latency = *o.max_latency;
+  if (!o.percentiles.empty()) latency.percentiles = o.percentiles;
+  if (absl::Status s = latency.Normalize(); !s.ok()) return fail(std::string(s.message()));
+  const int64_t ns_per_unit = NanosPerUnit(latency.time_unit);
+  absl::StatusOr<PeriodicAndTotalWindows> windows =
+      PeriodicAndTotalWindows::Create(latency, MonotonicNanos() / ns_per_unit);
+  if (!windows.ok()) return fail(std::string(windows.status().message()));
+
+  ChannelOptions channel_options;
+  channel_options.q_per_worker = 1;
+  channel_options.overflow = OverflowPolicy::kBlock;
+  channel_options.max_pending_per_worker = static_cast<size_t>(o.max_pending_per_recorder);
+  absl::StatusOr<std::unique_ptr<TimeStampChannels>> channels =
+      TimeStampChannels::Create(channel_options, o.max_recorders);
+  if (!channels.ok()) return fail(std::string(channels.status().message()));
+
+  auto impl = std::make_unique<Impl>();
+  impl->options = o;
+  if (impl->options.client_id.empty()) {
+    std::random_device random;
+    impl->options.client_id =
+        absl::StrCat(HostName(), "/", getpid(), "/", absl::Hex(random(), absl::kZeroPad8));
+  }
+  if (impl->options.client_name.empty()) impl->options.client_name = HostName();
+
+  v1::IngestOpen open;
+  open.set_run_name(o.run);
+  open.mutable_labels()->insert(o.labels.begin(), o.labels.end());
+  open.set_time_unit(ToProto(o.time_unit));
+  open.set_min_latency(latency.min_latency);
+  open.set_max_latency(latency.max_latency);
+  for (double p : latency.percentiles) open.add_percentiles(p);
+  open.set_reporting_interval_ms(o.reporting_interval_ms);
+  open.set_client_id(impl->options.client_id);
+  open.set_client_name(impl->options.client_name);
+  open.set_mode(o.mode == IngestMode::kRaw ? v1::IngestOpen::MODE_RAW
+                                           : v1::IngestOpen::MODE_WINDOWS);
+  impl->sender =
+      std::make_unique<client::IngestSender>(o.target, std::move(open), o.max_unacked_messages);
+  impl->channels = std::move(*channels);
+  impl->sink = std::make_unique<LocalSink>(std::move(*windows), latency.time_unit, o.mode,
+                                           o.reporting_interval_ms * 1'000'000, o.batch_length,
+                                           impl->sender.get());
+  RecorderOptions recorder_options;
+  recorder_options.tick_ns = 1'000'000;
+  impl->recorder = std::make_unique<RecorderThread>(*impl->channels, *impl->sink, recorder_options);
+  impl->recorder->Start();
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Client::~Client() {
+  bool closed = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    closed = impl_->closed;
+  }
+  if (!closed) Close(std::chrono::milliseconds(0));
+}
+
+Recorder* Client::NewRecorder() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const int index = static_cast<int>(impl_->recorders.size());
+  if (impl_->closed || index >= impl_->channels->workers()) return nullptr;
+  impl_->recorders.push_back(
+      std::unique_ptr<Recorder>(new Recorder(&impl_->channels->producer(index))));
+  return impl_->recorders.back().get();
+}
+
+FlushResult Client::Flush(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const uint64_t request = impl_->sink->RequestFlush();
+  while (!impl_->sink->FlushServed(request)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      FlushResult r;
+      r.error = "timed out";
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return impl_->sender->WaitAcked(impl_->sink->flush_sequence(),
+                                  std::max(left, std::chrono::milliseconds(0)));
+}
+
+FlushResult Client::Close(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  impl_->sender->GiveUpAt(deadline);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->closed) {
+      impl_->closed = true;
+      // Every Record call has returned (the caller's promise): the recorder
+      // drains everything, then the sink is ours.
+      impl_->recorder->StopAndDrain();
+      impl_->sink->Finish(&impl_->total);
+    }
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return impl_->sender->Close(std::max(left, std::chrono::milliseconds(0)));
+}
+
+Counters Client::counters() const {
+  Counters c;
+  impl_->sender->FillCounters(&c);
+  c.records = impl_->sink->records();
+  return c;
+}
+
+LocalTotal Client::Total() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->total;
+}
+
+}  // namespace perld

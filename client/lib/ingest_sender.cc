@@ -1,0 +1,272 @@
+#include "client/lib/ingest_sender.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace perld::client {
+namespace {
+
+// Codes the daemon uses for errors a resend cannot fix.
+bool IsFinal(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::UNIMPLEMENTED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    default:
+      return "error";
+  }
+}
+
+}  // namespace
+
+IngestSender::IngestSender(const std::string& target, v1::IngestOpen open, int64_t max_unacked)
+    : channel_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
+      stub_(v1::Ingest::NewStub(channel_)),
+      max_unacked_(std::max<int64_t>(1, max_unacked)) {
+  *open_.mutable_open() = std::move(open);
+  thread_ = std::thread([this] { Run(); });
+}
+
+IngestSender::~IngestSender() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    if (live_ != nullptr) live_->TryCancel();
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+bool IngestSender::Enqueue(v1::IngestRequest message) {
+  const uint64_t seq = made_.load(std::memory_order_relaxed) + 1;
+  auto shared = std::make_shared<const v1::IngestRequest>(std::move(message));
+  std::unique_lock<std::mutex> lock(mu_);
+  if (static_cast<int64_t>(outbox_.size()) >= max_unacked_) {
+    ++full_waits_;
+    const auto room = [&] {
+      return static_cast<int64_t>(outbox_.size()) < max_unacked_ || !error_.empty() || stop_;
+    };
+    if (give_up_at_ == std::chrono::steady_clock::time_point::max()) {
+      cv_.wait(lock, room);
+    } else if (!cv_.wait_until(lock, give_up_at_, room)) {
+      ++unsent_;
+      return false;
+    }
+  }
+  if (!error_.empty() || stop_) {
+    ++unsent_;
+    return false;
+  }
+  outbox_.emplace_back(seq, std::move(shared));
+  made_.store(seq, std::memory_order_relaxed);
+  cv_.notify_all();
+  return true;
+}
+
+void IngestSender::GiveUpAt(std::chrono::steady_clock::time_point deadline) {
+  std::lock_guard<std::mutex> lock(mu_);
+  give_up_at_ = deadline;
+  cv_.notify_all();
+}
+
+FlushResult IngestSender::ResultLocked(uint64_t sequence) const {
+  FlushResult r;
+  const uint64_t made = made_.load(std::memory_order_relaxed);
+  r.acked = acked_ >= sequence && error_.empty() && unsent_ == 0;
+  r.unacked_messages = made - std::min(acked_, made) + unsent_;
+  r.error = error_;
+  if (r.error.empty() && unsent_ > 0) {
+    r.error = std::to_string(unsent_) + " message(s) could not be queued before the deadline";
+  }
+  return r;
+}
+
+FlushResult IngestSender::WaitAcked(uint64_t sequence, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return acked_ >= sequence || !error_.empty(); });
+  FlushResult r = ResultLocked(sequence);
+  if (!r.acked && r.error.empty()) r.error = "timed out";
+  return r;
+}
+
+FlushResult IngestSender::Close(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  close_requested_ = true;
+  cv_.notify_all();
+  cv_.wait_for(lock, timeout, [&] { return closed_ || !error_.empty(); });
+  FlushResult r = ResultLocked(made_.load(std::memory_order_relaxed));
+  r.acked = closed_ && r.acked;
+  if (!r.acked && r.error.empty()) r.error = "timed out";
+  return r;
+}
+
+void IngestSender::FillCounters(Counters* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  out->messages = made_.load(std::memory_order_relaxed);
+  out->acked_sequence = acked_;
+  out->duplicates = duplicates_;
+  out->reconnects = reconnects_;
+  out->outbox_full_waits = full_waits_;
+  out->run_id = run_id_;
+}
+
+void IngestSender::Run() {
+  std::chrono::milliseconds backoff(50);
+  bool first = true;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_ || closed_ || !error_.empty()) return;
+      if (!first) ++reconnects_;
+    }
+    first = false;
+    bool closed = false;
+    bool opened = false;
+    const grpc::Status status = Connect(&opened, &closed);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (closed) {
+      closed_ = true;
+      cv_.notify_all();
+      return;
+    }
+    if (IsFinal(status.error_code())) {
+      error_ = std::string(CodeName(status.error_code())) + ": " + status.error_message();
+      cv_.notify_all();
+      return;
+    }
+    if (stop_) return;
+    if (opened) backoff = std::chrono::milliseconds(50);  // it worked: start over
+    cv_.wait_for(lock, backoff, [&] { return stop_; });
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
+  grpc::ClientContext context;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return grpc::Status::CANCELLED;
+    live_ = &context;
+  }
+  struct Unpublish {
+    IngestSender* self;
+    ~Unpublish() {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->live_ = nullptr;
+    }
+  } unpublish{this};
+
+  auto stream = stub_->Stream(&context);
+  v1::IngestResponse response;
+  if (!stream->Write(open_) || !stream->Read(&response) || !response.has_opened()) {
+    stream->WritesDone();
+    return stream->Finish();
+  }
+  *opened = true;
+  uint64_t next_to_send = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const v1::IngestOpened& o = response.opened();
+    run_id_ = o.run_id();
+    max_batch_length_.store(o.max_batch_length(), std::memory_order_relaxed);
+    acked_ = std::max(acked_, o.acked_sequence());
+    while (!outbox_.empty() && outbox_.front().first <= acked_) outbox_.pop_front();
+    next_to_send = acked_ + 1;
+  }
+  cv_.notify_all();
+
+  std::atomic<bool> broken{false};
+  std::thread reader([&] {
+    v1::IngestResponse r;
+    while (stream->Read(&r)) {
+      if (!r.has_ack()) continue;
+      std::lock_guard<std::mutex> lock(mu_);
+      acked_ = std::max(acked_, r.ack().acked_sequence());
+      duplicates_ = r.ack().duplicates();
+      while (!outbox_.empty() && outbox_.front().first <= acked_) outbox_.pop_front();
+      cv_.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    broken.store(true, std::memory_order_relaxed);
+    cv_.notify_all();
+  });
+
+  bool close_sent = false;
+  for (;;) {
+    Message next;
+    uint64_t last = 0;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        const uint64_t made = made_.load(std::memory_order_relaxed);
+        return stop_ || broken.load(std::memory_order_relaxed) || next_to_send <= made ||
+               (close_requested_ && !close_sent);
+      });
+      if (stop_ || broken.load(std::memory_order_relaxed)) break;
+      const uint64_t made = made_.load(std::memory_order_relaxed);
+      if (next_to_send <= made) {
+        for (const auto& [seq, message] : outbox_) {
+          if (seq == next_to_send) {
+            next = message;
+            break;
+          }
+        }
+        if (next == nullptr) {  // acknowledged meanwhile (a duplicate ack)
+          next_to_send = std::max(next_to_send + 1, acked_ + 1);
+          continue;
+        }
+      } else {
+        last = made;
+      }
+    }
+    if (next != nullptr) {
+      if (!stream->Write(*next)) break;
+      ++next_to_send;
+      continue;
+    }
+    v1::IngestRequest close;
+    close.mutable_close()->set_last_sequence(last);
+    close_sent = true;
+    if (!stream->Write(close)) break;
+    stream->WritesDone();
+    break;
+  }
+  if (!close_sent) context.TryCancel();
+  reader.join();
+  const grpc::Status status = stream->Finish();
+  if (close_sent && status.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    *closed = acked_ >= made_.load(std::memory_order_relaxed);
+  }
+  return status;
+}
+
+}  // namespace perld::client

@@ -1,0 +1,93 @@
+// IngestSender: the client's one perld.v1.Ingest stream, owned by a
+// background thread (see the protocol in proto/perld/v1/ingest.proto).
+//
+// The local recorder thread Enqueue()s messages with consecutive sequence
+// numbers into a bounded outbox; the sender thread opens the stream, learns
+// the acknowledged sequence, drops what is acknowledged, (re)sends the rest in
+// order and keeps sending as messages arrive; a reader thread per connection
+// takes the acks and releases the outbox. A broken stream reconnects with
+// backoff (50 ms doubling to 2 s) and resends after the acknowledged
+// sequence. Final daemon errors stop the sender and are reported.
+//
+// Threads: Enqueue from one producer thread (the client's recorder thread);
+// WaitAcked/Close/counters from any thread.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "perld/client.h"
+#include "perld/v1/ingest.grpc.pb.h"
+
+namespace perld::client {
+
+class IngestSender {
+ public:
+  IngestSender(const std::string& target, v1::IngestOpen open, int64_t max_unacked);
+  ~IngestSender();  // stops (cancels the stream)
+  IngestSender(const IngestSender&) = delete;
+  IngestSender& operator=(const IngestSender&) = delete;
+
+  // The next message's sequence number.
+  uint64_t next_sequence() const { return made_.load(std::memory_order_relaxed) + 1; }
+  // Queues `message` (its sequence must be next_sequence()). Waits while
+  // max_unacked messages are outstanding. False after a final error (the
+  // message is not sent; Flush/Close report the error).
+  bool Enqueue(v1::IngestRequest message);
+  // From now on Enqueue waits for room only until `deadline`; a message that
+  // finds none is not queued and is counted as unsent (Close reports it).
+  void GiveUpAt(std::chrono::steady_clock::time_point deadline);
+  // Waits until `sequence` is acknowledged, a final error, or the timeout.
+  FlushResult WaitAcked(uint64_t sequence, std::chrono::milliseconds timeout);
+  // After the last Enqueue: sends IngestClose and waits for its ack and the
+  // stream's OK, a final error, or the timeout (then it stops sending).
+  FlushResult Close(std::chrono::milliseconds timeout);
+
+  // The daemon's batch limit (from IngestOpened; 0 until known).
+  int64_t max_batch_length() const { return max_batch_length_.load(std::memory_order_relaxed); }
+  void FillCounters(Counters* out) const;
+
+ private:
+  using Message = std::shared_ptr<const v1::IngestRequest>;
+  void Run();
+  // One connection: returns when it broke, closed, or stopped; `opened` when
+  // the daemon accepted the open, `closed` when it acknowledged the close.
+  grpc::Status Connect(bool* opened, bool* closed);
+  FlushResult ResultLocked(uint64_t sequence) const;
+
+  v1::IngestRequest open_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Ingest::Stub> stub_;
+  const int64_t max_unacked_;
+
+  std::atomic<uint64_t> made_{0};
+  std::atomic<int64_t> max_batch_length_{0};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<uint64_t, Message>> outbox_;  // unacknowledged, ascending
+  uint64_t acked_ = 0;
+  uint64_t duplicates_ = 0;
+  uint64_t reconnects_ = 0;
+  uint64_t full_waits_ = 0;
+  uint64_t unsent_ = 0;  // messages Enqueue gave up on (GiveUpAt)
+  std::chrono::steady_clock::time_point give_up_at_ = std::chrono::steady_clock::time_point::max();
+  uint64_t run_id_ = 0;
+  bool close_requested_ = false;
+  bool closed_ = false;  // the daemon acknowledged the close and ended the stream OK
+  bool stop_ = false;
+  std::string error_;                    // a final error
+  grpc::ClientContext* live_ = nullptr;  // the open stream's context (to cancel)
+  std::thread thread_;
+};
+
+}  // namespace perld::client

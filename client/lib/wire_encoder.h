@@ -1,0 +1,42 @@
+// The client side of the ingest wire format (proto/perld/v1/ingest.proto):
+// BatchEncoder packs timestamps into a TimestampBatch (latency deltas as
+// zigzag varints; the records and bytes columns sent once when constant), and
+// EncodeWindow turns a closed local window into a WindowReport. The daemon's
+// decoders (daemon/service/ingest_codec.h) are their inverse.
+//
+// Threads: single owner (the client's recorder thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "daemon/core/periodic_and_total_windows.h"
+#include "daemon/core/time_stamp.h"
+#include "perld/v1/ingest.pb.h"
+
+namespace perld::client {
+
+class BatchEncoder {
+ public:
+  void Add(const TimeStamp& ts) {
+    latencies_.push_back(ts.end - ts.start);
+    records_.push_back(static_cast<uint32_t>(ts.records));
+    bytes_.push_back(static_cast<uint32_t>(ts.bytes));
+  }
+  size_t size() const { return latencies_.size(); }
+  // Moves the pending timestamps into `out` (cleared) and starts empty.
+  void Take(uint64_t sequence, v1::TimestampBatch* out);
+
+ private:
+  std::vector<int64_t> latencies_;
+  std::vector<uint32_t> records_;
+  std::vector<uint32_t> bytes_;
+};
+
+// A closed window (PeriodicAndTotalWindows::CloseWindow's report: counters
+// and ascending distribution) as a WindowReport.
+void EncodeWindow(const WindowReport& report, uint64_t sequence, int64_t start_unix_ms,
+                  int64_t end_unix_ms, v1::WindowReport* out);
+
+}  // namespace perld::client

@@ -1,0 +1,220 @@
+#include "client/perlctl/load_command.h"
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/lib/client_internal.h"
+#include "client/perlctl/json_writer.h"
+#include "daemon/bench/bench_options.h"
+#include "daemon/bench/perlbench_worker.h"
+#include "daemon/core/tsc_clock.h"
+#include "perld/client.h"
+
+namespace perld::perlctl {
+namespace {
+
+std::optional<std::string> Take(std::vector<std::string>* args, const std::string& name) {
+  std::optional<std::string> value;
+  for (size_t i = 0; i < args->size();) {
+    const std::string& a = (*args)[i];
+    if (a == "--" + name) {
+      if (i + 1 >= args->size()) throw LoadUsageError{"--" + name + " needs a value"};
+      value = (*args)[i + 1];
+      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i),
+                  args->begin() + static_cast<std::ptrdiff_t>(i) + 2);
+    } else if (a.rfind("--" + name + "=", 0) == 0) {
+      value = a.substr(name.size() + 3);
+      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  return value;
+}
+
+LatencyUnit ToClientUnit(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kMs:
+      return LatencyUnit::kMs;
+    case TimeUnit::kUs:
+      return LatencyUnit::kUs;
+    case TimeUnit::kNs:
+      break;
+  }
+  return LatencyUnit::kNs;
+}
+
+void WriteTotal(const LocalTotal& t, JsonWriter* json) {
+  json->Key("records").Int(t.records);
+  json->Key("bytes").Int(t.bytes);
+  json->Key("validLatencyRecords").Int(t.valid);
+  json->Key("invalidLatencyRecords").Int(t.invalid);
+  json->Key("lowerLatencyDiscardRecords").Int(t.lower_discard);
+  json->Key("higherLatencyDiscardRecords").Int(t.higher_discard);
+  json->Key("rejectedRecords").Int(t.rejected);
+  json->Key("minLatency").Int(t.min_latency);
+  json->Key("maxLatency").Int(t.max_latency);
+  json->Key("totalLatency").Int(t.total_latency);
+}
+
+}  // namespace
+
+int LoadCommand(const std::string& target, bool json_output, double timeout_s,
+                std::vector<std::string> args) {
+  const std::string run = Take(&args, "run").value_or("perlctl-load");
+  const std::string mode_name = Take(&args, "mode").value_or("raw");
+  const std::optional<std::string> distribution_out = Take(&args, "distribution-out");
+  const std::optional<std::string> client_name = Take(&args, "name");
+  if (mode_name != "raw" && mode_name != "windows") {
+    throw LoadUsageError{"load: --mode must be raw or windows"};
+  }
+  std::map<std::string, std::string> labels;
+  while (std::optional<std::string> kv = Take(&args, "label")) {
+    const size_t eq = kv->find('=');
+    if (eq == std::string::npos || eq == 0) throw LoadUsageError{"--label needs KEY=VALUE"};
+    labels[kv->substr(0, eq)] = kv->substr(eq + 1);
+  }
+  static const std::set<std::string> kNotHere = {"csvfile", "context"};
+  for (const std::string& a : args) {
+    if (a.size() > 1 && a[0] == '-') {
+      std::string name = a.substr(a[1] == '-' ? 2 : 1);
+      name = name.substr(0, name.find('='));
+      if (kNotHere.count(name) > 0) {
+        throw LoadUsageError{"load: -" + name + " is not available here; query the daemon's run"};
+      }
+    }
+  }
+  absl::StatusOr<bench::BenchOptions> parsed = bench::ParseBenchArgs(args);
+  if (!parsed.ok()) throw LoadUsageError{"load: " + std::string(parsed.status().message())};
+  if (parsed->help) {
+    std::cout << bench::BenchUsage();
+    return 0;
+  }
+  const bench::BenchOptions& o = *parsed;
+
+  std::optional<TscClock> tsc;
+  std::string why_not_tsc = "--clock monotonic";
+  if (o.clock != bench::ClockSource::kMonotonic) {
+    absl::StatusOr<TscClock> t = TscClock::Create();
+    if (t.ok()) {
+      tsc = *t;
+    } else if (o.clock == bench::ClockSource::kTsc) {
+      std::cerr << "perlctl: load: --clock tsc: " << t.status().message() << "\n";
+      return 1;
+    } else {
+      why_not_tsc = absl::StrCat("TSC not used: ", t.status().message());
+    }
+  }
+  const bench::BenchClock clock(tsc ? &*tsc : nullptr, why_not_tsc);
+
+  ClientOptions options;
+  options.target = target;
+  options.run = run;
+  options.labels = labels;
+  options.mode = mode_name == "raw" ? IngestMode::kRaw : IngestMode::kWindows;
+  options.time_unit = ToClientUnit(o.time_unit);
+  options.min_latency = o.min_latency;
+  options.max_latency = o.max_latency;
+  options.reporting_interval_ms = int64_t{o.interval_seconds} * 1000;
+  if (client_name) options.client_name = *client_name;
+  options.max_recorders = std::max(1, o.workers());
+  options.max_pending_per_recorder = static_cast<int64_t>(o.channels.max_pending_per_worker);
+  std::string error;
+  std::unique_ptr<Client> client = Client::Create(options, &error);
+  if (client == nullptr) throw LoadUsageError{"load: " + error};
+
+  // The PerlBench workers, each through its own recorder handle.
+  const int workers = o.workers();
+  std::vector<bench::WorkerPlan> plans(static_cast<size_t>(workers));
+  const int64_t deadline_ns =
+      o.seconds > 0 ? clock.NowNanos() + static_cast<int64_t>(o.seconds * 1e9) : 0;
+  const double per_worker_rps =
+      o.throughput_mbps > 0 ? o.throughput_mbps * 1024.0 * 1024.0 / o.size / workers : 0;
+  for (int w = 0; w < workers; ++w) {
+    bench::WorkerPlan& plan = plans[static_cast<size_t>(w)];
+    plan.size = o.size;
+    plan.records = o.records > 0 ? o.records / workers + (w < o.records % workers ? 1 : 0) : 0;
+    plan.deadline_ns = deadline_ns;
+    plan.records_per_second = per_worker_rps;
+  }
+  std::atomic<bool> stop{false};
+  std::vector<bench::WorkerResult> results(static_cast<size_t>(workers));
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int w = 0; w < workers; ++w) {
+    const bench::WorkerPlan& plan = plans[static_cast<size_t>(w)];
+    if (o.records > 0 && plan.records == 0) continue;
+    TimeStampProducer* producer = &client::ProducerOf(client->NewRecorder());
+    threads.emplace_back([&, w, producer] {
+      results[static_cast<size_t>(w)] =
+          bench::RunWorker(plans[static_cast<size_t>(w)], o.time_unit, clock, *producer, stop);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const FlushResult closed =
+      client->Close(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+  const LocalTotal total = client->Total();
+  const Counters counters = client->counters();
+  int64_t attempted = 0;
+  for (const bench::WorkerResult& r : results) attempted += r.attempted;
+
+  if (distribution_out) {
+    JsonWriter d;
+    d.BeginObject();
+    WriteTotal(total, &d);
+    d.Key("latencies").BeginArray();
+    for (const auto& [latency, count] : total.latency_counts) {
+      d.BeginArray().Int(latency).Int(count).EndArray();
+    }
+    d.EndArray().EndObject();
+    std::ofstream out(*distribution_out);
+    out << d.str() << "\n";
+    if (!out.good()) {
+      std::cerr << "perlctl: load: cannot write " << *distribution_out << "\n";
+      return 1;
+    }
+  }
+  if (json_output) {
+    JsonWriter j;
+    j.BeginObject();
+    j.Key("run").String(run);
+    j.Key("runId").Uint(counters.run_id);
+    j.Key("mode").String(mode_name);
+    j.Key("operations").Int(attempted);
+    j.Key("seconds").Double(seconds);
+    WriteTotal(total, &j);
+    j.Key("acked").Bool(closed.acked);
+    j.Key("messages").Uint(counters.messages);
+    j.Key("ackedSequence").Uint(counters.acked_sequence);
+    j.Key("duplicates").Uint(counters.duplicates);
+    j.Key("reconnects").Uint(counters.reconnects);
+    j.Key("outboxFullWaits").Uint(counters.outbox_full_waits);
+    j.Key("error").String(closed.error);
+    j.EndObject();
+    std::cout << j.str() << "\n";
+  } else {
+    std::cout << "perlctl load: run '" << run << "' (id " << counters.run_id << "), " << mode_name
+              << ": " << total.records << " records (" << total.valid << " valid, " << total.invalid
+              << " invalid) from " << attempted << " operations in " << seconds << " s, "
+              << static_cast<double>(total.records) / seconds / 1e6 << " M records/s; "
+              << counters.messages << " messages, acknowledged up to " << counters.acked_sequence
+              << ", " << counters.duplicates << " duplicates, " << counters.reconnects
+              << " reconnects\n";
+  }
+  if (!closed.acked) {
+    std::cerr << "perlctl: load: not everything was acknowledged (" << closed.unacked_messages
+              << " messages): " << closed.error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace perld::perlctl

@@ -1,0 +1,25 @@
+// `perlctl load`: a remote PerlBench load generator. Every `perld bench`
+// option (workers, records/seconds/rate, size, time unit, range, pending
+// bound, clock) plus --run NAME, --mode raw|windows, --distribution-out FILE
+// (the client's own exact total as JSON: counters and the ascending
+// [latency, count] pairs), --name CLIENT_NAME and --label KEY=VALUE. The
+// workers record through a perld::Client; several processes can join one
+// run. Exit 0 only when the daemon acknowledged every record; 1 otherwise.
+//
+// Threads: the calling thread plus one per worker.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace perld::perlctl {
+
+// A usage error (perlctl prints it with the usage and exits 2).
+struct LoadUsageError {
+  std::string message;
+};
+
+int LoadCommand(const std::string& target, bool json_output, double timeout_s,
+                std::vector<std::string> args);
+
+}  // namespace perld::perlctl
