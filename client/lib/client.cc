@@ -350,6 +350,8 @@ FlushResult Client::Close(std::chrono::milliseconds timeout) {
   return impl_->sender->Close(std::max(left, std::chrono::milliseconds(0)));
 }
 
+void Client::Abandon() { impl_->sender->GiveUpAt(std::chrono::steady_clock::now()); }
+
 Counters Client::counters() const {
   Counters c;
   impl_->sender->FillCounters(&c);

@@ -65,6 +65,18 @@ IngestSender::~IngestSender() {
   thread_.join();
 }
 
+int64_t IngestSender::RecordsOf(const v1::IngestRequest& message) {
+  if (message.has_window()) return message.window().records();
+  if (!message.has_batch()) return 0;
+  const v1::TimestampBatch& b = message.batch();
+  if (b.records_size() == 0) {
+    return int64_t{b.count()} * (b.constant_records() == 0 ? 1 : b.constant_records());
+  }
+  int64_t n = 0;
+  for (uint32_t r : b.records()) n += r;
+  return n;
+}
+
 bool IngestSender::Enqueue(v1::IngestRequest message) {
   const uint64_t seq = made_.load(std::memory_order_relaxed) + 1;
   auto shared = std::make_shared<const v1::IngestRequest>(std::move(message));
@@ -74,21 +86,33 @@ bool IngestSender::Enqueue(v1::IngestRequest message) {
     const auto room = [&] {
       return static_cast<int64_t>(outbox_.size()) < max_unacked_ || !error_.empty() || stop_;
     };
-    if (give_up_at_ == std::chrono::steady_clock::time_point::max()) {
-      cv_.wait(lock, room);
-    } else if (!cv_.wait_until(lock, give_up_at_, room)) {
-      ++unsent_;
-      return false;
+    // GiveUpAt may come while this waits: the deadline is re-read each wake.
+    while (!room()) {
+      if (give_up_at_ == std::chrono::steady_clock::time_point::max()) {
+        cv_.wait(lock);
+      } else if (cv_.wait_until(lock, give_up_at_) == std::cv_status::timeout && !room()) {
+        ++unsent_;
+        unsent_records_ += RecordsOf(*shared);
+        return false;
+      }
     }
   }
   if (!error_.empty() || stop_) {
     ++unsent_;
+    unsent_records_ += RecordsOf(*shared);
     return false;
   }
   outbox_.emplace_back(seq, std::move(shared));
   made_.store(seq, std::memory_order_relaxed);
   cv_.notify_all();
   return true;
+}
+
+void IngestSender::ReleaseAckedLocked() {
+  while (!outbox_.empty() && outbox_.front().first <= acked_) {
+    acked_records_ += RecordsOf(*outbox_.front().second);
+    outbox_.pop_front();
+  }
 }
 
 void IngestSender::GiveUpAt(std::chrono::steady_clock::time_point deadline) {
@@ -136,6 +160,9 @@ void IngestSender::FillCounters(Counters* out) const {
   out->reconnects = reconnects_;
   out->outbox_full_waits = full_waits_;
   out->run_id = run_id_;
+  out->acked_records = acked_records_;
+  out->unsent_records = unsent_records_;
+  out->last_stream_error = last_stream_error_;
 }
 
 void IngestSender::Run() {
@@ -156,6 +183,10 @@ void IngestSender::Run() {
       closed_ = true;
       cv_.notify_all();
       return;
+    }
+    if (!status.ok()) {
+      last_stream_error_ =
+          std::string(CodeName(status.error_code())) + ": " + status.error_message();
     }
     if (IsFinal(status.error_code())) {
       error_ = std::string(CodeName(status.error_code())) + ": " + status.error_message();
@@ -198,7 +229,7 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
     run_id_ = o.run_id();
     max_batch_length_.store(o.max_batch_length(), std::memory_order_relaxed);
     acked_ = std::max(acked_, o.acked_sequence());
-    while (!outbox_.empty() && outbox_.front().first <= acked_) outbox_.pop_front();
+    ReleaseAckedLocked();
     next_to_send = acked_ + 1;
   }
   cv_.notify_all();
@@ -211,7 +242,7 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
       std::lock_guard<std::mutex> lock(mu_);
       acked_ = std::max(acked_, r.ack().acked_sequence());
       duplicates_ = r.ack().duplicates();
-      while (!outbox_.empty() && outbox_.front().first <= acked_) outbox_.pop_front();
+      ReleaseAckedLocked();
       cv_.notify_all();
     }
     std::lock_guard<std::mutex> lock(mu_);

@@ -58,11 +58,13 @@ class IngestSender {
 
  private:
   using Message = std::shared_ptr<const v1::IngestRequest>;
+  static int64_t RecordsOf(const v1::IngestRequest& message);
   void Run();
   // One connection: returns when it broke, closed, or stopped; `opened` when
   // the daemon accepted the open, `closed` when it acknowledged the close.
   grpc::Status Connect(bool* opened, bool* closed);
   FlushResult ResultLocked(uint64_t sequence) const;
+  void ReleaseAckedLocked();
 
   v1::IngestRequest open_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -75,6 +77,9 @@ class IngestSender {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<uint64_t, Message>> outbox_;  // unacknowledged, ascending
+  int64_t acked_records_ = 0;
+  int64_t unsent_records_ = 0;
+  std::string last_stream_error_;
   uint64_t acked_ = 0;
   uint64_t duplicates_ = 0;
   uint64_t reconnects_ = 0;

@@ -1,5 +1,8 @@
 #include "client/perlctl/load_command.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -113,6 +116,16 @@ int LoadCommand(const std::string& target, bool json_output, double timeout_s,
   }
   const bench::BenchClock clock(tsc ? &*tsc : nullptr, why_not_tsc);
 
+  // SIGINT/SIGTERM end the load early but cleanly: taken by a watcher
+  // thread (blocked here, before any thread starts, so every thread inherits
+  // the mask), which stops the workers and abandons waiting for the daemon;
+  // the totals and what was acknowledged are still printed.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
   ClientOptions options;
   options.target = target;
   options.run = run;
@@ -144,6 +157,19 @@ int LoadCommand(const std::string& target, bool json_output, double timeout_s,
     plan.records_per_second = per_worker_rps;
   }
   std::atomic<bool> stop{false};
+  std::atomic<bool> done{false};
+  std::atomic<int> interrupted{0};
+  std::thread watcher([&] {
+    const timespec tick{0, 100'000'000};
+    while (!done.load(std::memory_order_relaxed)) {
+      const int sig = sigtimedwait(&signals, nullptr, &tick);
+      if (sig > 0) {
+        interrupted.store(sig, std::memory_order_relaxed);
+        stop.store(true, std::memory_order_relaxed);
+        client->Abandon();
+      }
+    }
+  });
   std::vector<bench::WorkerResult> results(static_cast<size_t>(workers));
   std::vector<std::thread> threads;
   const auto t0 = std::chrono::steady_clock::now();
@@ -161,6 +187,8 @@ int LoadCommand(const std::string& target, bool json_output, double timeout_s,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const FlushResult closed =
       client->Close(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+  done.store(true, std::memory_order_relaxed);
+  watcher.join();
   const LocalTotal total = client->Total();
   const Counters counters = client->counters();
   int64_t attempted = 0;
@@ -192,6 +220,10 @@ int LoadCommand(const std::string& target, bool json_output, double timeout_s,
     j.Key("seconds").Double(seconds);
     WriteTotal(total, &j);
     j.Key("acked").Bool(closed.acked);
+    j.Key("ackedRecords").Int(counters.acked_records);
+    j.Key("unsentRecords").Int(counters.unsent_records);
+    j.Key("interrupted").Bool(interrupted.load() != 0);
+    j.Key("lastStreamError").String(counters.last_stream_error);
     j.Key("messages").Uint(counters.messages);
     j.Key("ackedSequence").Uint(counters.acked_sequence);
     j.Key("duplicates").Uint(counters.duplicates);
@@ -208,6 +240,12 @@ int LoadCommand(const std::string& target, bool json_output, double timeout_s,
               << counters.messages << " messages, acknowledged up to " << counters.acked_sequence
               << ", " << counters.duplicates << " duplicates, " << counters.reconnects
               << " reconnects\n";
+  }
+  if (interrupted.load() != 0) {
+    std::cerr << "perlctl: load: interrupted by signal " << interrupted.load() << "; "
+              << counters.acked_records << " records acknowledged, " << counters.unsent_records
+              << " given up on" << (closed.error.empty() ? "" : ": " + closed.error) << "\n";
+    return 1;
   }
   if (!closed.acked) {
     std::cerr << "perlctl: load: not everything was acknowledged (" << closed.unacked_messages

@@ -566,6 +566,13 @@ int Main(std::vector<std::string> args) {
   if (std::optional<std::string> t = TakeOne(&cli.args, "target")) cli.target = *t;
   if (cli.target.empty()) throw UsageError{"--target is empty"};
 
+  if (cli.command == "load") {
+    try {
+      return LoadCommand(cli.target, cli.json, cli.timeout_given ? cli.timeout_s : 120.0, cli.args);
+    } catch (const LoadUsageError& e) {
+      throw UsageError{e.message};
+    }
+  }
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateChannel(cli.target, grpc::InsecureChannelCredentials());
   cli.query = v1::Query::NewStub(channel);
@@ -577,13 +584,6 @@ int Main(std::vector<std::string> args) {
   if (cli.command == "watch") return WatchCommand(cli);
   if (cli.command == "bench") return Bench(cli);
   if (cli.command == "stop") return Stop(cli);
-  if (cli.command == "load") {
-    try {
-      return LoadCommand(cli.target, cli.json, cli.timeout_given ? cli.timeout_s : 120.0, cli.args);
-    } catch (const LoadUsageError& e) {
-      throw UsageError{e.message};
-    }
-  }
   throw UsageError{"unknown command '" + cli.command + "'"};
 }
 

@@ -101,6 +101,9 @@ struct Counters {
   uint64_t reconnects = 0;         // streams opened after the first
   uint64_t outbox_full_waits = 0;  // times the recorder waited for acks
   uint64_t run_id = 0;             // the daemon's run (0 until opened)
+  int64_t acked_records = 0;       // records in the acknowledged messages
+  int64_t unsent_records = 0;      // records in messages given up on (Abandon, Close deadline)
+  std::string last_stream_error;   // why the last stream ended early ("" if none)
 };
 
 struct FlushResult {
@@ -137,6 +140,12 @@ class Client {
   // left and IngestClose, and returns when the daemon acknowledged it all
   // and ended the stream, or at the deadline, or on a final error.
   FlushResult Close(std::chrono::milliseconds timeout);
+
+  // Stops waiting for the daemon: from now on nothing blocks on it (a full
+  // outbox no longer holds the recorder back; messages that find no room are
+  // counted as unsent, never dropped silently). For an interrupted load
+  // generator: call it, stop the Record calls, then Close.
+  void Abandon();
 
   Counters counters() const;
   // The client's exact total: filled by Close (empty before).
