@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
   perld::ClientOptions options;
   options.target = argv[1];
   options.run = argv[2];
-  options.mode = std::string(argv[3]) == "windows" ? perld::IngestMode::kWindows
-                                                   : perld::IngestMode::kRaw;
+  options.mode =
+      std::string(argv[3]) == "windows" ? perld::IngestMode::kWindows : perld::IngestMode::kRaw;
   options.time_unit = perld::LatencyUnit::kUs;
   options.reporting_interval_ms = 100;
   const long per_thread = std::atol(argv[4]);

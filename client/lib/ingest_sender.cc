@@ -292,7 +292,7 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
   }
   if (!close_sent) context.TryCancel();
   reader.join();
-  const grpc::Status status = stream->Finish();
+  grpc::Status status = stream->Finish();
   if (close_sent && status.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     *closed = acked_ >= made_.load(std::memory_order_relaxed);

@@ -38,9 +38,10 @@ class Attached {
   IngestRuns::Session& session_;
 };
 
-grpc::Status Refused(IngestStats& stats, Refusal r, grpc::StatusCode code, std::string message) {
+grpc::Status Refused(IngestStats& stats, Refusal r, grpc::StatusCode code,
+                     const std::string& message) {
   stats.Refused(r);
-  return grpc::Status(code, std::move(message));
+  return grpc::Status(code, message);
 }
 
 }  // namespace

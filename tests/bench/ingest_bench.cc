@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
   o->set_time_unit(perld::v1::TIME_UNIT_NS);
   IngestResponse response;
   if (!stream->Write(open) || !stream->Read(&response) || !response.has_opened()) {
-    std::fprintf(stderr, "ingest_bench: open failed: %s\n", stream->Finish().error_message().c_str());
+    std::fprintf(stderr, "ingest_bench: open failed: %s\n",
+                 stream->Finish().error_message().c_str());
     return 1;
   }
   const uint64_t run_id = response.opened().run_id();

@@ -44,6 +44,7 @@ void RunChannels(bool batched) {
   RecorderThread recorder(**channels, sink);
   recorder.Start();
   std::vector<std::thread> writers;
+  writers.reserve(kWriters);
   for (int w = 0; w < kWriters; ++w) {
     writers.emplace_back([&, w] {
       TimeStampProducer& p = (*channels)->producer(w);
