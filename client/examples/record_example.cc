@@ -6,6 +6,7 @@
 #include <perld/client.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -43,6 +44,13 @@ int main(int argc, char** argv) {
     });
   }
   for (std::thread& w : workers) w.join();
+  // Flush: everything recorded so far acknowledged, the client still open.
+  const perld::FlushResult flushed = client->Flush(std::chrono::seconds(60));
+  const int64_t acked_at_flush = client->counters().acked_records;
+  std::printf("record_example: flush %s, %lld records acknowledged\n",
+              flushed.acked ? "acked" : flushed.error.c_str(),
+              static_cast<long long>(acked_at_flush));
+  if (!flushed.acked || acked_at_flush != per_thread * threads) return 1;
   const perld::FlushResult done = client->Close(std::chrono::seconds(60));
   const perld::LocalTotal total = client->Total();
   const perld::Counters counters = client->counters();

@@ -106,6 +106,10 @@ class LocalSink final : public TimeStampSink {
     }
     const uint64_t asked = flush_requests_.load(std::memory_order_acquire);
     if (asked != flush_served_.load(std::memory_order_relaxed)) {
+      // Everything a Record call that returned before the request published,
+      // open batches included (a kAll pass reads their published prefix).
+      while (channels_->Drain(*this, PollMode::kAll) > 0) {
+      }
       if (mode_ == IngestMode::kRaw) {
         if (encoder_.size() > 0) SendBatch();
       } else {
@@ -144,6 +148,9 @@ class LocalSink final : public TimeStampSink {
       total->latency_counts.emplace_back(b.latency, b.count);
     }
   }
+
+  // Before the recorder starts: the channels this sink drains.
+  void set_channels(TimeStampChannels* channels) { channels_ = channels; }
 
   // Any thread: asks the recorder to send what it holds; returns the request.
   uint64_t RequestFlush() { return flush_requests_.fetch_add(1, std::memory_order_acq_rel) + 1; }
@@ -199,6 +206,7 @@ class LocalSink final : public TimeStampSink {
   const int64_t interval_ns_;
   const int batch_length_;
   client::IngestSender* const sender_;
+  TimeStampChannels* channels_ = nullptr;
   client::BatchEncoder encoder_;
   int64_t next_close_ns_ = 0;
   int64_t last_tick_ns_ = MonotonicNanos();
@@ -288,6 +296,7 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   impl->sink = std::make_unique<LocalSink>(std::move(*windows), latency.time_unit, o.mode,
                                            o.reporting_interval_ms * 1'000'000, o.batch_length,
                                            impl->sender.get());
+  impl->sink->set_channels(impl->channels.get());
   RecorderOptions recorder_options;
   recorder_options.tick_ns = 1'000'000;
   impl->recorder = std::make_unique<RecorderThread>(*impl->channels, *impl->sink, recorder_options);

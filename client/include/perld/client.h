@@ -132,9 +132,10 @@ class Client {
   // A new recording handle (owned by the client), or nullptr once
   // max_recorders were made or after Close.
   Recorder* NewRecorder();
-  // Returns when every timestamp the local recorder had taken when it saw
-  // the request (a few ms after the call) is acknowledged, or at the
-  // deadline, or on a final error.
+  // Returns when every record whose Record call returned before this call
+  // is acknowledged (the local recorder takes everything published when it
+  // sees the request, a few ms after the call), or at the deadline, or on a
+  // final error. In windows mode it closes the current local window early.
   FlushResult Flush(std::chrono::milliseconds timeout);
   // Ends recording (REQUIRES: no Record running or to come), sends what is
   // left and IngestClose, and returns when the daemon acknowledged it all
