@@ -13,13 +13,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/lib/client_internal.h"
-#include "client/perlctl/json_writer.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/core/tsc_clock.h"
+#include "daemon/json/json_writer.h"
 #include "perld/client.h"
 
 namespace perld::perlctl {
+
+using json::JsonWriter;
 namespace {
 
 std::optional<std::string> Take(std::vector<std::string>* args, const std::string& name) {

@@ -27,10 +27,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "client/perlctl/json_writer.h"
 #include "client/perlctl/load_command.h"
 #include "client/perlctl/run_output.h"
 #include "daemon/bench/bench_options.h"
+#include "daemon/json/json_writer.h"
 #include "perld/v1/perld.grpc.pb.h"
 #include "perld/version.h"
 

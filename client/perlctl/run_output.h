@@ -8,10 +8,13 @@
 
 #include <string>
 
-#include "client/perlctl/json_writer.h"
+#include "daemon/json/json_writer.h"
 #include "perld/v1/perld.pb.h"
 
 namespace perld::perlctl {
+
+using json::JsonWriter;
+using json::ShortestDouble;
 
 const char* TimeUnitText(v1::TimeUnit unit);  // "ms", "us", "ns"
 const char* StateText(v1::RunState state);    // "running", "finished", "failed"

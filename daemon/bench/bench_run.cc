@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "daemon/bench/bench_job.h"
 #include "daemon/bench/sbk_report.h"
 #include "daemon/core/clock.h"
@@ -130,7 +131,15 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   }
 
   // -context: the metrics server binds before any worker starts.
-  http::LatestMetrics latest({ctx.storage, ctx.action, ctx.writers, ctx.readers}, ctx.unit);
+  http::RunMetrics described;
+  described.identity.Add("run", "perlbench").Add("source", "bench");
+  described.unit = ctx.unit;
+  described.action = ctx.action;
+  described.sbk_class = ctx.storage;
+  described.writers = described.max_writers = ctx.writers;
+  described.readers = described.max_readers = ctx.readers;
+  described.start_unix_seconds = static_cast<double>(absl::ToUnixMillis(absl::Now())) / 1e3;
+  http::LatestMetrics latest(std::move(described));
   std::unique_ptr<http::MetricsServer> metrics;
   if (options.metrics) {
     absl::StatusOr<std::unique_ptr<http::MetricsServer>> server =

@@ -337,6 +337,17 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "ingest.clientTimeoutMs", kLive, 0, 86'400'000,
       [](auto& c) -> auto& { return c.ingest.client_timeout_ms; }));
+  // prometheus:
+  keys.push_back(EnumKey<MetricNames>(
+      "prometheus.names", kLive,
+      {{"perld", MetricNames::kPerld}, {"sbk", MetricNames::kSbk}, {"both", MetricNames::kBoth}},
+      [](auto& c) -> auto& { return c.prometheus.names; }));
+  keys.push_back(IntKey(
+      "prometheus.maxRuns", kLive, 1, 100'000,
+      [](auto& c) -> auto& { return c.prometheus.max_runs; }));
+  keys.push_back(IntKey(
+      "prometheus.finishedRunSeconds", kLive, 0, 365 * 86'400,
+      [](auto& c) -> auto& { return c.prometheus.finished_run_seconds; }));
   return keys;
 }
 
@@ -377,7 +388,7 @@ const ConfigKey* FindConfigKey(absl::string_view name) {
 }
 
 bool IsSection(absl::string_view name) {
-  return name == "retention" || name == "limits" || name == "ingest";
+  return name == "retention" || name == "limits" || name == "ingest" || name == "prometheus";
 }
 
 int LineOf(int mark_line) { return mark_line < 0 ? 1 : mark_line + 1; }

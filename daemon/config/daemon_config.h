@@ -60,6 +60,20 @@ struct IngestConfig {
   bool operator==(const IngestConfig&) const = default;
 };
 
+// The Prometheus exporter (/metrics).
+enum class MetricNames { kPerld, kSbk, kBoth };
+struct PrometheusConfig {
+  // key prometheus.names: perld (perld_* families), sbk (SBK's PrometheusLogger
+  // names, so SBK's Grafana dashboard works unchanged) or both.
+  MetricNames names = MetricNames::kPerld;
+  int64_t max_runs = 100;  // key prometheus.maxRuns: runs exported, most recent first
+  // key prometheus.finishedRunSeconds: an ended run is exported this long
+  // after its end, then drops out of /metrics (it stays queryable).
+  int64_t finished_run_seconds = 600;
+
+  bool operator==(const PrometheusConfig&) const = default;
+};
+
 struct DaemonConfig {
   // Listeners and files.
   std::string grpc_listen = "127.0.0.1:9717";  // key grpcListen / --grpc-listen, HOST:PORT
@@ -87,6 +101,7 @@ struct DaemonConfig {
   RetentionConfig retention;
   LimitsConfig limits;
   IngestConfig ingest;
+  PrometheusConfig prometheus;
 };
 
 // Field-by-field equality, LatencyConfig and ChannelOptions included

@@ -72,7 +72,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   if (!render) return absl::InvalidArgumentError("metrics server: no render function");
   HttpRoute route;
   route.path = path;
-  route.handler = [render = std::move(render)] {
+  route.handler = [render = std::move(render)](const HttpRequest&) {
     return HttpResponse{200, render(), kExpositionContentType};
   };
   return Start(std::move(host), port, {std::move(route)});
@@ -103,7 +103,9 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(std::string 
               [routes = std::move(routes)](const httplib::Request& req, httplib::Response& res) {
                 for (const HttpRoute& route : routes) {
                   if (req.path != route.path) continue;
-                  HttpResponse r = route.handler();
+                  HttpRequest request{req.path, {}};
+                  for (const auto& [key, value] : req.params) request.params[key] = value;
+                  HttpResponse r = route.handler(request);
                   res.status = r.status;
                   res.set_content(r.body, r.content_type);
                   return;

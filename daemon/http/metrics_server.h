@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -41,10 +42,15 @@ struct HttpResponse {
   std::string content_type = "text/plain; charset=utf-8";
 };
 
+struct HttpRequest {
+  std::string path;
+  std::map<std::string, std::string> params;  // query parameters (the last of repeated ones)
+};
+
 // One exact path and its handler (run on a server pool thread).
 struct HttpRoute {
   std::string path;  // starts with '/'
-  std::function<HttpResponse()> handler;
+  std::function<HttpResponse(const HttpRequest&)> handler;
 };
 
 class MetricsServer {

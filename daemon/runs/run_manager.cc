@@ -83,6 +83,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
     info.state = RunState::kRunning;
     info.start_unix_ms = NowUnixMs();
     pending_[info.id].judge = std::move(setup.judge);
+    pending_[info.id].channels = channels;
     // Registered and announced under the lock: a run is visible before any
     // of its windows can be dispatched, and ids are announced in order.
     registry_.AddRunning(info);
@@ -177,16 +178,36 @@ void RunManager::HandleFinished(RecorderEvent& event) {
     NotifyEvicted(registry_.MarkEnded(id, std::move(total), ended.state,
                                       std::move(ended.failure_reason), ended.end_unix_ms, nullptr));
   }
+  ChannelCounters final_counts;
+  if (std::shared_ptr<TimeStampChannels> channels = pending.channels.lock()) {
+    final_counts = {channels->dropped(), channels->blocked()};
+  }
   event.retired.reset();  // frees the run's windows and channels here
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.erase(id);
+    if (registry_.Info(id).ok()) ended_counters_[id] = final_counts;
   }
   ended_.notify_all();
 }
 
+std::map<RunId, ChannelCounters> RunManager::ChannelCounts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<RunId, ChannelCounters> out = ended_counters_;
+  for (const auto& [id, pending] : pending_) {
+    if (std::shared_ptr<TimeStampChannels> channels = pending.channels.lock()) {
+      out[id] = {channels->dropped(), channels->blocked()};
+    }
+  }
+  return out;
+}
+
 void RunManager::NotifyEvicted(const std::vector<RunId>& ids) {
   if (ids.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (RunId id : ids) ended_counters_.erase(id);
+  }
   for (RunObserver* o : observers_) o->OnRunsEvicted(ids);
 }
 

@@ -59,6 +59,13 @@ struct RunSetup {
   std::shared_ptr<RemoteWindowInbox> inbox;
 };
 
+// Timestamps a run's producers could not hand over at the pending bound:
+// dropped (overflow drop) or sent after waiting (overflow block).
+struct ChannelCounters {
+  uint64_t dropped = 0;
+  uint64_t blocked = 0;
+};
+
 struct CreatedRun {
   RunId id = 0;
   std::shared_ptr<TimeStampChannels> channels;
@@ -103,12 +110,18 @@ class RunManager {
   uint64_t consumed() const { return recorder_.consumed(); }
   // Runs attached to the recorder thread right now.
   int attached() const { return host_.attached(); }
+  // Windows the recorder published that the dispatcher has not handled yet.
+  size_t outbox_depth() const { return outbox_.ApproxSize(); }
+  // Channel counters of every running run (live, approximate) and of ended
+  // runs the registry still holds (final). Any thread.
+  std::map<RunId, ChannelCounters> ChannelCounts() const;
 
  private:
   struct Pending {
     RunJudge judge;
     std::optional<WindowRecord> total;
     bool ending = false;
+    std::weak_ptr<TimeStampChannels> channels;
   };
   void Dispatch();
   void HandleWindow(RecorderEvent& event);
@@ -126,11 +139,12 @@ class RunManager {
   bool started_ = false;
 
   // std::mutex, not absl::Mutex: see RunRegistry::mu_ (ThreadSanitizer).
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable ended_;  // notified when a run leaves pending_
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
   RunId next_id_ ABSL_GUARDED_BY(mu_);
   std::map<RunId, Pending> pending_ ABSL_GUARDED_BY(mu_);  // runs not yet ended
+  std::map<RunId, ChannelCounters> ended_counters_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace perld::runs

@@ -95,6 +95,7 @@ struct RunRegistry::Entry {
   std::deque<WindowRecord> history;  // no distributions
   int64_t first_event = 0;           // event number of history.front()
   int64_t events = 0;
+  int64_t released_segments = 0;  // kTotalSegment windows so far
   bool ended = false;
   int64_t bytes = 0;
 
@@ -192,6 +193,7 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
       break;
     }
     case WindowRecord::Kind::kTotalSegment:
+      ++e->released_segments;
       Append(*e, std::move(window));
       break;
     case WindowRecord::Kind::kTotal:
@@ -292,6 +294,7 @@ absl::StatusOr<RunView> RunRegistry::Get(RunId id) const {
   view.total_final = e->final_total.has_value();
   view.total = e->final_total ? *e->final_total : e->live_total;
   view.events = e->events;
+  view.released_segments = e->released_segments;
   return view;
 }
 

@@ -53,6 +53,8 @@ struct RunView {
   WindowRecord total;                  // final total, or the running total so far
   bool total_final = false;            // total is the run's final total
   int64_t events = 0;                  // window events published so far
+  // Total-window segments reported and released on their own limit so far.
+  int64_t released_segments = 0;
 };
 
 enum class PercentileScope { kTotal, kLatest };

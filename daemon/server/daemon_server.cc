@@ -11,27 +11,30 @@
 #include <cstring>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "daemon/bench/perlbench_worker.h"
+#include "daemon/core/clock.h"
 #include "daemon/core/tsc_clock.h"
-#include "daemon/http/metrics_exposition.h"
+#include "daemon/http/live_api.h"
 #include "daemon/http/metrics_server.h"
-#include "daemon/http/runs_exposition.h"
 #include "daemon/log/log.h"
 #include "daemon/runs/run_manager.h"
+#include "daemon/server/daemon_metrics.h"
 #include "daemon/server/run_csv_writer.h"
 #include "daemon/service/bench_jobs.h"
 #include "daemon/service/control_service.h"
 #include "daemon/service/current_config.h"
-#include "daemon/service/ingest_exposition.h"
 #include "daemon/service/ingest_runs.h"
 #include "daemon/service/ingest_service.h"
 #include "daemon/service/ingest_stats.h"
 #include "daemon/service/query_service.h"
 #include "daemon/state/run_history.h"
 #include "daemon/state/state_store.h"
+#include "perld/version.h"
 
 namespace perld::server {
 namespace {
@@ -106,6 +109,9 @@ struct DaemonServer::Parts {
   service::IngestStats ingest_stats;
   std::unique_ptr<service::IngestRuns> ingest_runs;
   std::unique_ptr<service::IngestService> ingest;
+  service::GrpcCallStats grpc_stats;
+  std::unique_ptr<DaemonMetrics> metrics;
+  int64_t start_mono_ns = MonotonicNanos();
   std::unique_ptr<grpc::Server> grpc;
   std::unique_ptr<http::MetricsServer> http;
   std::atomic<bool> ready{false};
@@ -161,6 +167,8 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
       std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs, p->current);
   p->ingest =
       std::make_unique<service::IngestService>(*p->ingest_runs, p->ingest_stats, p->current);
+  p->metrics = std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats,
+                                               p->grpc_stats, p->current);
 
   // gRPC: Query, Control, Ingest, health, reflection; TCP and optionally a
   // Unix socket.
@@ -177,6 +185,9 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   // gRPC itself refuses anything larger.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<int64_t>(config.limits.max_message_bytes * 2, INT32_MAX)));
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(p->grpc_stats.InterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(p->query.get());
   builder.RegisterService(p->control.get());
   builder.RegisterService(p->ingest.get());
@@ -210,7 +221,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
     p->listeners.grpc_unix = config.grpc_unix;
   }
 
-  // HTTP: /metrics, /healthz, /readyz.
+  // HTTP: /metrics, the live page (/, /api/runs, /api/run), /healthz, /readyz.
   std::string http_host;
   int http_port = 0;
   if (absl::Status s = SplitHostPort(config.http_listen, &http_host, &http_port); !s.ok()) {
@@ -218,15 +229,26 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   }
   Parts* raw = p.get();
   std::vector<http::HttpRoute> routes;
-  routes.push_back({"/metrics", [raw] {
-                      return http::HttpResponse{
-                          200,
-                          http::RenderRunsExposition(raw->manager->registry()) +
-                              service::RenderIngestExposition(raw->ingest_stats),
-                          http::kExpositionContentType};
+  routes.push_back(
+      {"/metrics", [raw](const http::HttpRequest&) {
+         return http::HttpResponse{200, raw->metrics->Render(), http::kExpositionContentType};
+       }});
+  routes.push_back({"/", [](const http::HttpRequest&) { return http::LivePage(); }});
+  routes.push_back({"/api/runs", [raw](const http::HttpRequest&) {
+                      http::DaemonFacts facts;
+                      facts.version = PERLD_VERSION;
+                      facts.uptime_seconds =
+                          static_cast<double>(MonotonicNanos() - raw->start_mono_ns) / 1e9;
+                      facts.now_unix_ms = absl::ToUnixMillis(absl::Now());
+                      return http::RunsJson(raw->manager->registry(), facts);
                     }});
-  routes.push_back({"/healthz", [] { return http::HttpResponse{200, "ok\n"}; }});
-  routes.push_back({"/readyz", [raw] {
+  routes.push_back({"/api/run", [raw](const http::HttpRequest& request) {
+                      return http::RunJson(raw->manager->registry(), request);
+                    }});
+  routes.push_back({"/healthz", [](const http::HttpRequest&) {
+                      return http::HttpResponse{200, "ok\n"};
+                    }});
+  routes.push_back({"/readyz", [raw](const http::HttpRequest&) {
                       return raw->ready.load(std::memory_order_relaxed)
                                  ? http::HttpResponse{200, "ready\n"}
                                  : http::HttpResponse{503, "not ready\n"};

@@ -546,4 +546,13 @@ std::string Describe(const IngestRuns::Client& c) {
 
 }  // namespace
 
+std::map<runs::RunId, IngestRuns::Connections> IngestRuns::ConnectionCounts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<runs::RunId, Connections> out;
+  for (const auto& [id, run] : active_) {
+    out[id] = {run->attached, static_cast<int>(run->clients.size())};
+  }
+  return out;
+}
+
 }  // namespace perld::service

@@ -105,6 +105,14 @@ class IngestRuns {
   // Control.StopRun for an ingest run: cancels its streams and ends it once
   // they are gone. NotFound when `id` is not a running ingest run.
   absl::Status Stop(runs::RunId id);
+  // Clients of every active ingest run: streams attached now and distinct
+  // clients that ever joined (SBK_Connections / SBK_Max_Connections).
+  struct Connections {
+    int now = 0;
+    int ever = 0;
+  };
+  std::map<runs::RunId, Connections> ConnectionCounts() const;
+
   // Shutdown: refuse new streams (Unavailable) from now on.
   void StopAccepting();
   bool accepting() const { return accepting_.load(std::memory_order_relaxed); }

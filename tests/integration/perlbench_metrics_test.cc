@@ -128,7 +128,7 @@ TEST(PerlBenchMetricsTest, TimedRunServesIntervalMetricsWhileRunning) {
       status = res->status;
       content_type = res->get_header_value("Content-Type");
       scraped = res->body;
-      if (scraped.find("window=\"interval\"") != std::string::npos) break;
+      if (scraped.find("perld_run_window_seconds") != std::string::npos) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
@@ -138,12 +138,11 @@ TEST(PerlBenchMetricsTest, TimedRunServesIntervalMetricsWhileRunning) {
   ASSERT_GT(port, 0) << out_buf.Text();
   EXPECT_EQ(status, 200);
   EXPECT_EQ(content_type, "text/plain; version=0.0.4; charset=utf-8");
-  const std::string labels =
-      "{storage=\"PerlBench\",action=\"Writing\",writers=\"1\",readers=\"0\",window=\"interval\"}";
-  EXPECT_NE(scraped.find("perld_records" + labels + " "), std::string::npos) << scraped;
-  EXPECT_NE(scraped.find("perld_mebibytes_per_second" + labels + " "), std::string::npos);
-  EXPECT_NE(scraped.find("perld_latency_seconds{storage=\"PerlBench\",action=\"Writing\",writers="
-                         "\"1\",readers=\"0\",window=\"interval\",percentile=\"99.9\"} "),
+  const std::string labels = "{run=\"perlbench\",source=\"bench\"}";
+  EXPECT_NE(scraped.find("perld_run_records_total" + labels + " "), std::string::npos) << scraped;
+  EXPECT_NE(scraped.find("perld_run_bytes_per_second" + labels + " "), std::string::npos);
+  EXPECT_NE(scraped.find("perld_run_latency_seconds{run=\"perlbench\",source=\"bench\","
+                         "quantile=\"0.999\"} "),
             std::string::npos)
       << scraped;
   EXPECT_GE(result->windows_reported, 1);

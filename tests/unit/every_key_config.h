@@ -49,6 +49,10 @@ ingest:
   maxStreams: 6
   maxClientMemoryBytes: 2097152
   clientTimeoutMs: 700
+prometheus:
+  names: both
+  maxRuns: 7
+  finishedRunSeconds: 30
 )";
 
 inline DaemonConfig EveryKeyConfig() {
@@ -92,6 +96,9 @@ inline DaemonConfig EveryKeyConfig() {
   c.ingest.max_streams = 6;
   c.ingest.max_client_memory_bytes = 2'097'152;
   c.ingest.client_timeout_ms = 700;
+  c.prometheus.names = MetricNames::kBoth;
+  c.prometheus.max_runs = 7;
+  c.prometheus.finished_run_seconds = 30;
   return c;
 }
 

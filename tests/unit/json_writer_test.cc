@@ -1,4 +1,4 @@
-#include "client/perlctl/json_writer.h"
+#include "daemon/json/json_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-namespace perld::perlctl {
+namespace perld::json {
 namespace {
 
 TEST(JsonWriterTest, WritesNestedObjectsWithExactIntegers) {
@@ -61,4 +61,4 @@ TEST(JsonWriterTest, PercentKeysAreWrittenAsThePercentIsWritten) {
 }
 
 }  // namespace
-}  // namespace perld::perlctl
+}  // namespace perld::json

@@ -1,4 +1,5 @@
-// JsonWriter: a small streaming JSON writer for perlctl's --json output.
+// JsonWriter: a small streaming JSON writer (perlctl's --json, the daemon's
+// /api endpoints).
 // Integers are written as JSON numbers (exact, never as strings); doubles in
 // their shortest round-trip form (locale-independent), NaN and infinities as
 // null; strings escaped per RFC 8259. Keys keep the order they are written.
@@ -11,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace perld::perlctl {
+namespace perld::json {
 
 class JsonWriter {
  public:
@@ -39,4 +40,4 @@ class JsonWriter {
 // Shortest round-trip decimal text of `v` ("50", "99.9", "0.001").
 std::string ShortestDouble(double v);
 
-}  // namespace perld::perlctl
+}  // namespace perld::json

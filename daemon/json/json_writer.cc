@@ -1,10 +1,10 @@
-#include "client/perlctl/json_writer.h"
+#include "daemon/json/json_writer.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-namespace perld::perlctl {
+namespace perld::json {
 
 std::string ShortestDouble(double v) {
   char buf[64];
@@ -121,4 +121,4 @@ JsonWriter& JsonWriter::Null() {
   return *this;
 }
 
-}  // namespace perld::perlctl
+}  // namespace perld::json

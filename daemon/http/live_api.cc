@@ -1,0 +1,148 @@
+#include "daemon/http/live_api.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/json/json_writer.h"
+
+namespace perld::http {
+namespace {
+
+using json::JsonWriter;
+
+constexpr double kBytesPerMebibyte = 1024.0 * 1024.0;
+
+double Rate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
+
+HttpResponse Error(int status, const std::string& message) {
+  JsonWriter j;
+  j.BeginObject().Key("error").String(message).EndObject();
+  return HttpResponse{status, j.str() + "\n", kJsonContentType};
+}
+
+void WriteRun(const runs::RunView& view, JsonWriter& j) {
+  const runs::RunInfo& info = view.info;
+  j.BeginObject()
+      .Key("id")
+      .Uint(info.id)
+      .Key("name")
+      .String(info.spec.name)
+      .Key("source")
+      .String(runs::RunSourceName(info.spec.source))
+      .Key("state")
+      .String(runs::RunStateName(info.state))
+      .Key("unit")
+      .String(TimeUnitName(info.spec.latency.time_unit))
+      .Key("start_unix_ms")
+      .Int(info.start_unix_ms)
+      .Key("end_unix_ms")
+      .Int(info.end_unix_ms)
+      .Key("records")
+      .Int(view.total.snapshot.records)
+      .Key("records_per_second")
+      .Double(view.latest
+                  ? Rate(static_cast<double>(view.latest->snapshot.records), view.latest->seconds)
+                  : 0.0)
+      .Key("windows")
+      .Int(view.latest ? view.latest->seq : 0)
+      .EndObject();
+}
+
+// The figures every window and the total share.
+void WriteFigures(const LatencySnapshot& s, double seconds, JsonWriter& j) {
+  j.Key("records")
+      .Int(s.records)
+      .Key("seconds")
+      .Double(seconds)
+      .Key("records_per_second")
+      .Double(Rate(static_cast<double>(s.records), seconds))
+      .Key("mb_per_second")
+      .Double(Rate(static_cast<double>(s.bytes) / kBytesPerMebibyte, seconds))
+      .Key("avg")
+      .Double(s.AvgLatency())
+      .Key("min")
+      .Int(s.min_latency)
+      .Key("max")
+      .Int(s.max_latency)
+      .Key("values")
+      .BeginArray();
+  for (int64_t v : s.values) j.Int(v);
+  j.EndArray();
+}
+
+}  // namespace
+
+HttpResponse RunsJson(const runs::RunRegistry& registry, const DaemonFacts& facts) {
+  std::vector<runs::RunInfo> infos = registry.List({});
+  std::sort(infos.begin(), infos.end(),
+            [](const runs::RunInfo& a, const runs::RunInfo& b) { return a.id > b.id; });
+  JsonWriter j;
+  j.BeginObject()
+      .Key("version")
+      .String(facts.version)
+      .Key("uptime_seconds")
+      .Double(facts.uptime_seconds)
+      .Key("now_unix_ms")
+      .Int(facts.now_unix_ms)
+      .Key("runs")
+      .BeginArray();
+  for (const runs::RunInfo& info : infos) {
+    absl::StatusOr<runs::RunView> view = registry.Get(info.id);
+    if (view.ok()) WriteRun(*view, j);
+  }
+  j.EndArray().EndObject();
+  return HttpResponse{200, j.str() + "\n", kJsonContentType};
+}
+
+HttpResponse RunJson(const runs::RunRegistry& registry, const HttpRequest& request) {
+  auto id_param = request.params.find("id");
+  runs::RunId id = 0;
+  if (id_param == request.params.end() || !absl::SimpleAtoi(id_param->second, &id)) {
+    return Error(400, "id: a run id (a positive integer) is required, e.g. /api/run?id=7");
+  }
+  int64_t max_windows = kDefaultLiveWindows;
+  if (auto w = request.params.find("windows"); w != request.params.end()) {
+    if (!absl::SimpleAtoi(w->second, &max_windows) || max_windows < 0) {
+      return Error(400, "windows: a count >= 0 is required");
+    }
+  }
+  absl::StatusOr<runs::RunView> view = registry.Get(id);
+  if (!view.ok()) return Error(404, std::string(view.status().message()));
+  absl::StatusOr<std::vector<runs::WindowRecord>> history = registry.History(id);
+  std::vector<runs::WindowRecord> windows;
+  if (history.ok()) {
+    for (runs::WindowRecord& w : *history) {
+      if (w.kind == runs::WindowRecord::Kind::kPeriodic) windows.push_back(std::move(w));
+    }
+  }
+  if (static_cast<int64_t>(windows.size()) > max_windows) {
+    windows.erase(windows.begin(), windows.end() - max_windows);
+  }
+  const std::vector<double>& percents = view->info.spec.latency.percentiles;
+
+  JsonWriter j;
+  j.BeginObject().Key("run");
+  WriteRun(*view, j);
+  j.Key("percents").BeginArray();
+  for (double p : percents) j.Double(p);
+  j.EndArray().Key("windows").BeginArray();
+  for (const runs::WindowRecord& w : windows) {
+    j.BeginObject().Key("seq").Int(w.seq).Key("end_unix_ms").Int(w.end_unix_ms);
+    WriteFigures(w.snapshot, w.seconds, j);
+    j.EndObject();
+  }
+  j.EndArray().Key("total").BeginObject();
+  absl::StatusOr<runs::PercentileAnswer> total =
+      registry.Percentiles(id, runs::PercentileScope::kTotal, percents);
+  const LatencySnapshot& snapshot = total.ok() ? total->snapshot : view->total.snapshot;
+  j.Key("final").Bool(view->total_final).Key("exact").Bool(total.ok() && total->exact);
+  WriteFigures(snapshot, view->total.seconds, j);
+  j.Key("counts").BeginArray();
+  for (int64_t c : snapshot.counts) j.Int(c);
+  j.EndArray().EndObject().EndObject();
+  return HttpResponse{200, j.str() + "\n", kJsonContentType};
+}
+
+}  // namespace perld::http

@@ -1,0 +1,141 @@
+#include "daemon/server/daemon_metrics.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "daemon/core/clock.h"
+#include "daemon/http/prometheus_text.h"
+#include "daemon/http/run_metrics.h"
+#include "daemon/http/runs_exposition.h"
+#include "daemon/service/ingest_exposition.h"
+#include "perld/version.h"
+
+namespace perld::server {
+namespace {
+
+using http::Labels;
+using http::MetricType;
+using http::PrometheusText;
+
+// The process's CPU seconds and resident bytes from /proc/self/stat (Linux);
+// false when it cannot be read.
+bool ProcessUsage(double* cpu_seconds, int64_t* resident_bytes) {
+  std::ifstream in("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream fields(text.substr(close + 2));
+  std::vector<std::string> f;
+  for (std::string s; fields >> s;) f.push_back(s);
+  // f[0] is field 3 (state): utime is field 14, stime 15, rss 24 (pages).
+  if (f.size() < 22) return false;
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  *cpu_seconds = (std::stod(f[11]) + std::stod(f[12])) / ticks;
+  *resident_bytes = std::stoll(f[21]) * sysconf(_SC_PAGESIZE);
+  return true;
+}
+
+void Gauge(PrometheusText& out, const char* name, const char* help, const std::string& value,
+           const Labels& labels = {}) {
+  out.Family(name, MetricType::kGauge, help);
+  out.Sample(labels, value);
+}
+
+void Counter(PrometheusText& out, const char* name, const char* help, uint64_t value) {
+  out.Family(name, MetricType::kCounter, help);
+  out.Sample(Labels(), absl::StrCat(value));
+}
+
+}  // namespace
+
+DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
+                             const service::IngestRuns& ingest_runs,
+                             const service::IngestStats& ingest_stats,
+                             const service::GrpcCallStats& grpc,
+                             const service::CurrentConfig& config)
+    : manager_(manager),
+      ingest_runs_(ingest_runs),
+      ingest_stats_(ingest_stats),
+      grpc_(grpc),
+      config_(config),
+      start_unix_ms_(absl::ToUnixMillis(absl::Now())),
+      start_mono_ns_(MonotonicNanos()) {}
+
+std::string DaemonMetrics::Render() {
+  const int64_t begin_ns = MonotonicNanos();
+  http::RunsExpositionInput input;
+  input.prometheus = config_.Get()->prometheus;
+  input.now_unix_ms = absl::ToUnixMillis(absl::Now());
+  input.channels = manager_.ChannelCounts();
+  for (const auto& [id, c] : ingest_runs_.ConnectionCounts()) {
+    input.connections[id] = {c.now, c.ever};
+  }
+  int64_t omitted = 0;
+  const std::vector<http::RunMetrics> runs =
+      http::SelectRunMetrics(manager_.registry(), input, &omitted);
+  omitted_total_.fetch_add(static_cast<uint64_t>(omitted), std::memory_order_relaxed);
+  PrometheusText out;
+  http::WriteRunFamilies(runs, input.prometheus.names, out);
+  std::string text = out.Take();
+  text += service::RenderIngestExposition(ingest_stats_);
+  text += grpc_.Render();
+  text += RenderSelf(omitted);
+  scrapes_.fetch_add(1, std::memory_order_relaxed);
+  last_scrape_ns_.store(MonotonicNanos() - begin_ns, std::memory_order_relaxed);
+  return text;
+}
+
+std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
+  PrometheusText out;
+  Gauge(out, "perld_build_info", "perld's version, as a label; the value is 1.", "1",
+        Labels().Add("version", PERLD_VERSION));
+  Gauge(out, "perld_start_time_seconds", "Start of the daemon, Unix time in seconds.",
+        http::FormatSampleValue(static_cast<double>(start_unix_ms_) / 1e3));
+  Gauge(out, "perld_uptime_seconds", "Seconds since the daemon started.",
+        http::FormatSampleValue(static_cast<double>(MonotonicNanos() - start_mono_ns_) / 1e9));
+  double cpu_seconds = 0;
+  int64_t resident = 0;
+  if (ProcessUsage(&cpu_seconds, &resident)) {
+    out.Family("process_cpu_seconds_total", MetricType::kCounter,
+               "User and system CPU time of the daemon, seconds.");
+    out.Sample(Labels(), http::FormatSampleValue(cpu_seconds));
+    Gauge(out, "process_resident_memory_bytes", "Resident memory of the daemon, bytes.",
+          absl::StrCat(resident));
+  }
+  Counter(out, "perld_recorder_timestamps_total",
+          "Timestamps the recorder thread drained into windows (its rate is the drain rate).",
+          manager_.consumed());
+  Gauge(out, "perld_recorder_runs_attached", "Runs attached to the recorder thread.",
+        absl::StrCat(manager_.attached()));
+  Gauge(out, "perld_recorder_outbox_windows",
+        "Closed windows the recorder published and the dispatcher has not stored yet.",
+        absl::StrCat(manager_.outbox_depth()));
+  const runs::RunRegistry& registry = manager_.registry();
+  const size_t running = registry.running();
+  out.Family("perld_runs", MetricType::kGauge, "Runs the daemon holds, by state.");
+  out.Sample(Labels().Add("state", "running"), absl::StrCat(running));
+  out.Sample(Labels().Add("state", "ended"), absl::StrCat(registry.size() - running));
+  Gauge(out, "perld_snapshot_store_bytes",
+        "Estimated memory of the published windows and distributions (the snapshot store).",
+        absl::StrCat(registry.ApproxBytes()));
+  Gauge(out, "perld_exporter_runs_omitted",
+        "Runs left out of this scrape by prometheus.maxRuns (the oldest).", absl::StrCat(omitted));
+  Counter(out, "perld_exporter_runs_omitted_total",
+          "Runs left out by prometheus.maxRuns, summed over scrapes.",
+          omitted_total_.load(std::memory_order_relaxed));
+  Counter(out, "perld_scrapes_total", "/metrics scrapes served before this one.",
+          scrapes_.load(std::memory_order_relaxed));
+  Gauge(out, "perld_last_scrape_duration_seconds",
+        "Server time of the previous /metrics scrape, seconds.",
+        http::FormatSampleValue(
+            static_cast<double>(last_scrape_ns_.load(std::memory_order_relaxed)) / 1e9));
+  return out.Take();
+}
+
+}  // namespace perld::server

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""The Prometheus exporter's goals, measured (issue 11). A benchmark command,
+not a test.
+
+  tests/bench/metrics_goals.py --build build/release [--runs 100] [--scrapes 200] [--rounds 5]
+
+1. Scrape cost: a daemon with --runs active runs (each one rate-controlled
+   writer, 1024 records/s, ns, prometheus.names perld and, separately, both),
+   --scrapes sequential GETs of /metrics; the server time of each scrape as
+   the daemon reports it (perld_last_scrape_duration_seconds of the next
+   scrape) and the client's round trip, median / p90 / max, and the size.
+2. Scraper vs recorder throughput: with those runs ended but still exported
+   (finishedRunSeconds), a full-speed `perlctl bench` (1 writer, 50 M records,
+   ns) alone and with a 10 Hz scraper of /metrics, alternating for --rounds
+   pairs; records/s of each run's total, medians and the per-pair ratio.
+Prints a Markdown table; writes nothing else.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+BENCH = ["-writers", "1", "-size", "1024", "-records", "50000000", "-time", "ns",
+         "-interval", "3600"]
+
+
+class Daemon:
+    def __init__(self, perld, state, config):
+        self.proc = subprocess.Popen(
+            [perld, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+             "--state-dir", state, "--config", config],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        listening = {}
+        while len(listening) < 2:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("perld did not start")
+            m = re.match(r"perld: (gRPC|HTTP) listening on (\S+)", line)
+            if m:
+                listening[m.group(1)] = m.group(2)
+        self.grpc, self.http = listening["gRPC"], listening["HTTP"]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=120)
+
+
+def scrape(http):
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as r:
+        body = r.read().decode()
+    return body, time.perf_counter() - t0
+
+
+def server_seconds(body):
+    m = re.search(r"^perld_last_scrape_duration_seconds (\S+)$", body, re.M)
+    return float(m.group(1))
+
+
+def pct(values, q):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def bench_rate(perlctl, target):
+    out = subprocess.run([perlctl, "--target", target, "--json", "bench", *BENCH, "--wait"],
+                         capture_output=True, text=True, check=True).stdout
+    total = json.loads(out.strip().splitlines()[-1])
+    assert total["kind"] == "total" and total["records"] == 50000000, total
+    return float(total["recordsPerSecond"])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build/release")
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--scrapes", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    perld = os.path.join(args.build, "daemon/bench/perld")
+    perlctl = os.path.join(args.build, "client/perlctl/perlctl")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        config = os.path.join(tmp, "perld.yaml")
+        with open(config, "w") as f:
+            f.write("reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: %d\n"
+                    "prometheus:\n  maxRuns: %d\n  finishedRunSeconds: 3600\n"
+                    % (args.runs + 8, args.runs + 8))
+        d = Daemon(perld, os.path.join(tmp, "state"), config)
+        ids = []
+        for i in range(args.runs):
+            out = subprocess.run([perlctl, "--target", d.grpc, "--json", "bench", "-writers", "1",
+                                  "-size", "1024", "-throughput", "1", "-seconds", "3600",
+                                  "-time", "ns", "--name", f"paced-{i}"],
+                                 capture_output=True, text=True, check=True).stdout
+            ids.append(str(json.loads(out)["id"]))
+        time.sleep(3)  # every run has closed windows
+        for names in ("perld", "both"):
+            with open(config, "w") as f:
+                f.write("reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: %d\n"
+                        "prometheus:\n  names: %s\n  maxRuns: %d\n  finishedRunSeconds: 3600\n"
+                        % (args.runs + 8, names, args.runs + 8))
+            d.proc.send_signal(signal.SIGHUP)
+            time.sleep(1)
+            server, client = [], []
+            body, _ = scrape(d.http)
+            for _ in range(args.scrapes):
+                body, rt = scrape(d.http)
+                server.append(server_seconds(body))
+                client.append(rt)
+            running = len(re.findall(r'^perld_run_info\{.*state="running"', body, re.M))
+            rows.append((f"scrape of {running} running runs (names: {names}), server time",
+                         f"median {statistics.median(server) * 1e3:.2f} ms, p90 "
+                         f"{pct(server, 0.9) * 1e3:.2f} ms, max {max(server) * 1e3:.2f} ms; "
+                         f"{len(body) / 1024:.0f} KiB", "< 5 ms"))
+            rows.append((f"same, client round trip ({args.scrapes} scrapes)",
+                         f"median {statistics.median(client) * 1e3:.2f} ms, p90 "
+                         f"{pct(client, 0.9) * 1e3:.2f} ms", ""))
+        for run_id in ids:
+            subprocess.run([perlctl, "--target", d.grpc, "stop", run_id],
+                           capture_output=True, check=True)
+        time.sleep(2)
+
+        alone, scraped, ratios, scrapes_done = [], [], [], []
+        for _ in range(args.rounds):
+            alone.append(bench_rate(perlctl, d.grpc))
+            stop = threading.Event()
+            count = [0]
+
+            def scraper():
+                while not stop.is_set():
+                    t0 = time.perf_counter()
+                    scrape(d.http)
+                    count[0] += 1
+                    stop.wait(max(0.0, 0.1 - (time.perf_counter() - t0)))
+            t = threading.Thread(target=scraper)
+            t.start()
+            scraped.append(bench_rate(perlctl, d.grpc))
+            stop.set()
+            t.join()
+            scrapes_done.append(count[0])
+            ratios.append(scraped[-1] / alone[-1])
+        rows.append(("full-speed bench alone (1 writer, 50 M, ns)",
+                     f"median {statistics.median(alone) / 1e6:.2f} M records/s "
+                     f"(min {min(alone) / 1e6:.2f}, max {max(alone) / 1e6:.2f})", ""))
+        rows.append((f"same with a 10 Hz /metrics scraper ({args.runs} runs exported, "
+                     f"{statistics.median(scrapes_done)} scrapes per run)",
+                     f"median {statistics.median(scraped) / 1e6:.2f} M records/s "
+                     f"(min {min(scraped) / 1e6:.2f}, max {max(scraped) / 1e6:.2f})", ""))
+        rows.append(("with scraper / alone, per pair",
+                     f"median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, "
+                     f"max {max(ratios):.3f})", ">= 0.98"))
+        d.stop()
+    print("| what | measured | goal |")
+    print("|---|---|---|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {r[2]} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""perld's Prometheus exporter against the real tools (issue 11):
+
+  * a daemon with runs of SBK's four dashboard actions (three in-process
+    benches and one `perlctl load` stream labelled action=Write_OnlyReading)
+    and prometheus.names: both;
+  * /metrics passes `promtool check metrics` -- clean for perld's names, and
+    only the naming lint for SBK's own camelCase/ns names;
+  * every metric name SBK's Grafana dashboard queries
+    (sbk_dashboard_metrics.txt) and every one perld's dashboard
+    (deploy/grafana/perld-dashboard.json) queries is exported;
+  * the cardinality cap leaves the oldest runs out and counts them;
+  * a real `prometheus` server on loopback scrapes perld, and the quantile it
+    stored for a finished run's latest window equals perld's own
+    GetPercentiles answer for that window, exactly;
+  * gRPC calls are counted by method and code.
+Run by Debian's /usr/bin/python3.
+"""
+import argparse
+import decimal
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from perld_it import ROOT, Daemon, check, finish, load_stubs  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The dashboard's percentiles: SBK's defaults plus those its panels name.
+PERCENTILES = [5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90, 92.25,
+               92.5, 95, 97.5, 99, 99.25, 99.5, 99.75, 99.9, 99.95, 99.99]
+
+
+def http_get(address, path, timeout=10):
+    with urllib.request.urlopen(f"http://{address}{path}", timeout=timeout) as r:
+        return r.status, r.headers.get("Content-Type"), r.read().decode()
+
+
+def metric_names(text):
+    names = set()
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            names.add(re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", line).group(0))
+    return names
+
+
+def promtool(text):
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=60)
+    return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def dashboard_names(path):
+    """Metric names in every PromQL expression of a Grafana dashboard."""
+    with open(path) as f:
+        board = json.load(f)
+    names = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "expr" and isinstance(value, str):
+                    for token in re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", value):
+                        if token.startswith(("perld_", "process_")):
+                            names.add(token)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+    walk(board)
+    return names
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perld", required=True)
+    ap.add_argument("--perlctl", required=True)
+    args = ap.parse_args()
+    import grpc
+    if shutil.which("promtool") is None or shutil.which("prometheus") is None:
+        check(False, "promtool and prometheus are installed (Debian package prometheus)")
+        return finish()
+    with tempfile.TemporaryDirectory() as tmp:
+        pb, rpc, _ = load_stubs(tmp)
+        config = os.path.join(tmp, "perld.yaml")
+        with open(config, "w") as f:
+            f.write("reportingIntervalMs: 300\n"
+                    f"percentiles: [{', '.join(str(p) for p in PERCENTILES)}]\n"
+                    "limits:\n  maxRunningRuns: 8\n"
+                    "prometheus:\n  names: both\n  maxRuns: 4\n")
+        d = Daemon(args.perld, os.path.join(tmp, "state"), config)
+        channel = grpc.insecure_channel(d.grpc)
+        query = rpc.QueryStub(channel)
+
+        def ctl(*cmd):
+            p = subprocess.run([args.perlctl, "--target", d.grpc] + list(cmd),
+                               capture_output=True, text=True, timeout=120)
+            return p.returncode, p.stdout, p.stderr
+
+        try:
+            # One run per action of SBK's dashboard; the first is left out by maxRuns 4.
+            runs = [("old-writing", ["-writers", "1"]),
+                    ("sbk-writing", ["-writers", "1"]),
+                    ("sbk-reading", ["-readers", "1"]),
+                    ("sbk-write-reading", ["-writers", "1", "-readers", "1"])]
+            for name, workers in runs:
+                rc, _, err = ctl("bench", *workers, "-size", "100", "-records", "300000",
+                                 "-time", "ns", "--name", name, "--wait")
+                check(rc == 0, f"bench {name} ran ({err.strip()[:100]})")
+            rc, _, err = ctl("load", "-writers", "1", "-size", "100", "-records", "300000",
+                             "-time", "ns", "--run", "sbk-write-onlyreading",
+                             "--label", "action=Write_OnlyReading")
+            check(rc == 0, f"perlctl load with action=Write_OnlyReading ran ({err.strip()[:100]})")
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                listed = query.ListRuns(pb.ListRunsRequest(), timeout=10)
+                if all(r.state != pb.RUN_STATE_RUNNING for r in listed.runs):
+                    break
+                time.sleep(0.1)
+
+            status, ctype, text = http_get(d.http, "/metrics")
+            check(status == 200 and ctype == "text/plain; version=0.0.4; charset=utf-8",
+                  f"/metrics 200 with the 0.0.4 content type ({ctype})")
+            names = metric_names(text)
+
+            # promtool: perld's own families are clean; SBK's names only break naming lint.
+            perld_only = "\n".join(
+                block for block in re.split(r"\n(?=# HELP )", text)
+                if not block.startswith("# HELP SBK_")) + "\n"
+            rc, report = promtool(perld_only)
+            check(rc == 0 and report == "", f"promtool: perld's families clean ({report[:300]})")
+            rc, report = promtool(text)
+            lint = [line for line in report.splitlines()
+                    if not (line.startswith("SBK_") and
+                            ("snake_case" in line or "abbreviated units" in line))]
+            check(lint == [], f"promtool: with SBK names only naming lint is reported ({lint[:3]})")
+
+            # Every name SBK's dashboard queries.
+            with open(os.path.join(HERE, "sbk_dashboard_metrics.txt")) as f:
+                wanted = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+            missing = [n for n in wanted if n not in names]
+            check(len(wanted) > 200 and missing == [],
+                  f"all {len(wanted)} names of SBK's dashboard are exported (missing {missing[:8]})")
+            # Every name perld's dashboard queries.
+            board = dashboard_names(os.path.join(ROOT, "deploy", "grafana",
+                                                 "perld-dashboard.json"))
+            missing = sorted(n for n in board if n not in names)
+            check(len(board) >= 8 and missing == [],
+                  f"all {len(board)} names of deploy/grafana/perld-dashboard.json are exported "
+                  f"(missing {missing[:8]})")
+            check('component="sbm"' in text and 'action="Write_OnlyReading"' in text,
+                  "the ingest run is component sbm with its labelled action")
+
+            # Cardinality: 5 runs, maxRuns 4 -> the oldest left out and counted.
+            check('run="old-writing"' not in text and 'run="sbk-writing"' in text,
+                  "prometheus.maxRuns leaves the oldest run out")
+            check(re.search(r"^perld_exporter_runs_omitted 1$", text, re.M) is not None,
+                  "perld_exporter_runs_omitted counts it")
+            check(re.search(r'^perld_grpc_requests_total\{method="perld.v1.Control/StartBench",'
+                            r'code="OK"\} 4$', text, re.M) is not None,
+                  "gRPC calls counted by method and code")
+
+            # A real Prometheus server scrapes perld.
+            writing = query.GetRun(pb.GetRunRequest(run="sbk-writing"), timeout=10).run.id
+            prom_port = free_port()
+            prom_dir = os.path.join(tmp, "prometheus")
+            os.makedirs(prom_dir)
+            with open(os.path.join(prom_dir, "prometheus.yml"), "w") as f:
+                f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                        "scrape_configs:\n  - job_name: perld\n"
+                        f"    static_configs:\n      - targets: ['{d.http}']\n")
+            prom = subprocess.Popen(
+                ["prometheus", "--config.file=" + os.path.join(prom_dir, "prometheus.yml"),
+                 "--storage.tsdb.path=" + os.path.join(prom_dir, "data"),
+                 "--web.listen-address=127.0.0.1:%d" % prom_port],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                expr = f'perld_run_latency_seconds{{run_id="{writing}",quantile="0.99"}}'
+                stored = None
+                deadline = time.time() + 60
+                while stored is None and time.time() < deadline:
+                    try:
+                        _, _, body = http_get(f"127.0.0.1:{prom_port}",
+                                              "/api/v1/query?query=" + urllib.parse.quote(expr))
+                        result = json.loads(body)["data"]["result"]
+                        if result:
+                            stored = result[0]["value"][1]
+                    except OSError:
+                        pass
+                    if stored is None:
+                        time.sleep(0.5)
+                check(stored is not None, f"prometheus scraped perld ({expr} = {stored})")
+                answer = query.GetPercentiles(pb.GetPercentilesRequest(
+                    run=str(writing), percentiles=[99],
+                    scope=pb.GetPercentilesRequest.SCOPE_LATEST), timeout=10)
+                ns = answer.percentiles[0].latency
+                exact = float(decimal.Decimal(ns) / decimal.Decimal(10**9))
+                check(stored is not None and float(stored) == exact and ns > 0,
+                      f"Prometheus' p99 ({stored} s) equals perld's GetPercentiles ({ns} ns)")
+                _, _, body = http_get(f"127.0.0.1:{prom_port}", "/api/v1/targets")
+                health = [t["health"] for t in json.loads(body)["data"]["activeTargets"]]
+                check(health == ["up"], f"the perld target is up ({health})")
+            finally:
+                prom.terminate()
+                prom.wait(timeout=30)
+        finally:
+            channel.close()
+            check(d.stop() == 0, "daemon stops cleanly")
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
