@@ -99,20 +99,29 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(std::string 
   server->set_keep_alive_timeout(kKeepAliveSeconds);
   // One catch-all route with exact path comparisons: httplib's patterns are
   // regular expressions, and a metrics path is not one.
-  server->Get(".*",
-              [routes = std::move(routes)](const httplib::Request& req, httplib::Response& res) {
-                for (const HttpRoute& route : routes) {
-                  if (req.path != route.path) continue;
-                  HttpRequest request{req.path, {}};
-                  for (const auto& [key, value] : req.params) request.params[key] = value;
-                  HttpResponse r = route.handler(request);
-                  res.status = r.status;
-                  res.set_content(r.body, r.content_type);
-                  return;
-                }
-                res.status = 404;
-                res.set_content("404 page not found\n", "text/plain; charset=utf-8");
-              });
+  server->Get(
+      ".*", [routes = std::move(routes)](const httplib::Request& req, httplib::Response& res) {
+        for (const HttpRoute& route : routes) {
+          if (req.path != route.path) continue;
+          HttpRequest request{req.path, {}};
+          for (const auto& [key, value] : req.params) request.params[key] = value;
+          HttpResponse r = route.handler(request);
+          res.status = r.status;
+          if (r.shared_body) {
+            std::shared_ptr<const std::string> body = std::move(r.shared_body);
+            const size_t size = body->size();
+            res.set_content_provider(size, r.content_type,
+                                     [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                                       return sink.write(body->data() + offset, length);
+                                     });
+          } else {
+            res.set_content(r.body, r.content_type);
+          }
+          return;
+        }
+        res.status = 404;
+        res.set_content("404 page not found\n", "text/plain; charset=utf-8");
+      });
 
   int bound_port = -1;
   if (port == 0) {

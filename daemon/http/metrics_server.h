@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,9 +38,16 @@ inline constexpr char kDefaultMetricsHost[] = "127.0.0.1";
 inline constexpr char kExpositionContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 
 struct HttpResponse {
+  HttpResponse() = default;
+  HttpResponse(int status_code, std::string text, std::string type = "text/plain; charset=utf-8")
+      : status(status_code), body(std::move(text)), content_type(std::move(type)) {}
+
   int status = 200;
   std::string body;
   std::string content_type = "text/plain; charset=utf-8";
+  // When set, the body is sent from this buffer without a copy (a large
+  // body the handler renders into a reused buffer); `body` is ignored.
+  std::shared_ptr<const std::string> shared_body;
 };
 
 struct HttpRequest {

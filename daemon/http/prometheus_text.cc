@@ -44,13 +44,26 @@ void PrometheusText::Family(std::string_view name, MetricType type, std::string_
 }
 
 void PrometheusText::Sample(const Labels& labels, std::string_view value) {
-  Sample("", labels, value);
+  SampleText("", labels.text(), "", value);
 }
 
 void PrometheusText::Sample(std::string_view suffix, const Labels& labels, std::string_view value) {
+  SampleText(suffix, labels.text(), "", value);
+}
+
+void PrometheusText::SampleText(std::string_view suffix, std::string_view labels,
+                                std::string_view extra, std::string_view value) {
   out_.append(name_).append(suffix);
-  if (!labels.text().empty()) out_.append("{").append(labels.text()).append("}");
-  out_.append(" ").append(value).append("\n");
+  if (!labels.empty() || !extra.empty()) {
+    out_ += '{';
+    out_.append(labels);
+    if (!labels.empty() && !extra.empty()) out_ += ',';
+    out_.append(extra);
+    out_ += '}';
+  }
+  out_ += ' ';
+  out_.append(value);
+  out_ += '\n';
 }
 
 std::string EscapeLabelValue(std::string_view value) {

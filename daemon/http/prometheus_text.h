@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "daemon/core/latency_config.h"
 
@@ -42,6 +43,11 @@ class Labels {
 
 class PrometheusText {
  public:
+  PrometheusText() = default;
+  // Writes into `buffer` (cleared, its capacity kept): a caller that renders
+  // often hands back the previous text's buffer and skips its regrowth.
+  explicit PrometheusText(std::string buffer) : out_(std::move(buffer)) { out_.clear(); }
+
   // Writes `# HELP name help` and `# TYPE name type` and makes `name` the
   // current family.
   void Family(std::string_view name, MetricType type, std::string_view help);
@@ -49,6 +55,12 @@ class PrometheusText {
   void Sample(const Labels& labels, std::string_view value);
   // `name<suffix>{labels} value`: a summary's "_sum" and "_count".
   void Sample(std::string_view suffix, const Labels& labels, std::string_view value);
+  // The same from label text: `name<suffix>{labels,extra} value`, where
+  // `labels` is a Labels::text() and `extra` one more `key="value"` pair
+  // already in label text form (either may be empty). No allocation beyond
+  // the output's growth: the scrape's hot path.
+  void SampleText(std::string_view suffix, std::string_view labels, std::string_view extra,
+                  std::string_view value);
 
   const std::string& text() const { return out_; }
   std::string Take() { return std::move(out_); }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <functional>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -18,8 +17,6 @@ double Rate(double amount, double seconds) { return seconds > 0 ? amount / secon
 // Records whose latency is non-negative: the ones a summary observed.
 int64_t Observed(const LatencySnapshot& s) { return s.valid + s.lower_discard + s.higher_discard; }
 
-std::string Int(int64_t v) { return absl::StrCat(v); }
-
 // A run's latency in its unit as ns (SBK's metrics are always in ns).
 int64_t ToNanos(int64_t value, TimeUnit unit) { return value * NanosPerUnit(unit); }
 
@@ -27,61 +24,99 @@ double AverageSeconds(const LatencySnapshot& s, TimeUnit unit) {
   return s.AvgLatency() * static_cast<double>(NanosPerUnit(unit)) / kNanosPerSecond;
 }
 
-// Writes one family with a sample per run that has a value (`value` returns
-// nullopt to skip a run); the family is left out when no run has one.
-using RunValue = std::function<std::optional<std::string>(const RunMetrics&)>;
-void Family(std::span<const RunMetrics> runs, PrometheusText& out, std::string_view name,
-            MetricType type, std::string_view help, const RunValue& value,
-            const std::function<Labels(const RunMetrics&)>& labels) {
+// Sample values are formatted into one reused buffer: no allocation per sample.
+void SetInt(std::string* v, int64_t x) {
+  char buf[24];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), x);
+  v->assign(buf, r.ptr);
+}
+void SetDouble(std::string* v, double x) { *v = FormatSampleValue(x); }
+void SetSeconds(std::string* v, int64_t units, TimeUnit unit) {
+  *v = UnitsToSecondsText(units, unit);
+}
+
+// The runs of one rendering with their label text, computed once per scrape.
+struct Scope {
+  std::span<const RunMetrics> runs;
+  std::vector<std::string> labels;  // labels[i]: the label text of runs[i]
+};
+
+// `key="<text>"` label texts per percent, built once per scrape.
+class PercentLabels {
+ public:
+  PercentLabels(std::string_view key, bool quantile) : key_(key), quantile_(quantile) {}
+  std::string_view For(double percent) {
+    auto it = cache_.find(percent);
+    if (it == cache_.end()) {
+      const std::string text =
+          quantile_ ? PercentToQuantileText(percent) : FormatSampleValue(percent);
+      it = cache_.emplace(percent, absl::StrCat(key_, "=\"", text, "\"")).first;
+    }
+    return it->second;
+  }
+
+ private:
+  std::string key_;
+  bool quantile_;
+  std::map<double, std::string> cache_;  // node-based: the views stay valid
+};
+
+// One family with a sample per run for which `value(run, &text)` returns
+// true; the family is left out when no run has one.
+template <typename Value>
+void Family(const Scope& scope, PrometheusText& out, std::string_view name, MetricType type,
+            std::string_view help, Value value) {
+  std::string text;
   bool started = false;
-  for (const RunMetrics& run : runs) {
-    std::optional<std::string> v = value(run);
-    if (!v) continue;
+  for (size_t i = 0; i < scope.runs.size(); ++i) {
+    if (!value(scope.runs[i], &text)) continue;
     if (!started) out.Family(name, type, help);
     started = true;
-    out.Sample(labels(run), *v);
+    out.SampleText("", scope.labels[i], "", text);
   }
 }
 
-Labels Identity(const RunMetrics& run) { return Labels().AddText(run.identity.text()); }
-
-// A family of figures of the latest closed window (runs without one are left out).
-void LatestFamily(std::span<const RunMetrics> runs, PrometheusText& out, std::string_view name,
-                  std::string_view help,
-                  const std::function<std::string(const ExpositionWindow&, TimeUnit)>& figure) {
-  Family(
-      runs, out, name, MetricType::kGauge, help,
-      [&](const RunMetrics& r) -> std::optional<std::string> {
-        if (!r.latest) return std::nullopt;
-        return figure(*r.latest, r.unit);
-      },
-      Identity);
+// A family of one figure of the latest closed window (runs without one are left out).
+template <typename Figure>
+void LatestFamily(const Scope& scope, PrometheusText& out, std::string_view name,
+                  std::string_view help, Figure figure) {
+  Family(scope, out, name, MetricType::kGauge, help, [&](const RunMetrics& r, std::string* v) {
+    if (!r.latest) return false;
+    figure(r, *r.latest, v);
+    return true;
+  });
 }
 
-void Counter(std::span<const RunMetrics> runs, PrometheusText& out, std::string_view name,
-             std::string_view help, const std::function<int64_t(const RunMetrics&)>& value) {
-  Family(
-      runs, out, name, MetricType::kCounter, help,
-      [&](const RunMetrics& r) -> std::optional<std::string> { return Int(value(r)); }, Identity);
+template <typename Count>
+void Counter(const Scope& scope, PrometheusText& out, std::string_view name, std::string_view help,
+             Count count) {
+  Family(scope, out, name, MetricType::kCounter, help, [&](const RunMetrics& r, std::string* v) {
+    SetInt(v, count(r));
+    return true;
+  });
 }
 
-// A summary: quantiles of `window(run)` (none when it has none), _sum and
+// A summary: quantiles of `window(run)` (none when it is null), _sum and
 // _count from the run's total.
-void Summary(std::span<const RunMetrics> runs, PrometheusText& out, std::string_view name,
-             std::string_view help,
-             const std::function<const LatencySnapshot*(const RunMetrics&)>& window) {
+template <typename Window>
+void Summary(const Scope& scope, PrometheusText& out, PercentLabels& quantiles,
+             std::string_view name, std::string_view help, Window window) {
   out.Family(name, MetricType::kSummary, help);
-  for (const RunMetrics& run : runs) {
+  std::string v;
+  for (size_t i = 0; i < scope.runs.size(); ++i) {
+    const RunMetrics& run = scope.runs[i];
     if (const LatencySnapshot* s = window(run)) {
       const size_t n = std::min(s->percents.size(), s->values.size());
-      for (size_t i = 0; i < n; ++i) {
-        out.Sample(Identity(run).Add("quantile", PercentToQuantileText(s->percents[i])),
-                   UnitsToSecondsText(s->values[i], run.unit));
+      for (size_t k = 0; k < n; ++k) {
+        SetSeconds(&v, s->values[k], run.unit);
+        out.SampleText("", scope.labels[i], quantiles.For(s->percents[k]), v);
       }
     }
     const LatencySnapshot& total = run.total.snapshot;
-    out.Sample("_sum", Identity(run), UnitsToSecondsText(total.total_latency, run.unit));
-    out.Sample("_count", Identity(run), Int(Observed(total)));
+    SetSeconds(&v, total.total_latency, run.unit);
+    out.SampleText("_sum", scope.labels[i], "", v);
+    SetInt(&v, Observed(total));
+    out.SampleText("_count", scope.labels[i], "", v);
   }
 }
 
@@ -132,126 +167,133 @@ std::pair<int64_t, int64_t> SlidingLatencyCoverage(const LatencySnapshot& s) {
 
 void WritePerldRunFamilies(std::span<const RunMetrics> runs, PrometheusText& out) {
   if (runs.empty()) return;
-  Family(
-      runs, out, "perld_run_info", MetricType::kGauge,
-      "A run perld exports: its state, latency unit and SBK action as labels.",
-      [](const RunMetrics&) -> std::optional<std::string> { return "1"; },
-      [](const RunMetrics& r) {
-        return Identity(r)
-            .Add("state", r.state)
-            .Add("unit", TimeUnitName(r.unit))
-            .Add("action", r.action);
-      });
-  Family(
-      runs, out, "perld_run_start_time_seconds", MetricType::kGauge,
-      "Start of the run, Unix time in seconds.",
-      [](const RunMetrics& r) -> std::optional<std::string> {
-        return FormatSampleValue(r.start_unix_seconds);
-      },
-      Identity);
-  Counter(runs, out, "perld_run_records_total",
+  Scope scope{runs, {}};
+  for (const RunMetrics& r : runs) scope.labels.push_back(r.identity.text());
+
+  out.Family("perld_run_info", MetricType::kGauge,
+             "A run perld exports: its state, latency unit and SBK action as labels.");
+  for (const RunMetrics& r : runs) {
+    out.Sample(Labels()
+                   .AddText(r.identity.text())
+                   .Add("state", r.state)
+                   .Add("unit", TimeUnitName(r.unit))
+                   .Add("action", r.action),
+               "1");
+  }
+  Family(scope, out, "perld_run_start_time_seconds", MetricType::kGauge,
+         "Start of the run, Unix time in seconds.", [](const RunMetrics& r, std::string* v) {
+           SetDouble(v, r.start_unix_seconds);
+           return true;
+         });
+  Counter(scope, out, "perld_run_records_total",
           "Records of the run so far (valid, discarded and invalid).",
           [](const RunMetrics& r) { return r.total.snapshot.records; });
-  Counter(runs, out, "perld_run_bytes_total", "Bytes of the run's records so far.",
+  Counter(scope, out, "perld_run_bytes_total", "Bytes of the run's records so far.",
           [](const RunMetrics& r) { return r.total.snapshot.bytes; });
-  Counter(runs, out, "perld_run_invalid_latencies_total", "Records with a negative latency.",
+  Counter(scope, out, "perld_run_invalid_latencies_total", "Records with a negative latency.",
           [](const RunMetrics& r) { return r.total.snapshot.invalid; });
-  Counter(runs, out, "perld_run_lower_discards_total",
+  Counter(scope, out, "perld_run_lower_discards_total",
           "Records with a latency below the run's minimum latency.",
           [](const RunMetrics& r) { return r.total.snapshot.lower_discard; });
-  Counter(runs, out, "perld_run_higher_discards_total",
+  Counter(scope, out, "perld_run_higher_discards_total",
           "Records with a latency above the run's maximum latency.",
           [](const RunMetrics& r) { return r.total.snapshot.higher_discard; });
-  Counter(runs, out, "perld_run_dropped_timestamps_total",
+  Counter(scope, out, "perld_run_dropped_timestamps_total",
           "Timestamps dropped at the pending bound (overflow: drop).",
           [](const RunMetrics& r) { return static_cast<int64_t>(r.dropped); });
-  Counter(runs, out, "perld_run_blocked_timestamps_total",
+  Counter(scope, out, "perld_run_blocked_timestamps_total",
           "Sends that waited at the pending bound (overflow: block).",
           [](const RunMetrics& r) { return static_cast<int64_t>(r.blocked); });
-  Counter(runs, out, "perld_run_total_window_releases_total",
+  Counter(scope, out, "perld_run_total_window_releases_total",
           "Total-window segments reported and released on their own memory or counter limit.",
           [](const RunMetrics& r) { return r.total_window_releases; });
   Counter(
-      runs, out, "perld_run_full_window_closes_total",
+      scope, out, "perld_run_full_window_closes_total",
       "Periodic windows closed before their interval by the memory policy (IsFull).",
       [](const RunMetrics& r) { return r.latest ? r.latest->snapshot.full_closes : int64_t{0}; });
-  Summary(runs, out, "perld_run_latency_seconds",
+  PercentLabels quantiles("quantile", /*quantile=*/true);
+  Summary(scope, out, quantiles, "perld_run_latency_seconds",
           "Exact latency percentiles of the latest closed window (quantiles); _sum and _count "
           "cover every non-negative latency of the run.",
           [](const RunMetrics& r) { return r.latest ? &r.latest->snapshot : nullptr; });
-  Summary(runs, out, "perld_run_total_latency_seconds",
+  Summary(scope, out, quantiles, "perld_run_total_latency_seconds",
           "Exact latency percentiles of the run's whole total so far; _sum and _count cover "
           "every non-negative latency of the run.",
           [](const RunMetrics& r) { return r.total_exact ? &r.total.snapshot : nullptr; });
   {
+    PercentLabels percentiles("percentile", /*quantile=*/false);
+    std::string v;
     bool started = false;
-    for (const RunMetrics& run : runs) {
-      if (!run.latest) continue;
-      const LatencySnapshot& s = run.latest->snapshot;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (!runs[i].latest) continue;
+      const LatencySnapshot& s = runs[i].latest->snapshot;
       const size_t n = std::min(s.percents.size(), s.counts.size());
-      for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < n; ++k) {
         if (!started) {
           out.Family("perld_run_latency_quantile_records", MetricType::kGauge,
                      "Records of the latest closed window whose latency equals the latency at "
                      "the percentile (label: the percent, 99.9 for quantile 0.999).");
         }
         started = true;
-        out.Sample(Identity(run).Add("percentile", FormatSampleValue(s.percents[i])),
-                   Int(s.counts[i]));
+        SetInt(&v, s.counts[k]);
+        out.SampleText("", scope.labels[i], percentiles.For(s.percents[k]), v);
       }
     }
   }
-  LatestFamily(runs, out, "perld_run_window_seconds", "Length of the latest closed window.",
-               [](const ExpositionWindow& w, TimeUnit) { return FormatSampleValue(w.seconds); });
-  LatestFamily(runs, out, "perld_run_records_per_second",
+  LatestFamily(scope, out, "perld_run_window_seconds", "Length of the latest closed window.",
+               [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
+                 SetDouble(v, w.seconds);
+               });
+  LatestFamily(scope, out, "perld_run_records_per_second",
                "Records per second over the latest closed window.",
-               [](const ExpositionWindow& w, TimeUnit) {
-                 return FormatSampleValue(Rate(static_cast<double>(w.snapshot.records), w.seconds));
+               [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
+                 SetDouble(v, Rate(static_cast<double>(w.snapshot.records), w.seconds));
                });
-  LatestFamily(runs, out, "perld_run_bytes_per_second",
+  LatestFamily(scope, out, "perld_run_bytes_per_second",
                "Bytes per second over the latest closed window.",
-               [](const ExpositionWindow& w, TimeUnit) {
-                 return FormatSampleValue(Rate(static_cast<double>(w.snapshot.bytes), w.seconds));
+               [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
+                 SetDouble(v, Rate(static_cast<double>(w.snapshot.bytes), w.seconds));
                });
-  LatestFamily(runs, out, "perld_run_latency_average_seconds",
+  LatestFamily(scope, out, "perld_run_latency_average_seconds",
                "SBK's average latency of the latest closed window.",
-               [](const ExpositionWindow& w, TimeUnit unit) {
-                 return FormatSampleValue(AverageSeconds(w.snapshot, unit));
+               [](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
+                 SetDouble(v, AverageSeconds(w.snapshot, r.unit));
                });
-  LatestFamily(runs, out, "perld_run_latency_min_seconds",
+  LatestFamily(scope, out, "perld_run_latency_min_seconds",
                "Smallest non-negative latency of the latest closed window, 0 if none.",
-               [](const ExpositionWindow& w, TimeUnit unit) {
-                 return UnitsToSecondsText(w.snapshot.min_latency, unit);
+               [](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
+                 SetSeconds(v, w.snapshot.min_latency, r.unit);
                });
-  LatestFamily(runs, out, "perld_run_latency_max_seconds",
+  LatestFamily(scope, out, "perld_run_latency_max_seconds",
                "Largest non-negative latency of the latest closed window, 0 if none.",
-               [](const ExpositionWindow& w, TimeUnit unit) {
-                 return UnitsToSecondsText(w.snapshot.max_latency, unit);
+               [](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
+                 SetSeconds(v, w.snapshot.max_latency, r.unit);
                });
-  const std::pair<const char*, int RunMetrics::*> workers[] = {
-      {"perld_run_writers", &RunMetrics::writers},
-      {"perld_run_readers", &RunMetrics::readers},
-      {"perld_run_clients", &RunMetrics::connections}};
-  const char* worker_help[] = {"Writers of the run.", "Readers of the run.",
-                               "Remote clients connected to the run now."};
-  for (size_t i = 0; i < std::size(workers); ++i) {
-    const int RunMetrics::*field = workers[i].second;
-    Family(
-        runs, out, workers[i].first, MetricType::kGauge, worker_help[i],
-        [field](const RunMetrics& r) -> std::optional<std::string> { return Int(r.*field); },
-        Identity);
+  const struct {
+    const char* name;
+    const char* help;
+    int RunMetrics::*field;
+  } workers[] = {
+      {"perld_run_writers", "Writers of the run.", &RunMetrics::writers},
+      {"perld_run_readers", "Readers of the run.", &RunMetrics::readers},
+      {"perld_run_clients", "Remote clients connected to the run now.", &RunMetrics::connections}};
+  for (const auto& w : workers) {
+    Family(scope, out, w.name, MetricType::kGauge, w.help,
+           [field = w.field](const RunMetrics& r, std::string* v) {
+             SetInt(v, r.*field);
+             return true;
+           });
   }
+  Family(scope, out, "perld_run_recorder_memory_bytes", MetricType::kGauge,
+         "Memory the running run's periodic and total recorders retained at its latest window.",
+         [](const RunMetrics& r, std::string* v) {
+           if (r.state != "running" || !r.latest) return false;
+           SetInt(v, r.recorder_bytes);
+           return true;
+         });
 }
 
 namespace {
-
-// SBK's labels: the run identity plus component, class and action.
-Labels SbkLabels(const RunMetrics& r) {
-  return Identity(r)
-      .Add("component", r.component)
-      .Add("class", r.sbk_class)
-      .Add("action", r.action);
-}
 
 // The SBK action order of SBK's EnumAction; other actions after them.
 int ActionRank(const std::string& action) {
@@ -263,89 +305,88 @@ int ActionRank(const std::string& action) {
   return static_cast<int>(std::size(kOrder));
 }
 
-void SbkFamily(std::span<const RunMetrics> runs, PrometheusText& out, const std::string& name,
-               MetricType type, std::string_view help, const RunValue& value) {
-  Family(runs, out, name, type, help, value, SbkLabels);
+// SBK's labels: the run identity plus component, class and action.
+std::string SbkLabels(const RunMetrics& r) {
+  return Labels()
+      .AddText(r.identity.text())
+      .Add("component", r.component)
+      .Add("class", r.sbk_class)
+      .Add("action", r.action)
+      .text();
 }
 
 // The families of one action's runs (prefix SBK_<action>).
-void SbkActionFamilies(std::span<const RunMetrics> runs, const std::string& prefix,
-                       PrometheusText& out) {
-  auto total = [&](const char* suffix, const char* help, int64_t LatencySnapshot::*field) {
-    SbkFamily(runs, out, absl::StrCat(prefix, suffix), MetricType::kCounter, help,
-              [field](const RunMetrics& r) -> std::optional<std::string> {
-                return Int(r.total.snapshot.*field);
-              });
-  };
-  total("_Records_total", "Records of the run so far.", &LatencySnapshot::records);
-  total("_Bytes_total", "Bytes of the run so far.", &LatencySnapshot::bytes);
-  total("_InvalidLatencyRecords_total", "Records with a negative latency.",
-        &LatencySnapshot::invalid);
-  total("_LowerDiscardedLatencyRecords_total", "Records below the minimum latency.",
-        &LatencySnapshot::lower_discard);
-  total("_HigherDiscardLatencyRecords_total", "Records above the maximum latency.",
-        &LatencySnapshot::higher_discard);
-  using Figure = std::function<std::string(const RunMetrics&, const ExpositionWindow&)>;
-  auto latest = [&](const std::string& suffix, const char* help, const Figure& figure) {
-    SbkFamily(runs, out, absl::StrCat(prefix, suffix), MetricType::kGauge, help,
-              [&figure](const RunMetrics& r) -> std::optional<std::string> {
-                if (!r.latest) return std::nullopt;
-                return figure(r, *r.latest);
-              });
-  };
-  latest("_MBPerSec", "MB (2^20 bytes) per second of the latest window.",
-         [](const RunMetrics&, const ExpositionWindow& w) {
-           return FormatSampleValue(
-               Rate(static_cast<double>(w.snapshot.bytes) / kBytesPerMebibyte, w.seconds));
-         });
-  latest("_RecordsPerSec", "Records per second of the latest window.",
-         [](const RunMetrics&, const ExpositionWindow& w) {
-           return FormatSampleValue(Rate(static_cast<double>(w.snapshot.records), w.seconds));
-         });
-  latest("_ns_AvgLatency", "Average latency of the latest window, ns.",
-         [](const RunMetrics& r, const ExpositionWindow& w) {
-           return FormatSampleValue(w.snapshot.AvgLatency() *
-                                    static_cast<double>(NanosPerUnit(r.unit)));
-         });
-  latest("_ns_MinLatency", "Minimum latency of the latest window, ns.",
-         [](const RunMetrics& r, const ExpositionWindow& w) {
-           return Int(ToNanos(w.snapshot.min_latency, r.unit));
-         });
-  latest("_ns_MaxLatency", "Maximum latency of the latest window, ns.",
-         [](const RunMetrics& r, const ExpositionWindow& w) {
-           return Int(ToNanos(w.snapshot.max_latency, r.unit));
-         });
-  latest("_SLC_1", "Sliding latency coverage 1 of the latest window (SBK).",
-         [](const RunMetrics&, const ExpositionWindow& w) {
-           return Int(SlidingLatencyCoverage(w.snapshot).first);
-         });
-  latest("_SLC_2", "Sliding latency coverage 2 of the latest window (SBK).",
-         [](const RunMetrics&, const ExpositionWindow& w) {
-           return Int(SlidingLatencyCoverage(w.snapshot).second);
-         });
+void SbkActionFamilies(const Scope& scope, const std::string& prefix, PrometheusText& out) {
+  const struct {
+    const char* suffix;
+    const char* help;
+    int64_t LatencySnapshot::*field;
+  } totals[] = {{"_Records_total", "Records of the run so far.", &LatencySnapshot::records},
+                {"_Bytes_total", "Bytes of the run so far.", &LatencySnapshot::bytes},
+                {"_InvalidLatencyRecords_total", "Records with a negative latency.",
+                 &LatencySnapshot::invalid},
+                {"_LowerDiscardedLatencyRecords_total", "Records below the minimum latency.",
+                 &LatencySnapshot::lower_discard},
+                {"_HigherDiscardLatencyRecords_total", "Records above the maximum latency.",
+                 &LatencySnapshot::higher_discard}};
+  for (const auto& t : totals) {
+    Counter(scope, out, absl::StrCat(prefix, t.suffix), t.help,
+            [field = t.field](const RunMetrics& r) { return r.total.snapshot.*field; });
+  }
+  LatestFamily(scope, out, prefix + "_MBPerSec", "MB (2^20 bytes) per second of the latest window.",
+               [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
+                 SetDouble(
+                     v, Rate(static_cast<double>(w.snapshot.bytes) / kBytesPerMebibyte, w.seconds));
+               });
+  LatestFamily(scope, out, prefix + "_RecordsPerSec", "Records per second of the latest window.",
+               [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
+                 SetDouble(v, Rate(static_cast<double>(w.snapshot.records), w.seconds));
+               });
+  LatestFamily(scope, out, prefix + "_ns_AvgLatency", "Average latency of the latest window, ns.",
+               [](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
+                 SetDouble(v, w.snapshot.AvgLatency() * static_cast<double>(NanosPerUnit(r.unit)));
+               });
+  LatestFamily(scope, out, prefix + "_ns_MinLatency", "Minimum latency of the latest window, ns.",
+               [](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
+                 SetInt(v, ToNanos(w.snapshot.min_latency, r.unit));
+               });
+  LatestFamily(scope, out, prefix + "_ns_MaxLatency", "Maximum latency of the latest window, ns.",
+               [](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
+                 SetInt(v, ToNanos(w.snapshot.max_latency, r.unit));
+               });
+  LatestFamily(scope, out, prefix + "_SLC_1",
+               "Sliding latency coverage 1 of the latest window (SBK).",
+               [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
+                 SetInt(v, SlidingLatencyCoverage(w.snapshot).first);
+               });
+  LatestFamily(scope, out, prefix + "_SLC_2",
+               "Sliding latency coverage 2 of the latest window (SBK).",
+               [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
+                 SetInt(v, SlidingLatencyCoverage(w.snapshot).second);
+               });
   // Percentiles: the union of the runs' percents, ascending; a run without a
   // percent has no sample in its family.
   std::map<double, std::string> percents;
-  for (const RunMetrics& r : runs) {
+  for (const RunMetrics& r : scope.runs) {
     if (!r.latest) continue;
     for (double p : r.latest->snapshot.percents) percents.emplace(p, SbkPercentileName(p));
   }
   for (const bool counts : {false, true}) {
     for (const auto& [percent, name] : percents) {
-      const double p = percent;
-      SbkFamily(runs, out, absl::StrCat(prefix, counts ? "_Count_" : "_ns_", name),
-                MetricType::kGauge,
-                counts ? "Records at exactly the latency of the percentile, latest window."
-                       : "Exact latency at the percentile of the latest window, ns.",
-                [p, counts](const RunMetrics& r) -> std::optional<std::string> {
-                  if (!r.latest) return std::nullopt;
-                  const LatencySnapshot& s = r.latest->snapshot;
-                  for (size_t i = 0; i < s.percents.size() && i < s.values.size(); ++i) {
-                    if (s.percents[i] != p) continue;
-                    return counts ? Int(s.counts[i]) : Int(ToNanos(s.values[i], r.unit));
-                  }
-                  return std::nullopt;
-                });
+      Family(scope, out, absl::StrCat(prefix, counts ? "_Count_" : "_ns_", name),
+             MetricType::kGauge,
+             counts ? "Records at exactly the latency of the percentile, latest window."
+                    : "Exact latency at the percentile of the latest window, ns.",
+             [p = percent, counts](const RunMetrics& r, std::string* v) {
+               if (!r.latest) return false;
+               const LatencySnapshot& s = r.latest->snapshot;
+               for (size_t i = 0; i < s.percents.size() && i < s.values.size(); ++i) {
+                 if (s.percents[i] != p) continue;
+                 SetInt(v, counts ? s.counts[i] : ToNanos(s.values[i], r.unit));
+                 return true;
+               }
+               return false;
+             });
     }
   }
 }
@@ -355,72 +396,66 @@ void SbkActionFamilies(std::span<const RunMetrics> runs, const std::string& pref
 void WriteSbkRunFamilies(std::span<const RunMetrics> runs, PrometheusText& out) {
   if (runs.empty()) return;
   // Runs grouped by action, each group's families together.
-  std::vector<const RunMetrics*> order;
-  for (const RunMetrics& r : runs) order.push_back(&r);
-  std::stable_sort(order.begin(), order.end(), [](const RunMetrics* a, const RunMetrics* b) {
-    return std::make_pair(ActionRank(a->action), a->action) <
-           std::make_pair(ActionRank(b->action), b->action);
+  std::vector<RunMetrics> sorted(runs.begin(), runs.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const RunMetrics& a, const RunMetrics& b) {
+    return std::make_pair(ActionRank(a.action), a.action) <
+           std::make_pair(ActionRank(b.action), b.action);
   });
-  for (size_t begin = 0; begin < order.size();) {
+  Scope all{sorted, {}};
+  for (const RunMetrics& r : sorted) all.labels.push_back(SbkLabels(r));
+  for (size_t begin = 0; begin < sorted.size();) {
     size_t end = begin;
-    std::vector<RunMetrics> group;
-    while (end < order.size() && order[end]->action == order[begin]->action) {
-      group.push_back(*order[end]);
-      ++end;
-    }
-    SbkActionFamilies(group, absl::StrCat("SBK_", order[begin]->action), out);
+    while (end < sorted.size() && sorted[end].action == sorted[begin].action) ++end;
+    Scope group{std::span<const RunMetrics>(sorted).subspan(begin, end - begin),
+                std::vector<std::string>(all.labels.begin() + static_cast<ptrdiff_t>(begin),
+                                         all.labels.begin() + static_cast<ptrdiff_t>(end))};
+    SbkActionFamilies(group, absl::StrCat("SBK_", sorted[begin].action), out);
     begin = end;
   }
-  const std::pair<const char*, int RunMetrics::*> gauges[] = {
-      {"SBK_Writers", &RunMetrics::writers},
-      {"SBK_Readers", &RunMetrics::readers},
-      {"SBK_Max_Writers", &RunMetrics::max_writers},
-      {"SBK_Max_Readers", &RunMetrics::max_readers},
-      {"SBK_Connections", &RunMetrics::connections},
-      {"SBK_Max_Connections", &RunMetrics::max_connections}};
-  for (const auto& [name, field] : gauges) {
-    const int RunMetrics::*f = field;
-    SbkFamily(runs, out, name, MetricType::kGauge, "SBK worker and connection counts.",
-              [f](const RunMetrics& r) -> std::optional<std::string> { return Int(r.*f); });
+  const struct {
+    const char* name;
+    int RunMetrics::*field;
+  } gauges[] = {{"SBK_Writers", &RunMetrics::writers},
+                {"SBK_Readers", &RunMetrics::readers},
+                {"SBK_Max_Writers", &RunMetrics::max_writers},
+                {"SBK_Max_Readers", &RunMetrics::max_readers},
+                {"SBK_Connections", &RunMetrics::connections},
+                {"SBK_Max_Connections", &RunMetrics::max_connections}};
+  for (const auto& g : gauges) {
+    Family(all, out, g.name, MetricType::kGauge, "SBK worker and connection counts.",
+           [field = g.field](const RunMetrics& r, std::string* v) {
+             SetInt(v, r.*field);
+             return true;
+           });
   }
   for (const bool write : {true, false}) {
     const std::string side = write ? "SBK_Write_Request" : "SBK_Read_Request";
+    // The run's records are requests of the side its action starts with.
     auto mine = [write](const RunMetrics& r) { return (r.action.rfind("Writ", 0) == 0) == write; };
-    SbkFamily(runs, out, side + "_Records_total", MetricType::kCounter,
-              "Records requested on this side (the run's records when its action starts here).",
-              [mine](const RunMetrics& r) -> std::optional<std::string> {
-                return Int(mine(r) ? r.total.snapshot.records : 0);
-              });
-    SbkFamily(runs, out, side + "_Bytes_total", MetricType::kCounter,
-              "Bytes requested on this side (the run's bytes when its action starts here).",
-              [mine](const RunMetrics& r) -> std::optional<std::string> {
-                return Int(mine(r) ? r.total.snapshot.bytes : 0);
-              });
-    SbkFamily(runs, out, side + "_RecordsPerSec", MetricType::kGauge,
-              "Requested records per second, latest window.",
-              [mine](const RunMetrics& r) -> std::optional<std::string> {
-                if (!r.latest) return std::nullopt;
-                return FormatSampleValue(
-                    mine(r)
-                        ? Rate(static_cast<double>(r.latest->snapshot.records), r.latest->seconds)
-                        : 0.0);
-              });
+    Counter(all, out, side + "_Records_total",
+            "Records requested on this side (the run's records when its action starts here).",
+            [&](const RunMetrics& r) { return mine(r) ? r.total.snapshot.records : 0; });
+    Counter(all, out, side + "_Bytes_total",
+            "Bytes requested on this side (the run's bytes when its action starts here).",
+            [&](const RunMetrics& r) { return mine(r) ? r.total.snapshot.bytes : 0; });
+    LatestFamily(all, out, side + "_RecordsPerSec", "Requested records per second, latest window.",
+                 [&](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
+                   SetDouble(
+                       v, mine(r) ? Rate(static_cast<double>(w.snapshot.records), w.seconds) : 0.0);
+                 });
     // SBK's own spelling differs by side (_Write_Request_Bytes_MBPerSec,
     // _Read_Request_MBPerSec); SBK's dashboard queries _Read_Request_Bytes_MBPerSec
     // as well, so the read side has both.
     std::vector<std::string> mb_names = {side + "_Bytes_MBPerSec"};
     if (!write) mb_names.insert(mb_names.begin(), side + "_MBPerSec");
     for (const std::string& mb_name : mb_names) {
-      SbkFamily(runs, out, mb_name, MetricType::kGauge,
-                "Requested MB (2^20 bytes) per second, latest window.",
-                [mine](const RunMetrics& r) -> std::optional<std::string> {
-                  if (!r.latest) return std::nullopt;
-                  return FormatSampleValue(
-                      mine(r)
-                          ? Rate(static_cast<double>(r.latest->snapshot.bytes) / kBytesPerMebibyte,
-                                 r.latest->seconds)
-                          : 0.0);
-                });
+      LatestFamily(
+          all, out, mb_name, "Requested MB (2^20 bytes) per second, latest window.",
+          [&](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
+            SetDouble(v, mine(r) ? Rate(static_cast<double>(w.snapshot.bytes) / kBytesPerMebibyte,
+                                        w.seconds)
+                                 : 0.0);
+          });
     }
   }
 }

@@ -26,6 +26,8 @@
 //   perld_run_latency_average_seconds, perld_run_latency_min_seconds,
 //   perld_run_latency_max_seconds                      gauges of the latest closed window
 //   perld_run_writers, perld_run_readers, perld_run_clients   gauges
+//   perld_run_recorder_memory_bytes                    gauge: memory the running run's
+//                                                      recorders retain (latest window)
 // A summary's _sum/_count are cumulative like a counter (the latencies of
 // every non-negative record so far), while its quantiles describe the latest
 // window -- the convention of Prometheus client summaries, whose quantiles
@@ -104,6 +106,7 @@ struct RunMetrics {
   uint64_t dropped = 0;
   uint64_t blocked = 0;
   int64_t total_window_releases = 0;
+  int64_t recorder_bytes = 0;  // the run's recorders' retained memory (running runs)
 };
 
 // SBK's action name of a run with these workers ("Write_Reading" when both).

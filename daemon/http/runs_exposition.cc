@@ -39,7 +39,10 @@ RunMetrics Describe(const runs::RunInfo& info, const runs::RunView& view,
     m.max_connections = it->second.second;
   }
   m.start_unix_seconds = static_cast<double>(info.start_unix_ms) / 1e3;
-  if (view.latest) m.latest = ExpositionWindow{view.latest->snapshot, view.latest->seconds};
+  if (view.latest) {
+    m.latest = ExpositionWindow{view.latest->snapshot, view.latest->seconds};
+    m.recorder_bytes = view.latest->recorder_bytes;
+  }
   m.total = ExpositionWindow{view.total.snapshot, view.total.seconds};
   m.total_final = view.total_final;
   if (auto it = input.channels.find(info.id); it != input.channels.end()) {

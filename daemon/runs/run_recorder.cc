@@ -106,6 +106,8 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
   w.distribution = std::move(report.distribution);
   w.segments = report.segments;
   w.exact_total = report.exact_total;
+  w.recorder_bytes =
+      static_cast<int64_t>(windows_.periodic().RetainedBytes() + windows_.total().RetainedBytes());
   outbox_->Publish(std::move(event));
 }
 

@@ -40,6 +40,9 @@ struct WindowRecord {
   std::vector<LatencyBucket> distribution;
   int64_t segments = 1;     // kTotal: total-window segments the run had
   bool exact_total = true;  // kTotal: distribution covers every segment
+  // Memory the run's periodic and total recorders retained as the window
+  // closed (LatencyRecorder::RetainedBytes); not stored in the history.
+  int64_t recorder_bytes = 0;
 
   bool operator==(const WindowRecord&) const = default;
 };

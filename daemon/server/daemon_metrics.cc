@@ -67,7 +67,7 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
       start_unix_ms_(absl::ToUnixMillis(absl::Now())),
       start_mono_ns_(MonotonicNanos()) {}
 
-std::string DaemonMetrics::Render() {
+void DaemonMetrics::Render(std::string* buffer) {
   const int64_t begin_ns = MonotonicNanos();
   http::RunsExpositionInput input;
   input.prometheus = config_.Get()->prometheus;
@@ -80,15 +80,14 @@ std::string DaemonMetrics::Render() {
   const std::vector<http::RunMetrics> runs =
       http::SelectRunMetrics(manager_.registry(), input, &omitted);
   omitted_total_.fetch_add(static_cast<uint64_t>(omitted), std::memory_order_relaxed);
-  PrometheusText out;
+  http::PrometheusText out(std::move(*buffer));
   http::WriteRunFamilies(runs, input.prometheus.names, out);
-  std::string text = out.Take();
-  text += service::RenderIngestExposition(ingest_stats_);
-  text += grpc_.Render();
-  text += RenderSelf(omitted);
+  *buffer = out.Take();
+  buffer->append(service::RenderIngestExposition(ingest_stats_));
+  buffer->append(grpc_.Render());
+  buffer->append(RenderSelf(omitted));
   scrapes_.fetch_add(1, std::memory_order_relaxed);
   last_scrape_ns_.store(MonotonicNanos() - begin_ns, std::memory_order_relaxed);
-  return text;
 }
 
 std::string DaemonMetrics::RenderSelf(int64_t omitted) const {

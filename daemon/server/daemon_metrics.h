@@ -30,7 +30,9 @@ class DaemonMetrics {
                 const service::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
                 const service::CurrentConfig& config);
 
-  std::string Render();
+  // Renders the whole exposition into `buffer` (replacing its text, keeping
+  // its capacity: a scraper's repeated ~1 MB texts cost no regrowth).
+  void Render(std::string* buffer);
 
  private:
   std::string RenderSelf(int64_t omitted) const;

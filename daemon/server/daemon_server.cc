@@ -229,10 +229,19 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   }
   Parts* raw = p.get();
   std::vector<http::HttpRoute> routes;
-  routes.push_back(
-      {"/metrics", [raw](const http::HttpRequest&) {
-         return http::HttpResponse{200, raw->metrics->Render(), http::kExpositionContentType};
-       }});
+  routes.push_back({"/metrics", [raw](const http::HttpRequest&) {
+                      // One buffer per HTTP thread, reused while no response
+                      // still sends from it: a ~1 MB text costs no regrowth.
+                      thread_local std::shared_ptr<std::string> buffer;
+                      if (!buffer || buffer.use_count() > 1) {
+                        buffer = std::make_shared<std::string>();
+                      }
+                      raw->metrics->Render(buffer.get());
+                      http::HttpResponse response;
+                      response.content_type = http::kExpositionContentType;
+                      response.shared_body = buffer;
+                      return response;
+                    }});
   routes.push_back({"/", [](const http::HttpRequest&) { return http::LivePage(); }});
   routes.push_back({"/api/runs", [raw](const http::HttpRequest&) {
                       http::DaemonFacts facts;

@@ -3,8 +3,10 @@
 //
 //   start:    state directory (SQLite history: finished runs come back) ->
 //             run manager (the single recorder thread + dispatcher) ->
-//             gRPC (Query, Control, health, reflection) -> HTTP (/metrics,
-//             /healthz, /readyz). Each listener is bound before Start returns;
+//             gRPC (Query, Control, Ingest, health, reflection; every call
+//             counted by an interceptor) -> HTTP (/metrics, the live page /
+//             with /api/runs and /api/run, /healthz, /readyz). Each listener
+//             is bound before Start returns;
 //             Listeners() names the addresses really bound (port 0 -> a free
 //             port).
 //   reload:   Reload(config) applies what can change safely (log level, run

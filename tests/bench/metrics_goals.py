@@ -12,10 +12,12 @@ not a test.
 2. Scraper vs recorder throughput: with those runs ended but still exported
    (finishedRunSeconds), a full-speed `perlctl bench` (1 writer, 50 M records,
    ns) alone and with a 10 Hz scraper of /metrics, alternating for --rounds
-   pairs; records/s of each run's total, medians and the per-pair ratio.
+   pairs (ABBA order); records/s of each run's total, medians and the per-pair
+   ratio.
 Prints a Markdown table; writes nothing else.
 """
 import argparse
+import http.client
 import json
 import os
 import re
@@ -83,7 +85,7 @@ def main():
     ap.add_argument("--build", default="build/release")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--scrapes", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=8)
     args = ap.parse_args()
     perld = os.path.join(args.build, "daemon/bench/perld")
     perlctl = os.path.join(args.build, "client/perlctl/perlctl")
@@ -127,26 +129,40 @@ def main():
         for run_id in ids:
             subprocess.run([perlctl, "--target", d.grpc, "stop", run_id],
                            capture_output=True, check=True)
+        while subprocess.run([perlctl, "--target", d.grpc, "runs", "--state", "running"],
+                             capture_output=True, text=True, check=True).stdout.count("\n") > 1:
+            time.sleep(0.5)
         time.sleep(2)
+        bench_rate(perlctl, d.grpc)  # warm-up
 
         alone, scraped, ratios, scrapes_done = [], [], [], []
-        for _ in range(args.rounds):
-            alone.append(bench_rate(perlctl, d.grpc))
+        for round_index in range(args.rounds):
+            # ABBA order: drift of a shared machine does not favour one side.
+            if round_index % 2 == 0:
+                alone.append(bench_rate(perlctl, d.grpc))
             stop = threading.Event()
             count = [0]
 
             def scraper():
+                # One keep-alive connection, the body read and discarded, as
+                # Prometheus scrapes (without its parsing, which is elsewhere).
+                host, port = d.http.rsplit(":", 1)
+                conn = http.client.HTTPConnection(host, int(port), timeout=10)
                 while not stop.is_set():
                     t0 = time.perf_counter()
-                    scrape(d.http)
+                    conn.request("GET", "/metrics")
+                    conn.getresponse().read()
                     count[0] += 1
                     stop.wait(max(0.0, 0.1 - (time.perf_counter() - t0)))
+                conn.close()
             t = threading.Thread(target=scraper)
             t.start()
             scraped.append(bench_rate(perlctl, d.grpc))
             stop.set()
             t.join()
             scrapes_done.append(count[0])
+            if round_index % 2 == 1:
+                alone.append(bench_rate(perlctl, d.grpc))
             ratios.append(scraped[-1] / alone[-1])
         rows.append(("full-speed bench alone (1 writer, 50 M, ns)",
                      f"median {statistics.median(alone) / 1e6:.2f} M records/s "

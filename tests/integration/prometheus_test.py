@@ -101,7 +101,7 @@ def main():
             f.write("reportingIntervalMs: 300\n"
                     f"percentiles: [{', '.join(str(p) for p in PERCENTILES)}]\n"
                     "limits:\n  maxRunningRuns: 8\n"
-                    "prometheus:\n  names: both\n  maxRuns: 4\n")
+                    "prometheus:\n  names: both\n  maxRuns: 5\n")
         d = Daemon(args.perld, os.path.join(tmp, "state"), config)
         channel = grpc.insecure_channel(d.grpc)
         query = rpc.QueryStub(channel)
@@ -112,7 +112,7 @@ def main():
             return p.returncode, p.stdout, p.stderr
 
         try:
-            # One run per action of SBK's dashboard; the first is left out by maxRuns 4.
+            # One run per action of SBK's dashboard; the first is left out by maxRuns 5.
             runs = [("old-writing", ["-writers", "1"]),
                     ("sbk-writing", ["-writers", "1"]),
                     ("sbk-reading", ["-readers", "1"]),
@@ -121,6 +121,10 @@ def main():
                 rc, _, err = ctl("bench", *workers, "-size", "100", "-records", "300000",
                                  "-time", "ns", "--name", name, "--wait")
                 check(rc == 0, f"bench {name} ran ({err.strip()[:100]})")
+            # A run that drops at a tiny pending bound: records + drops == requested.
+            ctl("bench", "-writers", "2", "-records", "400000", "-time", "ns",
+                "--maxPendingPerWorker", "2", "--overflow", "drop", "--name", "dropping",
+                "--wait")
             rc, _, err = ctl("load", "-writers", "1", "-size", "100", "-records", "300000",
                              "-time", "ns", "--run", "sbk-write-onlyreading",
                              "--label", "action=Write_OnlyReading")
@@ -165,13 +169,23 @@ def main():
             check('component="sbm"' in text and 'action="Write_OnlyReading"' in text,
                   "the ingest run is component sbm with its labelled action")
 
-            # Cardinality: 5 runs, maxRuns 4 -> the oldest left out and counted.
+            def sample(name, run):
+                m = re.search(r'^%s\{run_id="\d+",run="%s",[^}]*\} (\S+)$' % (name, run),
+                              text, re.M)
+                return int(m.group(1)) if m else None
+            recorded = sample("perld_run_records_total", "dropping")
+            dropped = sample("perld_run_dropped_timestamps_total", "dropping")
+            check(recorded is not None and dropped is not None and dropped > 0 and
+                  recorded + dropped == 400000,
+                  f"records_total + dropped_timestamps_total == 400000 ({recorded} + {dropped})")
+
+            # Cardinality: 6 runs, maxRuns 5 -> the oldest left out and counted.
             check('run="old-writing"' not in text and 'run="sbk-writing"' in text,
                   "prometheus.maxRuns leaves the oldest run out")
             check(re.search(r"^perld_exporter_runs_omitted 1$", text, re.M) is not None,
                   "perld_exporter_runs_omitted counts it")
             check(re.search(r'^perld_grpc_requests_total\{method="perld.v1.Control/StartBench",'
-                            r'code="OK"\} 4$', text, re.M) is not None,
+                            r'code="OK"\} 5$', text, re.M) is not None,
                   "gRPC calls counted by method and code")
 
             # A real Prometheus server scrapes perld.

@@ -54,6 +54,7 @@ RunMetrics SmallRun() {
   run.start_unix_seconds = 1700000000.5;
   run.latest = ExpositionWindow{SmallSnapshot(), 2.0};
   run.total = ExpositionWindow{SmallSnapshot(), 2.0};
+  run.recorder_bytes = 4096;
   return run;
 }
 
@@ -140,6 +141,9 @@ perld_run_readers{run_id="7",run="nightly",source="bench"} 0
 # HELP perld_run_clients Remote clients connected to the run now.
 # TYPE perld_run_clients gauge
 perld_run_clients{run_id="7",run="nightly",source="bench"} 0
+# HELP perld_run_recorder_memory_bytes Memory the running run's periodic and total recorders retained at its latest window.
+# TYPE perld_run_recorder_memory_bytes gauge
+perld_run_recorder_memory_bytes{run_id="7",run="nightly",source="bench"} 4096
 )";
 
 TEST(RunMetricsTest, MatchesGoldenTextForASmallRun) {
