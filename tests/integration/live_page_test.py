@@ -1,0 +1,133 @@
+"""The live page in a real browser (issue 11): headless Chromium, driven by
+Debian's python3-selenium and chromium-driver, loads perld's page on
+loopback while a bench runs; the rendered DOM shows the run, its records/s
+chart gains points between two reads, the total's percentile table fills,
+and a screenshot is saved as the test's artefact. Also the JSON endpoints'
+errors (bad id, unknown run). Run by Debian's /usr/bin/python3.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from perld_it import Daemon, check, finish  # noqa: E402
+
+
+def http_status(address, path):
+    try:
+        with urllib.request.urlopen(f"http://{address}{path}", timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perld", required=True)
+    ap.add_argument("--perlctl", required=True)
+    ap.add_argument("--artifacts", required=True)
+    args = ap.parse_args()
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.common.by import By
+    except ImportError:
+        check(False, "python3-selenium is installed (scripts/install-deps.sh)")
+        return finish()
+    chromium = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+                     if os.path.exists(p)), None)
+    driver_path = "/usr/bin/chromedriver"
+    if chromium is None or not os.path.exists(driver_path):
+        check(False, "chromium and chromium-driver are installed (scripts/install-deps.sh)")
+        return finish()
+    os.makedirs(args.artifacts, exist_ok=True)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = os.path.join(tmp, "perld.yaml")
+        with open(config, "w") as f:
+            f.write("reportingIntervalMs: 400\n")
+        d = Daemon(args.perld, os.path.join(tmp, "state"), config)
+
+        def ctl(*cmd):
+            p = subprocess.run([args.perlctl, "--target", d.grpc] + list(cmd),
+                               capture_output=True, text=True, timeout=120)
+            return p.returncode, p.stdout, p.stderr
+
+        driver = None
+        try:
+            status, body = http_status(d.http, "/")
+            check(status == 200 and "<svg id=\"chart-rate\"" in body and "http://" not in
+                  body.replace("http://www.w3.org/2000/svg", ""),
+                  "/ serves the self-contained page (no external assets)")
+            check(http_status(d.http, "/api/run?id=x")[0] == 400, "/api/run?id=x -> 400")
+            status, body = http_status(d.http, "/api/run?id=999")
+            check(status == 404 and "error" in json.loads(body), "/api/run?id=999 -> 404 JSON")
+
+            # A paced run that lasts longer than the test reads the page.
+            rc, out, err = ctl("--json", "bench", "-writers", "1", "-size", "1024",
+                               "-throughput", "20", "-seconds", "60", "-time", "ns",
+                               "--name", "live <b>test</b>")
+            check(rc == 0, f"bench started ({err.strip()[:100]})")
+            run_id = json.loads(out)["id"] if rc == 0 else 0
+
+            options = webdriver.ChromeOptions()
+            options.binary_location = chromium
+            for flag in ("--headless", "--no-sandbox", "--disable-gpu",
+                         "--disable-background-networking", "--disable-dev-shm-usage",
+                         "--window-size=1280,1000"):
+                options.add_argument(flag)
+            driver = webdriver.Chrome(service=Service(driver_path), options=options)
+            driver.set_page_load_timeout(30)
+            driver.get(f"http://{d.http}/#run={run_id}")
+
+            def points():
+                return len(driver.find_elements(By.CSS_SELECTOR, "#chart-rate .point"))
+
+            deadline = time.time() + 30
+            while time.time() < deadline and not (
+                    "live <b>test</b>" in driver.find_element(By.ID, "runs").text and
+                    points() >= 2):
+                time.sleep(0.2)
+            runs_text = driver.find_element(By.ID, "runs").text
+            check("live <b>test</b>" in runs_text,
+                  "the runs table shows the run's name as text (escaped, not markup)")
+            first = points()
+            check(first >= 2, f"the records/s chart has points ({first})")
+            deadline = time.time() + 20
+            while time.time() < deadline and points() <= first:
+                time.sleep(0.2)
+            second = points()
+            check(second > first, f"the chart grows between two reads ({first} -> {second})")
+            rows = driver.find_elements(By.CSS_SELECTOR, "#total-table tbody tr")
+            check(len(rows) >= 4, f"the total's percentile table has rows ({len(rows)})")
+            lines = driver.find_elements(By.CSS_SELECTOR, "#chart-latency path")
+            check(len(lines) >= 1, f"the latency chart has lines ({len(lines)})")
+            shot = os.path.join(args.artifacts, "live_page.png")
+            driver.save_screenshot(shot)
+            check(os.path.getsize(shot) > 10_000, f"screenshot saved: {shot}")
+
+            # The page notices a daemon that went away.
+            rc, _, _ = ctl("stop", str(run_id), "--wait")
+            check(rc == 0, "run stopped")
+            d.stop()
+            deadline = time.time() + 15
+            notice = driver.find_element(By.ID, "notice")
+            while time.time() < deadline and not notice.is_displayed():
+                time.sleep(0.2)
+            check(notice.is_displayed(), "a stopped daemon shows the disconnected notice")
+        finally:
+            if driver is not None:
+                driver.quit()
+            if d.proc.poll() is None:
+                d.stop()
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
