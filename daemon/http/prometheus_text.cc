@@ -66,24 +66,10 @@ void PrometheusText::SampleText(std::string_view suffix, std::string_view labels
   out_ += '\n';
 }
 
-std::string EscapeLabelValue(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+namespace {
 
-std::string EscapeHelp(std::string_view text) {
+// Backslash and newline escaped, and double quotes too when `quotes`.
+std::string Escape(std::string_view text, bool quotes) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
@@ -91,12 +77,20 @@ std::string EscapeHelp(std::string_view text) {
       out += "\\\\";
     } else if (c == '\n') {
       out += "\\n";
+    } else if (c == '"' && quotes) {
+      out += "\\\"";
     } else {
       out += c;
     }
   }
   return out;
 }
+
+}  // namespace
+
+std::string EscapeLabelValue(std::string_view value) { return Escape(value, /*quotes=*/true); }
+
+std::string EscapeHelp(std::string_view text) { return Escape(text, /*quotes=*/false); }
 
 std::string FormatSampleValue(double v) {
   if (std::isnan(v)) return "NaN";

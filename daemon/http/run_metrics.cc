@@ -158,10 +158,13 @@ std::pair<int64_t, int64_t> SlidingLatencyCoverage(const LatencySnapshot& s) {
       ++cnt2;
     }
   }
-  const int64_t slc1 =
-      cnt1 > 0 ? static_cast<int64_t>((factor1 + static_cast<double>(cnt1) - 1) / cnt1) : 0;
-  const int64_t slc2 =
-      cnt2 > 0 ? static_cast<int64_t>((factor2 + static_cast<double>(cnt2) - 1) / cnt2) : 0;
+  // SBK: (long) ((factor + cnt - 1) / cnt), a rounded-up mean.
+  auto mean_up = [](double factor, int64_t cnt) {
+    const double n = static_cast<double>(cnt);
+    return cnt > 0 ? static_cast<int64_t>((factor + n - 1) / n) : int64_t{0};
+  };
+  const int64_t slc1 = mean_up(factor1, cnt1);
+  const int64_t slc2 = mean_up(factor2, cnt2);
   return {slc1, slc2};
 }
 

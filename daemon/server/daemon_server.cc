@@ -215,8 +215,10 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
       const int err = errno;
       p->grpc->Shutdown();
       p->manager->Stop();
+      char reason[128];
       return absl::UnavailableError(absl::StrCat("cannot set mode 0660 on the gRPC socket ",
-                                                 config.grpc_unix, ": ", std::strerror(err)));
+                                                 config.grpc_unix, ": ",
+                                                 strerror_r(err, reason, sizeof(reason))));
     }
     p->listeners.grpc_unix = config.grpc_unix;
   }

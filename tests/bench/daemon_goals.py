@@ -15,7 +15,6 @@ Prints a Markdown table; writes nothing else.
 import argparse
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -23,41 +22,10 @@ import tempfile
 import time
 import json
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from goals_daemon import Daemon  # noqa: E402
+
 BENCH = ["-writers", "1", "-size", "1024", "-records", "20000000", "-time", "ns"]
-
-
-class Daemon:
-    def __init__(self, perld, state):
-        self.proc = subprocess.Popen(
-            [perld, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
-             "--state-dir", state], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        listening = {}
-        while len(listening) < 2:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("perld did not start")
-            m = re.match(r"perld: (gRPC|HTTP) listening on (\S+)", line)
-            if m:
-                listening[m.group(1)] = m.group(2)
-        self.grpc, self.http = listening["gRPC"], listening["HTTP"]
-
-    def cpu_seconds(self):
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def memory_kib(self):
-        out = {}
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key in ("VmRSS", "VmHWM"):
-                    out[key] = int(value.split()[0])
-        return out
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=60)
 
 
 def standalone_rate(perld):

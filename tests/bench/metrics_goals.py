@@ -9,7 +9,8 @@ not a test.
    --scrapes sequential GETs of /metrics; the server time of each scrape as
    the daemon reports it (perld_last_scrape_duration_seconds of the next
    scrape) and the client's round trip, median / p90 / max, and the size.
-2. Scraper vs recorder throughput: with those runs ended but still exported
+2. Scraper vs recorder throughput (and the scrape's server time while the
+   recorder runs flat out): with those runs ended but still exported
    (finishedRunSeconds), a full-speed `perlctl bench` (1 writer, 50 M records,
    ns) alone and with a 10 Hz scraper of /metrics, alternating for --rounds
    pairs (ABBA order); records/s of each run's total, medians and the per-pair
@@ -30,29 +31,11 @@ import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from goals_daemon import Daemon  # noqa: E402
+
 BENCH = ["-writers", "1", "-size", "1024", "-records", "50000000", "-time", "ns",
          "-interval", "3600"]
-
-
-class Daemon:
-    def __init__(self, perld, state, config):
-        self.proc = subprocess.Popen(
-            [perld, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
-             "--state-dir", state, "--config", config],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        listening = {}
-        while len(listening) < 2:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("perld did not start")
-            m = re.match(r"perld: (gRPC|HTTP) listening on (\S+)", line)
-            if m:
-                listening[m.group(1)] = m.group(2)
-        self.grpc, self.http = listening["gRPC"], listening["HTTP"]
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=120)
 
 
 def scrape(http):
@@ -133,9 +116,23 @@ def main():
                              capture_output=True, text=True, check=True).stdout.count("\n") > 1:
             time.sleep(0.5)
         time.sleep(2)
+        # CPU the daemon spends per scrape of the (now ended, still exported)
+        # runs: its share of a core at 10 Hz bounds what a scraper can take
+        # from a recorder that competes for the same cores.
+        host, port = d.http.rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        c0 = d.cpu_seconds()
+        for _ in range(args.scrapes):
+            conn.request("GET", "/metrics")
+            conn.getresponse().read()
+        per_scrape = (d.cpu_seconds() - c0) / args.scrapes
+        conn.close()
+        rows.append((f"daemon CPU per scrape ({args.runs} runs, {args.scrapes} scrapes)",
+                     f"{per_scrape * 1e3:.2f} ms: {per_scrape * 10 * 100:.1f}% of one core "
+                     f"at 10 Hz", ""))
         bench_rate(perlctl, d.grpc)  # warm-up
 
-        alone, scraped, ratios, scrapes_done = [], [], [], []
+        alone, scraped, ratios, scrapes_done, busy_server = [], [], [], [], []
         for round_index in range(args.rounds):
             # ABBA order: drift of a shared machine does not favour one side.
             if round_index % 2 == 0:
@@ -151,8 +148,11 @@ def main():
                 while not stop.is_set():
                     t0 = time.perf_counter()
                     conn.request("GET", "/metrics")
-                    conn.getresponse().read()
+                    body = conn.getresponse().read()
                     count[0] += 1
+                    m = re.search(rb"^perld_last_scrape_duration_seconds (\S+)$", body, re.M)
+                    if count[0] > 1:  # the previous scrape's, taken while the bench ran
+                        busy_server.append(float(m.group(1)))
                     stop.wait(max(0.0, 0.1 - (time.perf_counter() - t0)))
                 conn.close()
             t = threading.Thread(target=scraper)
@@ -171,6 +171,9 @@ def main():
                      f"{statistics.median(scrapes_done)} scrapes per run)",
                      f"median {statistics.median(scraped) / 1e6:.2f} M records/s "
                      f"(min {min(scraped) / 1e6:.2f}, max {max(scraped) / 1e6:.2f})", ""))
+        rows.append((f"scrape server time during the full-speed bench ({len(busy_server)} scrapes)",
+                     f"median {statistics.median(busy_server) * 1e3:.2f} ms, p90 "
+                     f"{pct(busy_server, 0.9) * 1e3:.2f} ms", "independent of the rate"))
         rows.append(("with scraper / alone, per pair",
                      f"median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, "
                      f"max {max(ratios):.3f})", ">= 0.98"))

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -231,6 +232,21 @@ def main():
             finally:
                 prom.terminate()
                 prom.wait(timeout=30)
+
+            # finishedRunSeconds: 0 (SIGHUP) -> ended runs leave /metrics, stay queryable.
+            with open(config, "w") as f:
+                f.write("reportingIntervalMs: 300\n"
+                        "prometheus:\n  names: both\n  finishedRunSeconds: 0\n")
+            d.proc.send_signal(signal.SIGHUP)
+            deadline = time.time() + 20
+            while time.time() < deadline and "perld_run_info{" in http_get(d.http, "/metrics")[2]:
+                time.sleep(0.2)
+            _, _, text = http_get(d.http, "/metrics")
+            check("perld_run_info{" not in text and "SBK_Writing_Records_total{" not in text,
+                  "finishedRunSeconds: 0 drops every ended run from /metrics")
+            _, _, runs_json = http_get(d.http, "/api/runs")
+            check(len(json.loads(runs_json)["runs"]) == 6,
+                  "the ended runs stay queryable (/api/runs lists all 6)")
         finally:
             channel.close()
             check(d.stop() == 0, "daemon stops cleanly")

@@ -1,0 +1,42 @@
+"""The real perld on 127.0.0.1 port 0 for the goal scripts (daemon_goals.py,
+metrics_goals.py): its listen addresses, CPU seconds and memory from /proc.
+"""
+import os
+import re
+import signal
+import subprocess
+
+
+class Daemon:
+    def __init__(self, perld, state, config=None):
+        self.proc = subprocess.Popen(
+            [perld, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+             "--state-dir", state] + (["--config", config] if config else []),
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        listening = {}
+        while len(listening) < 2:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("perld did not start")
+            m = re.match(r"perld: (gRPC|HTTP) listening on (\S+)", line)
+            if m:
+                listening[m.group(1)] = m.group(2)
+        self.grpc, self.http = listening["gRPC"], listening["HTTP"]
+
+    def cpu_seconds(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def memory_kib(self):
+        out = {}
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    out[key] = int(value.split()[0])
+        return out
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=120)
