@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -53,17 +54,30 @@ void PrometheusText::Sample(std::string_view suffix, const Labels& labels, std::
 
 void PrometheusText::SampleText(std::string_view suffix, std::string_view labels,
                                 std::string_view extra, std::string_view value) {
-  out_.append(name_).append(suffix);
-  if (!labels.empty() || !extra.empty()) {
-    out_ += '{';
-    out_.append(labels);
-    if (!labels.empty() && !extra.empty()) out_ += ',';
-    out_.append(extra);
-    out_ += '}';
+  // One resize and straight copies: this runs for every line of a scrape.
+  const bool braces = !labels.empty() || !extra.empty();
+  const bool comma = !labels.empty() && !extra.empty();
+  const size_t size = name_.size() + suffix.size() + (braces ? 2 : 0) + labels.size() +
+                      (comma ? 1 : 0) + extra.size() + 1 + value.size() + 1;
+  const size_t at = out_.size();
+  out_.resize(at + size);
+  char* p = out_.data() + at;
+  auto put = [&p](std::string_view piece) {
+    std::memcpy(p, piece.data(), piece.size());
+    p += piece.size();
+  };
+  put(name_);
+  put(suffix);
+  if (braces) {
+    *p++ = '{';
+    put(labels);
+    if (comma) *p++ = ',';
+    put(extra);
+    *p++ = '}';
   }
-  out_ += ' ';
-  out_.append(value);
-  out_ += '\n';
+  *p++ = ' ';
+  put(value);
+  *p = '\n';
 }
 
 namespace {
@@ -105,20 +119,28 @@ std::string UnitsToSecondsText(int64_t value, TimeUnit unit) {
   const int64_t per_second = kNanosPerSecond / NanosPerUnit(unit);
   int digits = 0;
   for (int64_t p = per_second; p > 1; p /= 10) ++digits;
-  const bool negative = value < 0;
   // Work on the magnitude as unsigned so INT64_MIN stays well defined.
+  const bool negative = value < 0;
   const uint64_t magnitude =
       negative ? uint64_t{0} - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
   const uint64_t whole = magnitude / static_cast<uint64_t>(per_second);
-  const uint64_t frac = magnitude % static_cast<uint64_t>(per_second);
-  std::string out = absl::StrCat(negative ? "-" : "", whole);
+  uint64_t frac = magnitude % static_cast<uint64_t>(per_second);
+  char buf[48];
+  char* p = buf;
+  if (negative) *p++ = '-';
+  p = std::to_chars(p, buf + sizeof(buf), whole).ptr;
   if (frac != 0) {
-    std::string frac_text = absl::StrCat(frac);
-    frac_text.insert(0, static_cast<size_t>(digits) - frac_text.size(), '0');
-    while (frac_text.back() == '0') frac_text.pop_back();
-    absl::StrAppend(&out, ".", frac_text);
+    // `digits` fraction digits, leading zeros kept, trailing zeros dropped.
+    while (frac % 10 == 0) {
+      frac /= 10;
+      --digits;
+    }
+    *p++ = '.';
+    char* end = p + digits;
+    for (char* q = end; q != p; frac /= 10) *--q = static_cast<char>('0' + frac % 10);
+    p = end;
   }
-  return out;
+  return std::string(buf, p);
 }
 
 std::string PercentToQuantileText(double percent) {
