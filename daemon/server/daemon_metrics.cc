@@ -1,5 +1,6 @@
 #include "daemon/server/daemon_metrics.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -67,8 +68,21 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
       start_unix_ms_(absl::ToUnixMillis(absl::Now())),
       start_mono_ns_(MonotonicNanos()) {}
 
+namespace {
+
+// CPU time of the calling thread: a scrape's own work, without the time its
+// thread waited for a core.
+int64_t ThreadCpuNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
 void DaemonMetrics::Render(std::string* buffer) {
   const int64_t begin_ns = MonotonicNanos();
+  const int64_t begin_cpu_ns = ThreadCpuNanos();
   http::RunsExpositionInput input;
   input.prometheus = config_.Get()->prometheus;
   input.now_unix_ms = absl::ToUnixMillis(absl::Now());
@@ -88,6 +102,7 @@ void DaemonMetrics::Render(std::string* buffer) {
   buffer->append(RenderSelf(omitted));
   scrapes_.fetch_add(1, std::memory_order_relaxed);
   last_scrape_ns_.store(MonotonicNanos() - begin_ns, std::memory_order_relaxed);
+  last_scrape_cpu_ns_.store(ThreadCpuNanos() - begin_cpu_ns, std::memory_order_relaxed);
 }
 
 std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
@@ -130,6 +145,10 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
           omitted_total_.load(std::memory_order_relaxed));
   Counter(out, "perld_scrapes_total", "/metrics scrapes served before this one.",
           scrapes_.load(std::memory_order_relaxed));
+  Gauge(out, "perld_last_scrape_cpu_seconds",
+        "CPU time the previous /metrics scrape took on its thread, seconds.",
+        http::FormatSampleValue(
+            static_cast<double>(last_scrape_cpu_ns_.load(std::memory_order_relaxed)) / 1e9));
   Gauge(out, "perld_last_scrape_duration_seconds",
         "Server time of the previous /metrics scrape, seconds.",
         http::FormatSampleValue(

@@ -46,6 +46,7 @@ class DaemonMetrics {
   const int64_t start_mono_ns_;
   std::atomic<uint64_t> scrapes_{0};
   std::atomic<int64_t> last_scrape_ns_{0};
+  std::atomic<int64_t> last_scrape_cpu_ns_{0};
   std::atomic<uint64_t> omitted_total_{0};
 };
 

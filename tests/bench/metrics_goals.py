@@ -7,7 +7,8 @@ not a test.
 1. Scrape cost: a daemon with --runs active runs (each one rate-controlled
    writer, 1024 records/s, ns, prometheus.names perld and, separately, both),
    --scrapes sequential GETs of /metrics; the server time of each scrape as
-   the daemon reports it (perld_last_scrape_duration_seconds of the next
+   the daemon reports it (perld_last_scrape_duration_seconds, wall, and
+   perld_last_scrape_cpu_seconds, the handler thread's CPU, of the next
    scrape) and the client's round trip, median / p90 / max, and the size.
 2. Scraper vs recorder throughput (and the scrape's server time while the
    recorder runs flat out): with those runs ended but still exported
@@ -45,8 +46,8 @@ def scrape(http):
     return body, time.perf_counter() - t0
 
 
-def server_seconds(body):
-    m = re.search(r"^perld_last_scrape_duration_seconds (\S+)$", body, re.M)
+def server_seconds(body, what="duration"):
+    m = re.search(r"^perld_last_scrape_%s_seconds (\S+)$" % what, body, re.M)
     return float(m.group(1))
 
 
@@ -95,17 +96,21 @@ def main():
                         % (args.runs + 8, names, args.runs + 8))
             d.proc.send_signal(signal.SIGHUP)
             time.sleep(1)
-            server, client = [], []
+            server, cpu, client = [], [], []
             body, _ = scrape(d.http)
             for _ in range(args.scrapes):
                 body, rt = scrape(d.http)
                 server.append(server_seconds(body))
+                cpu.append(server_seconds(body, "cpu"))
                 client.append(rt)
             running = len(re.findall(r'^perld_run_info\{.*state="running"', body, re.M))
             rows.append((f"scrape of {running} running runs (names: {names}), server time",
                          f"median {statistics.median(server) * 1e3:.2f} ms, p90 "
                          f"{pct(server, 0.9) * 1e3:.2f} ms, max {max(server) * 1e3:.2f} ms; "
                          f"{len(body) / 1024:.0f} KiB", "< 5 ms"))
+            rows.append(("same, CPU time of the scrape's thread",
+                         f"median {statistics.median(cpu) * 1e3:.2f} ms, p90 "
+                         f"{pct(cpu, 0.9) * 1e3:.2f} ms, max {max(cpu) * 1e3:.2f} ms", "< 5 ms"))
             rows.append((f"same, client round trip ({args.scrapes} scrapes)",
                          f"median {statistics.median(client) * 1e3:.2f} ms, p90 "
                          f"{pct(client, 0.9) * 1e3:.2f} ms", ""))
@@ -119,13 +124,17 @@ def main():
         # CPU the daemon spends per scrape of the (now ended, still exported)
         # runs: its share of a core at 10 Hz bounds what a scraper can take
         # from a recorder that competes for the same cores.
+        idle0 = d.cpu_seconds()
+        time.sleep(3)
+        idle = (d.cpu_seconds() - idle0) / 3  # the daemon's own background CPU per second
         host, port = d.http.rsplit(":", 1)
         conn = http.client.HTTPConnection(host, int(port), timeout=10)
-        c0 = d.cpu_seconds()
+        c0, t0 = d.cpu_seconds(), time.perf_counter()
         for _ in range(args.scrapes):
             conn.request("GET", "/metrics")
             conn.getresponse().read()
-        per_scrape = (d.cpu_seconds() - c0) / args.scrapes
+        spent = d.cpu_seconds() - c0 - idle * (time.perf_counter() - t0)
+        per_scrape = spent / args.scrapes
         conn.close()
         rows.append((f"daemon CPU per scrape ({args.runs} runs, {args.scrapes} scrapes)",
                      f"{per_scrape * 1e3:.2f} ms: {per_scrape * 10 * 100:.1f}% of one core "
