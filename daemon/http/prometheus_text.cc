@@ -54,19 +54,24 @@ void PrometheusText::Sample(std::string_view suffix, const Labels& labels, std::
 
 void PrometheusText::SampleText(std::string_view suffix, std::string_view labels,
                                 std::string_view extra, std::string_view value) {
+  AppendSampleLine(&out_, name_, suffix, labels, extra, value);
+}
+
+void AppendSampleLine(std::string* out, std::string_view name, std::string_view suffix,
+                      std::string_view labels, std::string_view extra, std::string_view value) {
   // One resize and straight copies: this runs for every line of a scrape.
   const bool braces = !labels.empty() || !extra.empty();
   const bool comma = !labels.empty() && !extra.empty();
-  const size_t size = name_.size() + suffix.size() + (braces ? 2 : 0) + labels.size() +
+  const size_t size = name.size() + suffix.size() + (braces ? 2 : 0) + labels.size() +
                       (comma ? 1 : 0) + extra.size() + 1 + value.size() + 1;
-  const size_t at = out_.size();
-  out_.resize(at + size);
-  char* p = out_.data() + at;
+  const size_t at = out->size();
+  out->resize(at + size);
+  char* p = out->data() + at;
   auto put = [&p](std::string_view piece) {
     std::memcpy(p, piece.data(), piece.size());
     p += piece.size();
   };
-  put(name_);
+  put(name);
   put(suffix);
   if (braces) {
     *p++ = '{';

@@ -51,6 +51,8 @@ class PrometheusText {
   // Writes `# HELP name help` and `# TYPE name type` and makes `name` the
   // current family.
   void Family(std::string_view name, MetricType type, std::string_view help);
+  // Appends lines already in exposition form.
+  void AppendText(std::string_view lines) { out_.append(lines); }
   // `name{labels} value` of the current family ("name value" without labels).
   void Sample(const Labels& labels, std::string_view value);
   // `name<suffix>{labels} value`: a summary's "_sum" and "_count".
@@ -69,6 +71,11 @@ class PrometheusText {
   std::string out_;
   std::string name_;
 };
+
+// Appends one sample line `name<suffix>{labels,extra} value\n` to `out`
+// (lines rendered apart from their family header, e.g. cached per run).
+void AppendSampleLine(std::string* out, std::string_view name, std::string_view suffix,
+                      std::string_view labels, std::string_view extra, std::string_view value);
 
 // Label value escaping: \ -> \\, " -> \", newline -> \n.
 std::string EscapeLabelValue(std::string_view value);

@@ -41,26 +41,6 @@ struct Scope {
   std::vector<std::string> labels;  // labels[i]: the label text of runs[i]
 };
 
-// `key="<text>"` label texts per percent, built once per scrape.
-class PercentLabels {
- public:
-  PercentLabels(std::string_view key, bool quantile) : key_(key), quantile_(quantile) {}
-  std::string_view For(double percent) {
-    auto it = cache_.find(percent);
-    if (it == cache_.end()) {
-      const std::string text =
-          quantile_ ? PercentToQuantileText(percent) : FormatSampleValue(percent);
-      it = cache_.emplace(percent, absl::StrCat(key_, "=\"", text, "\"")).first;
-    }
-    return it->second;
-  }
-
- private:
-  std::string key_;
-  bool quantile_;
-  std::map<double, std::string> cache_;  // node-based: the views stay valid
-};
-
 // One family with a sample per run for which `value(run, &text)` returns
 // true; the family is left out when no run has one.
 template <typename Value>
@@ -94,30 +74,6 @@ void Counter(const Scope& scope, PrometheusText& out, std::string_view name, std
     SetInt(v, count(r));
     return true;
   });
-}
-
-// A summary: quantiles of `window(run)` (none when it is null), _sum and
-// _count from the run's total.
-template <typename Window>
-void Summary(const Scope& scope, PrometheusText& out, PercentLabels& quantiles,
-             std::string_view name, std::string_view help, Window window) {
-  out.Family(name, MetricType::kSummary, help);
-  std::string v;
-  for (size_t i = 0; i < scope.runs.size(); ++i) {
-    const RunMetrics& run = scope.runs[i];
-    if (const LatencySnapshot* s = window(run)) {
-      const size_t n = std::min(s->percents.size(), s->values.size());
-      for (size_t k = 0; k < n; ++k) {
-        SetSeconds(&v, s->values[k], run.unit);
-        out.SampleText("", scope.labels[i], quantiles.For(s->percents[k]), v);
-      }
-    }
-    const LatencySnapshot& total = run.total.snapshot;
-    SetSeconds(&v, total.total_latency, run.unit);
-    out.SampleText("_sum", scope.labels[i], "", v);
-    SetInt(&v, Observed(total));
-    out.SampleText("_count", scope.labels[i], "", v);
-  }
 }
 
 }  // namespace
@@ -168,132 +124,216 @@ std::pair<int64_t, int64_t> SlidingLatencyCoverage(const LatencySnapshot& s) {
   return {slc1, slc2};
 }
 
-void WritePerldRunFamilies(std::span<const RunMetrics> runs, PrometheusText& out) {
-  if (runs.empty()) return;
-  Scope scope{runs, {}};
-  for (const RunMetrics& r : runs) scope.labels.push_back(r.identity.text());
+namespace {
 
-  out.Family("perld_run_info", MetricType::kGauge,
-             "A run perld exports: its state, latency unit and SBK action as labels.");
-  for (const RunMetrics& r : runs) {
-    out.Sample(Labels()
-                   .AddText(r.identity.text())
-                   .Add("state", r.state)
-                   .Add("unit", TimeUnitName(r.unit))
-                   .Add("action", r.action),
-               "1");
+// perld's run families, in exposition order; RunFragments are indexed by it.
+enum PerldFamily : size_t {
+  kInfo,
+  kStartTime,
+  kRecords,
+  kBytes,
+  kInvalid,
+  kLowerDiscards,
+  kHigherDiscards,
+  kDropped,
+  kBlocked,
+  kTotalReleases,
+  kFullCloses,
+  kLatency,
+  kTotalLatency,
+  kQuantileRecords,
+  kWindowSeconds,
+  kRecordsPerSecond,
+  kBytesPerSecond,
+  kAverage,
+  kMin,
+  kMax,
+  kWriters,
+  kReaders,
+  kClients,
+  kRecorderMemory,
+  kPerldFamilies
+};
+
+struct FamilyInfo {
+  const char* name;
+  MetricType type;
+  const char* help;
+};
+
+constexpr FamilyInfo kFamilies[kPerldFamilies] = {
+    {"perld_run_info", MetricType::kGauge,
+     "A run perld exports: its state, latency unit and SBK action as labels."},
+    {"perld_run_start_time_seconds", MetricType::kGauge, "Start of the run, Unix time in seconds."},
+    {"perld_run_records_total", MetricType::kCounter,
+     "Records of the run so far (valid, discarded and invalid)."},
+    {"perld_run_bytes_total", MetricType::kCounter, "Bytes of the run's records so far."},
+    {"perld_run_invalid_latencies_total", MetricType::kCounter, "Records with a negative latency."},
+    {"perld_run_lower_discards_total", MetricType::kCounter,
+     "Records with a latency below the run's minimum latency."},
+    {"perld_run_higher_discards_total", MetricType::kCounter,
+     "Records with a latency above the run's maximum latency."},
+    {"perld_run_dropped_timestamps_total", MetricType::kCounter,
+     "Timestamps dropped at the pending bound (overflow: drop)."},
+    {"perld_run_blocked_timestamps_total", MetricType::kCounter,
+     "Sends that waited at the pending bound (overflow: block)."},
+    {"perld_run_total_window_releases_total", MetricType::kCounter,
+     "Total-window segments reported and released on their own memory or counter limit."},
+    {"perld_run_full_window_closes_total", MetricType::kCounter,
+     "Periodic windows closed before their interval by the memory policy (IsFull)."},
+    {"perld_run_latency_seconds", MetricType::kSummary,
+     "Exact latency percentiles of the latest closed window (quantiles); _sum and _count cover "
+     "every non-negative latency of the run."},
+    {"perld_run_total_latency_seconds", MetricType::kSummary,
+     "Exact latency percentiles of the run's whole total so far; _sum and _count cover every "
+     "non-negative latency of the run."},
+    {"perld_run_latency_quantile_records", MetricType::kGauge,
+     "Records of the latest closed window whose latency equals the latency at the percentile "
+     "(label: the percent, 99.9 for quantile 0.999)."},
+    {"perld_run_window_seconds", MetricType::kGauge, "Length of the latest closed window."},
+    {"perld_run_records_per_second", MetricType::kGauge,
+     "Records per second over the latest closed window."},
+    {"perld_run_bytes_per_second", MetricType::kGauge,
+     "Bytes per second over the latest closed window."},
+    {"perld_run_latency_average_seconds", MetricType::kGauge,
+     "SBK's average latency of the latest closed window."},
+    {"perld_run_latency_min_seconds", MetricType::kGauge,
+     "Smallest non-negative latency of the latest closed window, 0 if none."},
+    {"perld_run_latency_max_seconds", MetricType::kGauge,
+     "Largest non-negative latency of the latest closed window, 0 if none."},
+    {"perld_run_writers", MetricType::kGauge, "Writers of the run."},
+    {"perld_run_readers", MetricType::kGauge, "Readers of the run."},
+    {"perld_run_clients", MetricType::kGauge, "Remote clients connected to the run now."},
+    {"perld_run_recorder_memory_bytes", MetricType::kGauge,
+     "Memory the running run's periodic and total recorders retained at its latest window."},
+};
+
+// The `quantile="..."` and `percentile="..."` label texts, per percent,
+// shared by every run a thread renders (bounded: cleared past 4096 percents).
+std::string_view PercentLabel(double percent, bool quantile) {
+  thread_local std::map<std::pair<double, bool>, std::string> cache;
+  if (cache.size() > 4096) cache.clear();
+  auto [it, added] = cache.try_emplace({percent, quantile});
+  if (added) {
+    it->second = quantile ? absl::StrCat("quantile=\"", PercentToQuantileText(percent), "\"")
+                          : absl::StrCat("percentile=\"", FormatSampleValue(percent), "\"");
   }
-  Family(scope, out, "perld_run_start_time_seconds", MetricType::kGauge,
-         "Start of the run, Unix time in seconds.", [](const RunMetrics& r, std::string* v) {
-           SetDouble(v, r.start_unix_seconds);
-           return true;
-         });
-  Counter(scope, out, "perld_run_records_total",
-          "Records of the run so far (valid, discarded and invalid).",
-          [](const RunMetrics& r) { return r.total.snapshot.records; });
-  Counter(scope, out, "perld_run_bytes_total", "Bytes of the run's records so far.",
-          [](const RunMetrics& r) { return r.total.snapshot.bytes; });
-  Counter(scope, out, "perld_run_invalid_latencies_total", "Records with a negative latency.",
-          [](const RunMetrics& r) { return r.total.snapshot.invalid; });
-  Counter(scope, out, "perld_run_lower_discards_total",
-          "Records with a latency below the run's minimum latency.",
-          [](const RunMetrics& r) { return r.total.snapshot.lower_discard; });
-  Counter(scope, out, "perld_run_higher_discards_total",
-          "Records with a latency above the run's maximum latency.",
-          [](const RunMetrics& r) { return r.total.snapshot.higher_discard; });
-  Counter(scope, out, "perld_run_dropped_timestamps_total",
-          "Timestamps dropped at the pending bound (overflow: drop).",
-          [](const RunMetrics& r) { return static_cast<int64_t>(r.dropped); });
-  Counter(scope, out, "perld_run_blocked_timestamps_total",
-          "Sends that waited at the pending bound (overflow: block).",
-          [](const RunMetrics& r) { return static_cast<int64_t>(r.blocked); });
-  Counter(scope, out, "perld_run_total_window_releases_total",
-          "Total-window segments reported and released on their own memory or counter limit.",
-          [](const RunMetrics& r) { return r.total_window_releases; });
-  Counter(
-      scope, out, "perld_run_full_window_closes_total",
-      "Periodic windows closed before their interval by the memory policy (IsFull).",
-      [](const RunMetrics& r) { return r.latest ? r.latest->snapshot.full_closes : int64_t{0}; });
-  PercentLabels quantiles("quantile", /*quantile=*/true);
-  Summary(scope, out, quantiles, "perld_run_latency_seconds",
-          "Exact latency percentiles of the latest closed window (quantiles); _sum and _count "
-          "cover every non-negative latency of the run.",
-          [](const RunMetrics& r) { return r.latest ? &r.latest->snapshot : nullptr; });
-  Summary(scope, out, quantiles, "perld_run_total_latency_seconds",
-          "Exact latency percentiles of the run's whole total so far; _sum and _count cover "
-          "every non-negative latency of the run.",
-          [](const RunMetrics& r) { return r.total_exact ? &r.total.snapshot : nullptr; });
-  {
-    PercentLabels percentiles("percentile", /*quantile=*/false);
-    std::string v;
-    bool started = false;
-    for (size_t i = 0; i < runs.size(); ++i) {
-      if (!runs[i].latest) continue;
-      const LatencySnapshot& s = runs[i].latest->snapshot;
-      const size_t n = std::min(s.percents.size(), s.counts.size());
+  return it->second;
+}
+
+// Writes one run's lines of each family into its own fragment.
+class RunWriter {
+ public:
+  RunWriter(const RunMetrics& run, RunFragments* fragments)
+      : run_(run), labels_(run.identity.text()), fragments_(fragments) {
+    fragments_->assign(kPerldFamilies, std::string());
+  }
+
+  // `value` of family f, optionally with one more label pair and a suffix.
+  void Line(PerldFamily f, std::string_view value, std::string_view extra = {},
+            std::string_view suffix = {}) {
+    AppendSampleLine(&(*fragments_)[f], kFamilies[f].name, suffix, labels_, extra, value);
+  }
+  void Int(PerldFamily f, int64_t v) {
+    SetInt(&value_, v);
+    Line(f, value_);
+  }
+  void Double(PerldFamily f, double v) {
+    SetDouble(&value_, v);
+    Line(f, value_);
+  }
+  void Seconds(PerldFamily f, int64_t units) {
+    SetSeconds(&value_, units, run_.unit);
+    Line(f, value_);
+  }
+  // A summary's quantiles of `s` (none when null), then _sum and _count of the total.
+  void Summary(PerldFamily f, const LatencySnapshot* s) {
+    if (s != nullptr) {
+      const size_t n = std::min(s->percents.size(), s->values.size());
       for (size_t k = 0; k < n; ++k) {
-        if (!started) {
-          out.Family("perld_run_latency_quantile_records", MetricType::kGauge,
-                     "Records of the latest closed window whose latency equals the latency at "
-                     "the percentile (label: the percent, 99.9 for quantile 0.999).");
-        }
-        started = true;
-        SetInt(&v, s.counts[k]);
-        out.SampleText("", scope.labels[i], percentiles.For(s.percents[k]), v);
+        SetSeconds(&value_, s->values[k], run_.unit);
+        Line(f, value_, PercentLabel(s->percents[k], /*quantile=*/true));
       }
     }
+    const LatencySnapshot& total = run_.total.snapshot;
+    SetSeconds(&value_, total.total_latency, run_.unit);
+    Line(f, value_, {}, "_sum");
+    SetInt(&value_, Observed(total));
+    Line(f, value_, {}, "_count");
   }
-  LatestFamily(scope, out, "perld_run_window_seconds", "Length of the latest closed window.",
-               [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
-                 SetDouble(v, w.seconds);
-               });
-  LatestFamily(scope, out, "perld_run_records_per_second",
-               "Records per second over the latest closed window.",
-               [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
-                 SetDouble(v, Rate(static_cast<double>(w.snapshot.records), w.seconds));
-               });
-  LatestFamily(scope, out, "perld_run_bytes_per_second",
-               "Bytes per second over the latest closed window.",
-               [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
-                 SetDouble(v, Rate(static_cast<double>(w.snapshot.bytes), w.seconds));
-               });
-  LatestFamily(scope, out, "perld_run_latency_average_seconds",
-               "SBK's average latency of the latest closed window.",
-               [](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
-                 SetDouble(v, AverageSeconds(w.snapshot, r.unit));
-               });
-  LatestFamily(scope, out, "perld_run_latency_min_seconds",
-               "Smallest non-negative latency of the latest closed window, 0 if none.",
-               [](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
-                 SetSeconds(v, w.snapshot.min_latency, r.unit);
-               });
-  LatestFamily(scope, out, "perld_run_latency_max_seconds",
-               "Largest non-negative latency of the latest closed window, 0 if none.",
-               [](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
-                 SetSeconds(v, w.snapshot.max_latency, r.unit);
-               });
-  const struct {
-    const char* name;
-    const char* help;
-    int RunMetrics::*field;
-  } workers[] = {
-      {"perld_run_writers", "Writers of the run.", &RunMetrics::writers},
-      {"perld_run_readers", "Readers of the run.", &RunMetrics::readers},
-      {"perld_run_clients", "Remote clients connected to the run now.", &RunMetrics::connections}};
-  for (const auto& w : workers) {
-    Family(scope, out, w.name, MetricType::kGauge, w.help,
-           [field = w.field](const RunMetrics& r, std::string* v) {
-             SetInt(v, r.*field);
-             return true;
-           });
+
+ private:
+  const RunMetrics& run_;
+  std::string_view labels_;
+  RunFragments* fragments_;
+  std::string value_;
+};
+
+}  // namespace
+
+void RenderPerldRun(const RunMetrics& run, RunFragments* fragments) {
+  RunWriter w(run, fragments);
+  const LatencySnapshot& total = run.total.snapshot;
+  w.Line(kInfo, "1",
+         Labels()
+             .Add("state", run.state)
+             .Add("unit", TimeUnitName(run.unit))
+             .Add("action", run.action)
+             .text());
+  w.Double(kStartTime, run.start_unix_seconds);
+  w.Int(kRecords, total.records);
+  w.Int(kBytes, total.bytes);
+  w.Int(kInvalid, total.invalid);
+  w.Int(kLowerDiscards, total.lower_discard);
+  w.Int(kHigherDiscards, total.higher_discard);
+  w.Int(kDropped, static_cast<int64_t>(run.dropped));
+  w.Int(kBlocked, static_cast<int64_t>(run.blocked));
+  w.Int(kTotalReleases, run.total_window_releases);
+  w.Int(kFullCloses, run.latest ? run.latest->snapshot.full_closes : 0);
+  w.Summary(kLatency, run.latest ? &run.latest->snapshot : nullptr);
+  w.Summary(kTotalLatency, run.total_exact ? &total : nullptr);
+  if (run.latest) {
+    const LatencySnapshot& s = run.latest->snapshot;
+    const double seconds = run.latest->seconds;
+    std::string count;
+    for (size_t k = 0; k < std::min(s.percents.size(), s.counts.size()); ++k) {
+      SetInt(&count, s.counts[k]);
+      w.Line(kQuantileRecords, count, PercentLabel(s.percents[k], /*quantile=*/false));
+    }
+    w.Double(kWindowSeconds, seconds);
+    w.Double(kRecordsPerSecond, Rate(static_cast<double>(s.records), seconds));
+    w.Double(kBytesPerSecond, Rate(static_cast<double>(s.bytes), seconds));
+    w.Double(kAverage, AverageSeconds(s, run.unit));
+    w.Seconds(kMin, s.min_latency);
+    w.Seconds(kMax, s.max_latency);
   }
-  Family(scope, out, "perld_run_recorder_memory_bytes", MetricType::kGauge,
-         "Memory the running run's periodic and total recorders retained at its latest window.",
-         [](const RunMetrics& r, std::string* v) {
-           if (r.state != "running" || !r.latest) return false;
-           SetInt(v, r.recorder_bytes);
-           return true;
-         });
+  w.Int(kWriters, run.writers);
+  w.Int(kReaders, run.readers);
+  w.Int(kClients, run.connections);
+  if (run.state == "running" && run.latest) w.Int(kRecorderMemory, run.recorder_bytes);
+}
+
+void WritePerldFamilies(std::span<const RunFragments* const> runs, PrometheusText& out) {
+  for (size_t f = 0; f < kPerldFamilies; ++f) {
+    bool started = false;
+    for (const RunFragments* run : runs) {
+      const std::string& lines = (*run)[f];
+      if (lines.empty()) continue;
+      if (!started) out.Family(kFamilies[f].name, kFamilies[f].type, kFamilies[f].help);
+      started = true;
+      out.AppendText(lines);
+    }
+  }
+}
+
+void WritePerldRunFamilies(std::span<const RunMetrics> runs, PrometheusText& out) {
+  std::vector<RunFragments> fragments(runs.size());
+  std::vector<const RunFragments*> views;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    RenderPerldRun(runs[i], &fragments[i]);
+    views.push_back(&fragments[i]);
+  }
+  WritePerldFamilies(views, out);
 }
 
 namespace {

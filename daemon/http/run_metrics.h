@@ -84,7 +84,9 @@ struct ExpositionWindow {
 };
 
 struct RunMetrics {
-  Labels identity;  // e.g. run_id="7",run="nightly",source="bench"
+  uint64_t id = 0;     // the run id (0: not a daemon run)
+  int64_t events = 0;  // window events published so far (changes with every window)
+  Labels identity;     // e.g. run_id="7",run="nightly",source="bench"
   std::string state = "running";
   TimeUnit unit = TimeUnit::kMs;
   std::string action = "Writing";       // SBK action: Writing, Reading, Write_Reading, ...
@@ -118,6 +120,15 @@ std::string SbkPercentileName(double percent);
 std::pair<int64_t, int64_t> SlidingLatencyCoverage(const LatencySnapshot& s);
 
 void WritePerldRunFamilies(std::span<const RunMetrics> runs, PrometheusText& out);
+
+// The same in two steps, so a caller can keep a run's rendering while the
+// run has not changed (a scrape then mostly copies text): RenderPerldRun
+// writes one run's lines of each perld family into its own fragment
+// (fragments[k]: family k's lines, maybe empty); WritePerldFamilies writes
+// each family's HELP/TYPE once and the runs' fragments in the order given.
+using RunFragments = std::vector<std::string>;
+void RenderPerldRun(const RunMetrics& run, RunFragments* fragments);
+void WritePerldFamilies(std::span<const RunFragments* const> runs, PrometheusText& out);
 void WriteSbkRunFamilies(std::span<const RunMetrics> runs, PrometheusText& out);
 // Both, as `names` says.
 void WriteRunFamilies(std::span<const RunMetrics> runs, config::MetricNames names,

@@ -24,6 +24,8 @@ std::string ClassOf(const runs::RunInfo& info) {
 RunMetrics Describe(const runs::RunInfo& info, const runs::RunView& view,
                     const RunsExpositionInput& input) {
   RunMetrics m;
+  m.id = info.id;
+  m.events = view.events;
   m.identity.Add("run_id", absl::StrCat(info.id))
       .Add("run", info.spec.name)
       .Add("source", runs::RunSourceName(info.spec.source));

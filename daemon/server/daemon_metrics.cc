@@ -95,7 +95,29 @@ void DaemonMetrics::Render(std::string* buffer) {
       http::SelectRunMetrics(manager_.registry(), input, &omitted);
   omitted_total_.fetch_add(static_cast<uint64_t>(omitted), std::memory_order_relaxed);
   http::PrometheusText out(std::move(*buffer));
-  http::WriteRunFamilies(runs, input.prometheus.names, out);
+  std::lock_guard<std::mutex> lock(render_mu_);
+  if (input.prometheus.names != config::MetricNames::kSbk) {
+    std::map<uint64_t, CachedRun> next;
+    std::vector<const http::RunFragments*> fragments;
+    for (const http::RunMetrics& run : runs) {
+      RunKey key{run.events,  run.state,       run.dropped,
+                 run.blocked, run.connections, run.max_connections};
+      auto cached = cache_.find(run.id);
+      CachedRun& entry = next[run.id];
+      if (cached != cache_.end() && cached->second.key == key) {
+        entry = std::move(cached->second);
+      } else {
+        entry.key = std::move(key);
+        http::RenderPerldRun(run, &entry.fragments);
+      }
+      fragments.push_back(&entry.fragments);
+    }
+    http::WritePerldFamilies(fragments, out);
+    cache_ = std::move(next);  // runs no longer exported leave the cache
+  }
+  if (input.prometheus.names != config::MetricNames::kPerld) {
+    http::WriteSbkRunFamilies(runs, out);
+  }
   *buffer = out.Take();
   buffer->append(service::RenderIngestExposition(ingest_stats_));
   buffer->append(grpc_.Render());

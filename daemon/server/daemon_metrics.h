@@ -9,13 +9,17 @@
 // lock, per-run channel counters, atomics); it never waits for the recorder
 // thread, so its cost depends on the runs exported, not on the ingest rate.
 //
-// Threads: Render from any thread (HTTP handlers); scrape counters are atomics.
+// Threads: Render from any thread (HTTP handlers), one at a time (a mutex
+// guards the per-run cache); the scrape counters are atomics.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
+#include "daemon/http/run_metrics.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/grpc_call_stats.h"
@@ -37,6 +41,23 @@ class DaemonMetrics {
  private:
   std::string RenderSelf(int64_t omitted) const;
 
+  // A run's perld fragments are kept while what they show is unchanged:
+  // a scrape re-renders only the runs that published a window (or changed
+  // state or channel/client counts) since the previous one.
+  struct RunKey {
+    int64_t events = 0;
+    std::string state;
+    uint64_t dropped = 0;
+    uint64_t blocked = 0;
+    int connections = 0;
+    int max_connections = 0;
+    bool operator==(const RunKey&) const = default;
+  };
+  struct CachedRun {
+    RunKey key;
+    http::RunFragments fragments;
+  };
+
   const runs::RunManager& manager_;
   const service::IngestRuns& ingest_runs_;
   const service::IngestStats& ingest_stats_;
@@ -44,6 +65,8 @@ class DaemonMetrics {
   const service::CurrentConfig& config_;
   const int64_t start_unix_ms_;
   const int64_t start_mono_ns_;
+  std::mutex render_mu_;                 // one scrape renders at a time (the cache)
+  std::map<uint64_t, CachedRun> cache_;  // guarded by render_mu_: exported runs only
   std::atomic<uint64_t> scrapes_{0};
   std::atomic<int64_t> last_scrape_ns_{0};
   std::atomic<int64_t> last_scrape_cpu_ns_{0};

@@ -102,7 +102,7 @@ def main():
             f.write("reportingIntervalMs: 300\n"
                     f"percentiles: [{', '.join(str(p) for p in PERCENTILES)}]\n"
                     "limits:\n  maxRunningRuns: 8\n"
-                    "prometheus:\n  names: both\n  maxRuns: 5\n")
+                    "prometheus:\n  names: both\n  maxRuns: 6\n")
         d = Daemon(args.perld, os.path.join(tmp, "state"), config)
         channel = grpc.insecure_channel(d.grpc)
         query = rpc.QueryStub(channel)
@@ -113,7 +113,7 @@ def main():
             return p.returncode, p.stdout, p.stderr
 
         try:
-            # One run per action of SBK's dashboard; the first is left out by maxRuns 5.
+            # One run per action of SBK's dashboard; the first is left out by maxRuns 6.
             runs = [("old-writing", ["-writers", "1"]),
                     ("sbk-writing", ["-writers", "1"]),
                     ("sbk-reading", ["-readers", "1"]),
@@ -122,6 +122,24 @@ def main():
                 rc, _, err = ctl("bench", *workers, "-size", "100", "-records", "300000",
                                  "-time", "ns", "--name", name, "--wait")
                 check(rc == 0, f"bench {name} ran ({err.strip()[:100]})")
+            # A running run's samples follow its windows from scrape to scrape
+            # (the exporter re-renders a run only when it published a window).
+            rc, out, _ = ctl("--json", "bench", "-writers", "1", "-size", "100",
+                             "-throughput", "1", "-seconds", "30", "-time", "ns",
+                             "--name", "live-run")
+            live_id = json.loads(out)["id"] if rc == 0 else 0
+            seen = []
+            deadline = time.time() + 20
+            while time.time() < deadline and len(set(seen)) < 3:
+                m = re.search(r'^perld_run_records_total\{run_id="%d",[^}]*\} (\d+)$' % live_id,
+                              http_get(d.http, "/metrics")[2], re.M)
+                if m:
+                    seen.append(int(m.group(1)))
+                time.sleep(0.1)
+            check(len(set(seen)) >= 3 and seen == sorted(seen),
+                  f"a running run's records_total rises from scrape to scrape ({sorted(set(seen))[:5]})")
+            ctl("stop", "live-run", "--wait")
+
             # A run that drops at a tiny pending bound: records + drops == requested.
             ctl("bench", "-writers", "2", "-records", "400000", "-time", "ns",
                 "--maxPendingPerWorker", "2", "--overflow", "drop", "--name", "dropping",
@@ -180,13 +198,13 @@ def main():
                   recorded + dropped == 400000,
                   f"records_total + dropped_timestamps_total == 400000 ({recorded} + {dropped})")
 
-            # Cardinality: 6 runs, maxRuns 5 -> the oldest left out and counted.
+            # Cardinality: 7 runs, maxRuns 6 -> the oldest left out and counted.
             check('run="old-writing"' not in text and 'run="sbk-writing"' in text,
                   "prometheus.maxRuns leaves the oldest run out")
             check(re.search(r"^perld_exporter_runs_omitted 1$", text, re.M) is not None,
                   "perld_exporter_runs_omitted counts it")
             check(re.search(r'^perld_grpc_requests_total\{method="perld.v1.Control/StartBench",'
-                            r'code="OK"\} 5$', text, re.M) is not None,
+                            r'code="OK"\} 6$', text, re.M) is not None,
                   "gRPC calls counted by method and code")
 
             # A real Prometheus server scrapes perld.
@@ -245,8 +263,8 @@ def main():
             check("perld_run_info{" not in text and "SBK_Writing_Records_total{" not in text,
                   "finishedRunSeconds: 0 drops every ended run from /metrics")
             _, _, runs_json = http_get(d.http, "/api/runs")
-            check(len(json.loads(runs_json)["runs"]) == 6,
-                  "the ended runs stay queryable (/api/runs lists all 6)")
+            check(len(json.loads(runs_json)["runs"]) == 7,
+                  "the ended runs stay queryable (/api/runs lists all 7)")
         finally:
             channel.close()
             check(d.stop() == 0, "daemon stops cleanly")
