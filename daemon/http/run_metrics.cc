@@ -226,7 +226,8 @@ class RunWriter {
  public:
   RunWriter(const RunMetrics& run, RunFragments* fragments)
       : run_(run), labels_(run.identity.text()), fragments_(fragments) {
-    fragments_->assign(kPerldFamilies, std::string());
+    fragments_->resize(kPerldFamilies);
+    for (std::string& f : *fragments_) f.clear();  // capacity kept for the next render
   }
 
   // `value` of family f, optionally with one more label pair and a suffix.

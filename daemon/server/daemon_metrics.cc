@@ -104,9 +104,8 @@ void DaemonMetrics::Render(std::string* buffer) {
                  run.blocked, run.connections, run.max_connections};
       auto cached = cache_.find(run.id);
       CachedRun& entry = next[run.id];
-      if (cached != cache_.end() && cached->second.key == key) {
-        entry = std::move(cached->second);
-      } else {
+      if (cached != cache_.end()) entry = std::move(cached->second);  // lines or capacity
+      if (cached == cache_.end() || entry.key != key) {
         entry.key = std::move(key);
         http::RenderPerldRun(run, &entry.fragments);
       }

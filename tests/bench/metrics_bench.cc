@@ -1,8 +1,11 @@
 // The server time of one /metrics scrape: N running runs in a real
 // RunRegistry (each with a closed window of 1,000 distinct latencies and the
 // default 28 percentiles), selected and rendered exactly as the daemon does
-// (SelectRunMetrics + WriteRunFamilies), perld's names and both. No HTTP, no
+// (SelectRunMetrics, RenderPerldRun + WritePerldFamilies, WriteSbkRunFamilies),
+// perld's names (0) and both (2). No HTTP, no
 // recorder: the text generation and the snapshot reads a scrape pays.
+// rerender:1 renders every run's lines (each published a window since the
+// previous scrape); rerender:0 reuses them (none did), as DaemonMetrics does.
 //
 //   build/release/tests/bench/metrics_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
@@ -49,6 +52,7 @@ runs::WindowRecord Window(runs::RunId id, int64_t seq) {
 void BM_Scrape(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const auto names = static_cast<config::MetricNames>(state.range(1));
+  const bool rerender = state.range(2) != 0;
   runs::RunRegistry registry(config::RetentionConfig{});
   for (int i = 1; i <= n; ++i) {
     runs::RunInfo info;
@@ -68,11 +72,22 @@ void BM_Scrape(benchmark::State& state) {
   input.now_unix_ms = 1'700'000'100'000;
   size_t bytes = 0;
   std::string buffer;  // reused from scrape to scrape, as the daemon's HTTP threads do
+  std::vector<http::RunFragments> fragments(static_cast<size_t>(n));  // the daemon's cache
   for (auto _ : state) {
     int64_t omitted = 0;
     std::vector<http::RunMetrics> runs = http::SelectRunMetrics(registry, input, &omitted);
     http::PrometheusText out(std::move(buffer));
-    http::WriteRunFamilies(runs, names, out);
+    if (names != config::MetricNames::kSbk) {
+      // rerender: every run published a window since the last scrape (the
+      // worst case); cached: none did (DaemonMetrics keeps their lines).
+      std::vector<const http::RunFragments*> views;
+      for (size_t i = 0; i < runs.size(); ++i) {
+        if (rerender || fragments[i].empty()) http::RenderPerldRun(runs[i], &fragments[i]);
+        views.push_back(&fragments[i]);
+      }
+      http::WritePerldFamilies(views, out);
+    }
+    if (names != config::MetricNames::kPerld) http::WriteSbkRunFamilies(runs, out);
     buffer = out.Take();
     bytes = buffer.size();
     benchmark::DoNotOptimize(buffer.data());
@@ -82,8 +97,9 @@ void BM_Scrape(benchmark::State& state) {
 BENCHMARK(BM_Scrape)
     ->ArgsProduct({{1, 10, 100},
                    {static_cast<int>(config::MetricNames::kPerld),
-                    static_cast<int>(config::MetricNames::kBoth)}})
-    ->ArgNames({"runs", "names"})
+                    static_cast<int>(config::MetricNames::kBoth)},
+                   {1, 0}})
+    ->ArgNames({"runs", "names", "rerender"})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
