@@ -23,7 +23,7 @@ import time
 import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from goals_daemon import Daemon  # noqa: E402
+from goals_daemon import Daemon, daemon_bench_rate  # noqa: E402
 
 BENCH = ["-writers", "1", "-size", "1024", "-records", "20000000", "-time", "ns"]
 
@@ -36,12 +36,7 @@ def standalone_rate(perld):
 
 
 def daemon_rate(perlctl, target):
-    out = subprocess.run([perlctl, "--target", target, "--json", "bench", *BENCH,
-                          "-interval", "3600", "--wait"],
-                         capture_output=True, text=True, check=True).stdout
-    total = json.loads(out.strip().splitlines()[-1])
-    assert total["kind"] == "total" and total["records"] == 20000000, total
-    return float(total["recordsPerSecond"])
+    return daemon_bench_rate(perlctl, target, BENCH + ["-interval", "3600"], 20000000)
 
 
 def main():

@@ -1,6 +1,7 @@
 """The real perld on 127.0.0.1 port 0 for the goal scripts (daemon_goals.py,
 metrics_goals.py): its listen addresses, CPU seconds and memory from /proc.
 """
+import json
 import os
 import re
 import signal
@@ -40,3 +41,12 @@ class Daemon:
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=120)
+
+
+def daemon_bench_rate(perlctl, target, bench, records):
+    """records/s of one exact `perlctl bench ... --wait` run in the daemon."""
+    out = subprocess.run([perlctl, "--target", target, "--json", "bench", *bench, "--wait"],
+                         capture_output=True, text=True, check=True).stdout
+    total = json.loads(out.strip().splitlines()[-1])
+    assert total["kind"] == "total" and total["records"] == records, total
+    return float(total["recordsPerSecond"])

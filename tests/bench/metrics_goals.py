@@ -33,7 +33,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from goals_daemon import Daemon  # noqa: E402
+from goals_daemon import Daemon, daemon_bench_rate  # noqa: E402
 
 BENCH = ["-writers", "1", "-size", "1024", "-records", "50000000", "-time", "ns",
          "-interval", "3600"]
@@ -57,11 +57,7 @@ def pct(values, q):
 
 
 def bench_rate(perlctl, target):
-    out = subprocess.run([perlctl, "--target", target, "--json", "bench", *BENCH, "--wait"],
-                         capture_output=True, text=True, check=True).stdout
-    total = json.loads(out.strip().splitlines()[-1])
-    assert total["kind"] == "total" and total["records"] == 50000000, total
-    return float(total["recordsPerSecond"])
+    return daemon_bench_rate(perlctl, target, BENCH, 50000000)
 
 
 def main():
