@@ -39,6 +39,7 @@ std::string Suggestion(const std::string& unknown) {
   names.emplace_back("limits");
   names.emplace_back("ingest");
   names.emplace_back("prometheus");
+  names.emplace_back("sbp");
   std::string best = NearestName(unknown, names);
   if (best.empty()) {
     std::vector<std::string> leaves;

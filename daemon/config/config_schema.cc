@@ -348,6 +348,24 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "prometheus.finishedRunSeconds", kLive, 0, 365 * 86'400,
       [](auto& c) -> auto& { return c.prometheus.finished_run_seconds; }));
+  // sbp:
+  keys.push_back(StringKey("sbp.storageName", kLive,
+                           [](auto& c) -> auto& { return c.sbp.storage_name; }));
+  keys.push_back(EnumKey<SbpAction>(
+      "sbp.action", kLive,
+      {{"Writing", SbpAction::kWriting},
+       {"Reading", SbpAction::kReading},
+       {"Write_Reading", SbpAction::kWriteReading},
+       {"Write_OnlyReading", SbpAction::kWriteOnlyReading},
+       {"Read_Writing", SbpAction::kReadWriting},
+       {"Read_OnlyWriting", SbpAction::kReadOnlyWriting}},
+      [](auto& c) -> auto& { return c.sbp.action; }));
+  keys.push_back(IntKey(
+      "sbp.maxConnections", kLive, 1, 1'000'000,
+      [](auto& c) -> auto& { return c.sbp.max_connections; }));
+  keys.push_back(IntKey(
+      "sbp.maxRecordSizeMB", kLive, 1, 1024,
+      [](auto& c) -> auto& { return c.sbp.max_record_size_mb; }));
   return keys;
 }
 
@@ -388,7 +406,8 @@ const ConfigKey* FindConfigKey(absl::string_view name) {
 }
 
 bool IsSection(absl::string_view name) {
-  return name == "retention" || name == "limits" || name == "ingest" || name == "prometheus";
+  return name == "retention" || name == "limits" || name == "ingest" || name == "prometheus" ||
+         name == "sbp";
 }
 
 int LineOf(int mark_line) { return mark_line < 0 ? 1 : mark_line + 1; }

@@ -74,6 +74,26 @@ struct PrometheusConfig {
   bool operator==(const PrometheusConfig&) const = default;
 };
 
+// SBK's Storage Benchmark Protocol (SbpService): perld as a drop-in SBM.
+// SBK's EnumAction, in its numbering.
+enum class SbpAction {
+  kWriting,
+  kReading,
+  kWriteReading,
+  kWriteOnlyReading,
+  kReadWriting,
+  kReadOnlyWriting
+};
+struct SbpConfig {
+  // key sbp.storageName: the storage SBK clients must name (case-insensitive).
+  std::string storage_name = "PerlBench";
+  SbpAction action = SbpAction::kWriting;  // key sbp.action: SBK's action name
+  int64_t max_connections = 1000;          // key sbp.maxConnections: clients at once
+  int64_t max_record_size_mb = 16;         // key sbp.maxRecordSizeMB: told to clients
+
+  bool operator==(const SbpConfig&) const = default;
+};
+
 struct DaemonConfig {
   // Listeners and files.
   std::string grpc_listen = "127.0.0.1:9717";  // key grpcListen / --grpc-listen, HOST:PORT
@@ -102,6 +122,7 @@ struct DaemonConfig {
   LimitsConfig limits;
   IngestConfig ingest;
   PrometheusConfig prometheus;
+  SbpConfig sbp;
 };
 
 // Field-by-field equality, LatencyConfig and ChannelOptions included

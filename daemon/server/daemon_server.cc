@@ -32,6 +32,7 @@
 #include "daemon/service/ingest_service.h"
 #include "daemon/service/ingest_stats.h"
 #include "daemon/service/query_service.h"
+#include "daemon/service/sbp_service.h"
 #include "daemon/state/run_history.h"
 #include "daemon/state/state_store.h"
 #include "perld/version.h"
@@ -39,7 +40,8 @@
 namespace perld::server {
 namespace {
 
-constexpr const char* kServices[] = {"perld.v1.Query", "perld.v1.Control", "perld.v1.Ingest"};
+constexpr const char* kServices[] = {"perld.v1.Query", "perld.v1.Control", "perld.v1.Ingest",
+                                     "Service"};
 
 log::Level ToLogLevel(config::LogLevel level) {
   switch (level) {
@@ -109,6 +111,7 @@ struct DaemonServer::Parts {
   service::IngestStats ingest_stats;
   std::unique_ptr<service::IngestRuns> ingest_runs;
   std::unique_ptr<service::IngestService> ingest;
+  std::unique_ptr<service::SbpService> sbp;
   service::GrpcCallStats grpc_stats;
   std::unique_ptr<DaemonMetrics> metrics;
   int64_t start_mono_ns = MonotonicNanos();
@@ -167,6 +170,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
       std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs, p->current);
   p->ingest =
       std::make_unique<service::IngestService>(*p->ingest_runs, p->ingest_stats, p->current);
+  p->sbp = std::make_unique<service::SbpService>(*p->ingest_runs, p->current);
   p->metrics = std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats,
                                                p->grpc_stats, p->current);
 
@@ -191,6 +195,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   builder.RegisterService(p->query.get());
   builder.RegisterService(p->control.get());
   builder.RegisterService(p->ingest.get());
+  builder.RegisterService(p->sbp.get());
   p->grpc = builder.BuildAndStart();
   if (p->grpc == nullptr || grpc_port == 0) {
     p->manager->Stop();

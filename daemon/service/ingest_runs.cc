@@ -85,7 +85,8 @@ IngestRuns::~IngestRuns() {
 }
 
 absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
-    const v1::IngestOpen& open, const LatencyConfig& latency, const config::DaemonConfig& config) {
+    const v1::IngestOpen& open, runs::RunSource source, const LatencyConfig& latency,
+    const config::DaemonConfig& config) {
   auto run = std::make_shared<Run>();
   run->name = open.run_name();
   run->latency = latency;
@@ -95,7 +96,7 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
   runs::RunSetup setup;
   setup.spec.name = open.run_name();
   setup.spec.labels = {open.labels().begin(), open.labels().end()};
-  setup.spec.source = runs::RunSource::kIngest;
+  setup.spec.source = source;
   setup.spec.latency = latency;
   setup.spec.reporting_interval_ms = open.has_reporting_interval_ms()
                                          ? open.reporting_interval_ms()
@@ -123,7 +124,8 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
 }
 
 absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
-                                                     grpc::ServerContext* context) {
+                                                     grpc::ServerContext* context,
+                                                     runs::RunSource source) {
   const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
   if (open.client_id().empty() || open.client_id().size() > 256) {
     return Refuse(stats_, Refusal::kMalformed,
@@ -182,7 +184,7 @@ absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
                       absl::NotFoundError(
                           absl::StrCat("no running ingest run named '", open.run_name(), "'")));
       }
-      absl::StatusOr<std::shared_ptr<Run>> made = CreateLocked(open, latency, *config);
+      absl::StatusOr<std::shared_ptr<Run>> made = CreateLocked(open, source, latency, *config);
       if (!made.ok()) {
         const Refusal r =
             made.status().code() == absl::StatusCode::kResourceExhausted ? Refusal::kRuns

@@ -82,7 +82,10 @@ class IngestRuns {
   // (must_exist), FailedPrecondition (unit/range/mode differ, client already
   // closed), ResourceExhausted (runs, clients per run), Unavailable
   // (shutting down).
-  absl::StatusOr<Session> Join(const v1::IngestOpen& open, grpc::ServerContext* context);
+  // `source` names who feeds a run this open creates (ingest, or sbp for
+  // SBK's protocol translated by SbpService).
+  absl::StatusOr<Session> Join(const v1::IngestOpen& open, grpc::ServerContext* context,
+                               runs::RunSource source = runs::RunSource::kIngest);
 
   absl::StatusOr<Applied> ApplyBatch(const Session& session, const v1::TimestampBatch& batch);
   // Waits while the client's unmerged windows exceed its memory limit
@@ -127,6 +130,7 @@ class IngestRuns {
   bool ReadyToEndLocked(Run& run, int64_t now_ns);
   void End(const std::shared_ptr<Run>& run);
   absl::StatusOr<std::shared_ptr<Run>> CreateLocked(const v1::IngestOpen& open,
+                                                    runs::RunSource source,
                                                     const LatencyConfig& latency,
                                                     const config::DaemonConfig& config);
 

@@ -53,6 +53,11 @@ prometheus:
   names: both
   maxRuns: 7
   finishedRunSeconds: 30
+sbp:
+  storageName: Kafka
+  action: Read_Writing
+  maxConnections: 9
+  maxRecordSizeMB: 4
 )";
 
 inline DaemonConfig EveryKeyConfig() {
@@ -99,6 +104,10 @@ inline DaemonConfig EveryKeyConfig() {
   c.prometheus.names = MetricNames::kBoth;
   c.prometheus.max_runs = 7;
   c.prometheus.finished_run_seconds = 30;
+  c.sbp.storage_name = "Kafka";
+  c.sbp.action = SbpAction::kReadWriting;
+  c.sbp.max_connections = 9;
+  c.sbp.max_record_size_mb = 4;
   return c;
 }
 

@@ -1,0 +1,248 @@
+#include "daemon/service/sbp_service.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/log/log.h"
+#include "daemon/service/grpc_status.h"
+
+namespace perld::service {
+namespace {
+
+// SBK's EnumAction names, in its numbering (config::SbpAction has the same order).
+const char* const kActionNames[] = {"Writing",      "Reading",          "Write_Reading",
+                                    "Write_OnlyReading", "Read_Writing", "Read_OnlyWriting"};
+
+::EnumTimeUnit ToSbp(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kMs:
+      return ::ms;
+    case TimeUnit::kUs:
+      return ::mcs;
+    case TimeUnit::kNs:
+      return ::ns;
+  }
+  return ::ms;
+}
+
+v1::TimeUnit ToV1(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kMs:
+      return v1::TIME_UNIT_MS;
+    case TimeUnit::kUs:
+      return v1::TIME_UNIT_US;
+    case TimeUnit::kNs:
+      return v1::TIME_UNIT_NS;
+  }
+  return v1::TIME_UNIT_MS;
+}
+
+const char* ActionName(config::SbpAction action) {
+  return kActionNames[static_cast<int>(action)];
+}
+
+std::string RunName(const config::DaemonConfig& c) {
+  return absl::StrCat("sbp:", c.sbp.storage_name, ":", ActionName(c.sbp.action));
+}
+
+// One SBP record as a perld.v1 WindowReport: counters copied, the unsorted
+// value -> count map sorted by value, equal values merged, delta-encoded.
+absl::StatusOr<v1::WindowReport> ToWindowReport(const ::MessageLatenciesRecord& r) {
+  if (r.latencyvalues_size() != r.latencycounts_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("latencyValues has ", r.latencyvalues_size(), " entries, latencyCounts ",
+                     r.latencycounts_size()));
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> pairs;
+  pairs.reserve(static_cast<size_t>(r.latencyvalues_size()));
+  for (int i = 0; i < r.latencyvalues_size(); ++i) {
+    if (r.latencycounts(i) == 0) continue;
+    pairs.emplace_back(r.latencyvalues(i), r.latencycounts(i));
+  }
+  std::sort(pairs.begin(), pairs.end());
+  v1::WindowReport w;
+  w.set_sequence(static_cast<uint64_t>(r.sequencenumber()));
+  w.set_records(r.totalrecords());
+  w.set_bytes(r.totalbytes());
+  w.set_valid_latency_records(r.validlatencyrecords());
+  w.set_invalid_latency_records(r.invalidlatencyrecords());
+  w.set_lower_latency_discard_records(r.lowerlatencydiscardrecords());
+  w.set_higher_latency_discard_records(r.higherlatencydiscardrecords());
+  w.set_min_latency(r.minlatency());
+  w.set_max_latency(r.maxlatency());
+  w.set_total_latency(r.totallatency());
+  uint64_t previous = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (i > 0 && pairs[i].first == pairs[i - 1].first) {
+      // A value listed twice: its counts add up.
+      const int last = w.count_size() - 1;
+      w.set_count(last, w.count(last) + pairs[i].second);
+      continue;
+    }
+    w.add_latency_delta(pairs[i].first - previous);
+    w.add_count(pairs[i].second);
+    previous = pairs[i].first;
+  }
+  return w;
+}
+
+// Leaves the run when the stream handler returns, however it returns.
+class Joined {
+ public:
+  Joined(IngestRuns& runs, IngestRuns::Session session) : runs_(runs), session_(std::move(session)) {}
+  ~Joined() { runs_.Leave(session_); }
+  Joined(const Joined&) = delete;
+  Joined& operator=(const Joined&) = delete;
+  IngestRuns::Session& session() { return session_; }
+
+ private:
+  IngestRuns& runs_;
+  IngestRuns::Session session_;
+};
+
+}  // namespace
+
+SbpService::SbpService(IngestRuns& runs, const CurrentConfig& config)
+    : runs_(runs), config_(config) {}
+
+grpc::Status SbpService::getVersion(grpc::ServerContext*, const google::protobuf::Empty*,
+                                    ::Version* response) {
+  response->set_major(kMajor);
+  response->set_minor(kMinor);
+  return grpc::Status::OK;
+}
+
+grpc::Status SbpService::isVersionSupported(grpc::ServerContext*, const ::Version* request,
+                                            google::protobuf::BoolValue* response) {
+  response->set_value(request->major() == kMajor);
+  return grpc::Status::OK;
+}
+
+grpc::Status SbpService::getConfig(grpc::ServerContext*, const google::protobuf::Empty*,
+                                   ::Config* response) {
+  const std::shared_ptr<const config::DaemonConfig> c = config_.Get();
+  response->set_storagename(c->sbp.storage_name);
+  response->set_action(static_cast<::EnumAction>(c->sbp.action));
+  response->set_timeunit(ToSbp(c->latency.time_unit));
+  response->set_minlatency(c->latency.min_latency);
+  response->set_maxlatency(c->latency.max_latency);
+  response->set_iswriterequests(true);
+  response->set_isreadrequests(true);
+  response->set_maxrecordsizebytes(c->sbp.max_record_size_mb << 20);
+  return grpc::Status::OK;
+}
+
+grpc::Status SbpService::registerClient(grpc::ServerContext*, const ::Config* request,
+                                        ::ClientID* response) {
+  const std::shared_ptr<const config::DaemonConfig> c = config_.Get();
+  if (!runs_.accepting()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
+  }
+  if (absl::AsciiStrToLower(request->storagename()) != absl::AsciiStrToLower(c->sbp.storage_name) ||
+      request->action() != static_cast<::EnumAction>(c->sbp.action) ||
+      request->timeunit() != ToSbp(c->latency.time_unit)) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("this perld aggregates storage '", c->sbp.storage_name, "', action ",
+                     ActionName(c->sbp.action), ", time unit ", TimeUnitName(c->latency.time_unit),
+                     " (sbp.storageName, sbp.action, timeUnit); the client sent '",
+                     request->storagename(), "', ", ::EnumAction_Name(request->action()), ", ",
+                     ::EnumTimeUnit_Name(request->timeunit())));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (static_cast<int64_t>(registered_.size()) >= c->sbp.max_connections) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("sbp.maxConnections: ", c->sbp.max_connections,
+                                     " SBP clients are connected already"));
+  }
+  const int64_t id = next_id_++;
+  registered_[id] = false;
+  response->set_id(id);
+  log::Info("sbp: client ", id, " registered (", request->storagename(), ", ",
+            ::EnumAction_Name(request->action()), ")");
+  return grpc::Status::OK;
+}
+
+grpc::Status SbpService::streamLatencies(grpc::ServerContext* context,
+                                         grpc::ServerReader<::MessageLatenciesRecord>* reader,
+                                         google::protobuf::Empty*) {
+  const std::shared_ptr<const config::DaemonConfig> c = config_.Get();
+  ::MessageLatenciesRecord record;
+  if (!reader->Read(&record)) return grpc::Status::OK;  // an empty stream: nothing to apply
+  const int64_t client = record.clientid();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = registered_.find(client);
+    if (it == registered_.end()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("client id ", client, " is not registered"));
+    }
+    if (it->second) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("client ", client, " has streamed already"));
+    }
+    it->second = true;
+  }
+  v1::IngestOpen open;
+  open.set_run_name(RunName(*c));
+  (*open.mutable_labels())["class"] = c->sbp.storage_name;
+  (*open.mutable_labels())["action"] = ActionName(c->sbp.action);
+  open.set_time_unit(ToV1(c->latency.time_unit));
+  open.set_client_id(absl::StrCat("sbp-", client));
+  open.set_client_name(absl::StrCat("SBK client ", client, " (", context->peer(), ")"));
+  open.set_mode(v1::IngestOpen::MODE_WINDOWS);
+  absl::StatusOr<IngestRuns::Session> session =
+      runs_.Join(open, context, runs::RunSource::kSbp);
+  if (!session.ok()) return ToGrpcStatus(session.status());
+  Joined joined(runs_, *std::move(session));
+
+  int64_t expected = 1;
+  do {
+    if (record.clientid() != client) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("a stream carries one client: record ", expected,
+                                       " names client ", record.clientid(), ", not ", client));
+    }
+    if (record.sequencenumber() != expected) {
+      return grpc::Status(grpc::StatusCode::DATA_LOSS,
+                          absl::StrCat("client ", client, ": sequence number ",
+                                       record.sequencenumber(), " where ", expected,
+                                       " was expected (records start at 1 and rise by 1)"));
+    }
+    absl::StatusOr<v1::WindowReport> window = ToWindowReport(record);
+    if (!window.ok()) return ToGrpcStatus(window.status());
+    absl::StatusOr<IngestRuns::Applied> applied =
+        runs_.ApplyWindow(joined.session(), *window, context);
+    if (!applied.ok()) return ToGrpcStatus(applied.status());
+    ++expected;
+  } while (reader->Read(&record));
+  if (context->IsCancelled()) return grpc::Status::CANCELLED;
+  // The stream's end is the client's end in the run (SBK closes it next).
+  absl::StatusOr<IngestRuns::Applied> closed =
+      runs_.Close(joined.session(), static_cast<uint64_t>(expected - 1));
+  if (!closed.ok()) return ToGrpcStatus(closed.status());
+  return grpc::Status::OK;
+}
+
+grpc::Status SbpService::reportClientFailure(grpc::ServerContext*, const ::ClientFailure* request,
+                                             google::protobuf::Empty*) {
+  failures_.fetch_add(1, std::memory_order_relaxed);
+  log::Warning("sbp: client ", request->clientid(), " reported a failure in ",
+               request->component(), ": ", request->message());
+  return grpc::Status::OK;
+}
+
+grpc::Status SbpService::closeClient(grpc::ServerContext*, const ::ClientID* request,
+                                     google::protobuf::Empty*) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (registered_.erase(request->id()) == 0) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("client id ", request->id(), " is not registered"));
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace perld::service
