@@ -1,5 +1,8 @@
 #include "daemon/service/sbp_service.h"
 
+#include <grpcpp/impl/rpc_service_method.h>
+#include <grpcpp/support/method_handler.h>
+
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -105,8 +108,45 @@ class Joined {
 
 }  // namespace
 
+namespace {
+
+// A unary method `/Service/<name>` served by `handler`.
+template <typename Request, typename Response>
+grpc::internal::RpcServiceMethod* Unary(
+    const char* name, SbpService* service,
+    grpc::Status (SbpService::*handler)(grpc::ServerContext*, const Request*, Response*)) {
+  return new grpc::internal::RpcServiceMethod(
+      name, grpc::internal::RpcMethod::NORMAL_RPC,
+      new grpc::internal::RpcMethodHandler<SbpService, Request, Response,
+                                           grpc::protobuf::MessageLite,
+                                           grpc::protobuf::MessageLite>(
+          [handler](SbpService* s, grpc::ServerContext* context, const Request* request,
+                    Response* response) { return (s->*handler)(context, request, response); },
+          service));
+}
+
+}  // namespace
+
 SbpService::SbpService(IngestRuns& runs, const CurrentConfig& config)
-    : runs_(runs), config_(config) {}
+    : runs_(runs), config_(config) {
+  // The order and names of SBK's sbp.proto; the paths gRPC routes by.
+  AddMethod(Unary("/Service/getVersion", this, &SbpService::getVersion));
+  AddMethod(Unary("/Service/isVersionSupported", this, &SbpService::isVersionSupported));
+  AddMethod(Unary("/Service/getConfig", this, &SbpService::getConfig));
+  AddMethod(Unary("/Service/registerClient", this, &SbpService::registerClient));
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      "/Service/streamLatencies", grpc::internal::RpcMethod::CLIENT_STREAMING,
+      new grpc::internal::ClientStreamingHandler<SbpService, ::MessageLatenciesRecord,
+                                                 google::protobuf::Empty>(
+          [](SbpService* s, grpc::ServerContext* context,
+             grpc::ServerReader<::MessageLatenciesRecord>* reader,
+             google::protobuf::Empty* response) {
+            return s->streamLatencies(context, reader, response);
+          },
+          this)));
+  AddMethod(Unary("/Service/reportClientFailure", this, &SbpService::reportClientFailure));
+  AddMethod(Unary("/Service/closeClient", this, &SbpService::closeClient));
+}
 
 grpc::Status SbpService::getVersion(grpc::ServerContext*, const google::protobuf::Empty*,
                                     ::Version* response) {

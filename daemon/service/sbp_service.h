@@ -28,11 +28,22 @@
 // ingest.clientTimeoutMs, like an ingest client); the next registration
 // starts a new run.
 //
+// C++: protoc's gRPC plugin cannot compile a service named `Service` (its
+// generated `Service::Service` nests a class named like its enclosing one),
+// so only SBP's messages are generated (sbp.pb.h) and this class registers
+// the seven `/Service/<name>` methods itself with gRPC's handler templates,
+// as generated code does.
+//
 // Threads: gRPC handler threads; the client table is guarded by one mutex,
 // taken per call (never per record).
 #pragma once
 
-#include <grpcpp/grpcpp.h>
+#include <google/protobuf/empty.pb.h>
+#include <google/protobuf/wrappers.pb.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/impl/service_type.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/sync_stream.h>
 
 #include <atomic>
 #include <cstdint>
@@ -41,32 +52,33 @@
 
 #include "daemon/service/current_config.h"
 #include "daemon/service/ingest_runs.h"
-#include "sbp/sbp.grpc.pb.h"
+#include "sbp/sbp.pb.h"
 
 namespace perld::service {
 
-class SbpService final : public ::Service::Service {
+class SbpService final : public grpc::Service {
  public:
   static constexpr int32_t kMajor = 4;
   static constexpr int32_t kMinor = 0;
 
   SbpService(IngestRuns& runs, const CurrentConfig& config);
 
+  // The handlers (called by gRPC through the registered methods).
   grpc::Status getVersion(grpc::ServerContext* context, const google::protobuf::Empty* request,
-                          ::Version* response) override;
+                          ::Version* response);
   grpc::Status isVersionSupported(grpc::ServerContext* context, const ::Version* request,
-                                  google::protobuf::BoolValue* response) override;
+                                  google::protobuf::BoolValue* response);
   grpc::Status getConfig(grpc::ServerContext* context, const google::protobuf::Empty* request,
-                         ::Config* response) override;
+                         ::Config* response);
   grpc::Status registerClient(grpc::ServerContext* context, const ::Config* request,
-                              ::ClientID* response) override;
+                              ::ClientID* response);
   grpc::Status streamLatencies(grpc::ServerContext* context,
                                grpc::ServerReader<::MessageLatenciesRecord>* reader,
-                               google::protobuf::Empty* response) override;
+                               google::protobuf::Empty* response);
   grpc::Status reportClientFailure(grpc::ServerContext* context, const ::ClientFailure* request,
-                                   google::protobuf::Empty* response) override;
+                                   google::protobuf::Empty* response);
   grpc::Status closeClient(grpc::ServerContext* context, const ::ClientID* request,
-                           google::protobuf::Empty* response) override;
+                           google::protobuf::Empty* response);
 
   // Failures SBK clients reported (reportClientFailure).
   uint64_t client_failures() const { return failures_.load(std::memory_order_relaxed); }
