@@ -349,8 +349,8 @@ std::vector<ConfigKey> BuildKeys() {
       "prometheus.finishedRunSeconds", kLive, 0, 365 * 86'400,
       [](auto& c) -> auto& { return c.prometheus.finished_run_seconds; }));
   // sbp:
-  keys.push_back(StringKey("sbp.storageName", kLive,
-                           [](auto& c) -> auto& { return c.sbp.storage_name; }));
+  keys.push_back(StringKey(
+      "sbp.storageName", kLive, [](auto& c) -> auto& { return c.sbp.storage_name; }));
   keys.push_back(EnumKey<SbpAction>(
       "sbp.action", kLive,
       {{"Writing", SbpAction::kWriting},

@@ -68,6 +68,7 @@ void AppendSampleLine(std::string* out, std::string_view name, std::string_view 
   out->resize(at + size);
   char* p = out->data() + at;
   auto put = [&p](std::string_view piece) {
+    if (piece.empty()) return;  // an empty view's data() may be null: no memcpy
     std::memcpy(p, piece.data(), piece.size());
     p += piece.size();
   };

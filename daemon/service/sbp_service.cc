@@ -16,7 +16,7 @@ namespace perld::service {
 namespace {
 
 // SBK's EnumAction names, in its numbering (config::SbpAction has the same order).
-const char* const kActionNames[] = {"Writing",      "Reading",          "Write_Reading",
+const char* const kActionNames[] = {"Writing",           "Reading",      "Write_Reading",
                                     "Write_OnlyReading", "Read_Writing", "Read_OnlyWriting"};
 
 ::EnumTimeUnit ToSbp(TimeUnit unit) {
@@ -43,9 +43,7 @@ v1::TimeUnit ToV1(TimeUnit unit) {
   return v1::TIME_UNIT_MS;
 }
 
-const char* ActionName(config::SbpAction action) {
-  return kActionNames[static_cast<int>(action)];
-}
+const char* ActionName(config::SbpAction action) { return kActionNames[static_cast<int>(action)]; }
 
 std::string RunName(const config::DaemonConfig& c) {
   return absl::StrCat("sbp:", c.sbp.storage_name, ":", ActionName(c.sbp.action));
@@ -55,9 +53,9 @@ std::string RunName(const config::DaemonConfig& c) {
 // value -> count map sorted by value, equal values merged, delta-encoded.
 absl::StatusOr<v1::WindowReport> ToWindowReport(const ::MessageLatenciesRecord& r) {
   if (r.latencyvalues_size() != r.latencycounts_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("latencyValues has ", r.latencyvalues_size(), " entries, latencyCounts ",
-                     r.latencycounts_size()));
+    return absl::InvalidArgumentError(absl::StrCat("latencyValues has ", r.latencyvalues_size(),
+                                                   " entries, latencyCounts ",
+                                                   r.latencycounts_size()));
   }
   std::vector<std::pair<uint64_t, uint64_t>> pairs;
   pairs.reserve(static_cast<size_t>(r.latencyvalues_size()));
@@ -92,10 +90,24 @@ absl::StatusOr<v1::WindowReport> ToWindowReport(const ::MessageLatenciesRecord& 
   return w;
 }
 
+// The ingest open of SBP client `client` for the configured run.
+v1::IngestOpen OpenFor(const config::DaemonConfig& c, int64_t client, const std::string& peer) {
+  v1::IngestOpen open;
+  open.set_run_name(RunName(c));
+  (*open.mutable_labels())["class"] = c.sbp.storage_name;
+  (*open.mutable_labels())["action"] = ActionName(c.sbp.action);
+  open.set_time_unit(ToV1(c.latency.time_unit));
+  open.set_client_id(absl::StrCat("sbp-", client));
+  open.set_client_name(absl::StrCat("SBK client ", client, " (", peer, ")"));
+  open.set_mode(v1::IngestOpen::MODE_WINDOWS);
+  return open;
+}
+
 // Leaves the run when the stream handler returns, however it returns.
 class Joined {
  public:
-  Joined(IngestRuns& runs, IngestRuns::Session session) : runs_(runs), session_(std::move(session)) {}
+  Joined(IngestRuns& runs, IngestRuns::Session session)
+      : runs_(runs), session_(std::move(session)) {}
   ~Joined() { runs_.Leave(session_); }
   Joined(const Joined&) = delete;
   Joined& operator=(const Joined&) = delete;
@@ -112,14 +124,14 @@ namespace {
 
 // A unary method `/Service/<name>` served by `handler`.
 template <typename Request, typename Response>
-grpc::internal::RpcServiceMethod* Unary(
-    const char* name, SbpService* service,
-    grpc::Status (SbpService::*handler)(grpc::ServerContext*, const Request*, Response*)) {
+grpc::internal::RpcServiceMethod* Unary(const char* name, SbpService* service,
+                                        grpc::Status (SbpService::*handler)(grpc::ServerContext*,
+                                                                            const Request*,
+                                                                            Response*)) {
   return new grpc::internal::RpcServiceMethod(
       name, grpc::internal::RpcMethod::NORMAL_RPC,
-      new grpc::internal::RpcMethodHandler<SbpService, Request, Response,
-                                           grpc::protobuf::MessageLite,
-                                           grpc::protobuf::MessageLite>(
+      new grpc::internal::RpcMethodHandler<
+          SbpService, Request, Response, grpc::protobuf::MessageLite, grpc::protobuf::MessageLite>(
           [handler](SbpService* s, grpc::ServerContext* context, const Request* request,
                     Response* response) { return (s->*handler)(context, request, response); },
           service));
@@ -175,7 +187,7 @@ grpc::Status SbpService::getConfig(grpc::ServerContext*, const google::protobuf:
   return grpc::Status::OK;
 }
 
-grpc::Status SbpService::registerClient(grpc::ServerContext*, const ::Config* request,
+grpc::Status SbpService::registerClient(grpc::ServerContext* context, const ::Config* request,
                                         ::ClientID* response) {
   const std::shared_ptr<const config::DaemonConfig> c = config_.Get();
   if (!runs_.accepting()) {
@@ -199,6 +211,14 @@ grpc::Status SbpService::registerClient(grpc::ServerContext*, const ::Config* re
                                      " SBP clients are connected already"));
   }
   const int64_t id = next_id_++;
+  // The client joins the run now (and detaches until its stream comes), so
+  // the run does not end between one client's close and the next one's
+  // stream; a client that never streams counts as gone after
+  // ingest.clientTimeoutMs, as a vanished ingest client.
+  absl::StatusOr<IngestRuns::Session> joined =
+      runs_.Join(OpenFor(*c, id, context->peer()), nullptr, runs::RunSource::kSbp);
+  if (!joined.ok()) return ToGrpcStatus(joined.status());
+  runs_.Leave(*joined);
   registered_[id] = false;
   response->set_id(id);
   log::Info("sbp: client ", id, " registered (", request->storagename(), ", ",
@@ -226,16 +246,8 @@ grpc::Status SbpService::streamLatencies(grpc::ServerContext* context,
     }
     it->second = true;
   }
-  v1::IngestOpen open;
-  open.set_run_name(RunName(*c));
-  (*open.mutable_labels())["class"] = c->sbp.storage_name;
-  (*open.mutable_labels())["action"] = ActionName(c->sbp.action);
-  open.set_time_unit(ToV1(c->latency.time_unit));
-  open.set_client_id(absl::StrCat("sbp-", client));
-  open.set_client_name(absl::StrCat("SBK client ", client, " (", context->peer(), ")"));
-  open.set_mode(v1::IngestOpen::MODE_WINDOWS);
   absl::StatusOr<IngestRuns::Session> session =
-      runs_.Join(open, context, runs::RunSource::kSbp);
+      runs_.Join(OpenFor(*c, client, context->peer()), context, runs::RunSource::kSbp);
   if (!session.ok()) return ToGrpcStatus(session.status());
   Joined joined(runs_, *std::move(session));
 
@@ -247,10 +259,10 @@ grpc::Status SbpService::streamLatencies(grpc::ServerContext* context,
                                        " names client ", record.clientid(), ", not ", client));
     }
     if (record.sequencenumber() != expected) {
-      return grpc::Status(grpc::StatusCode::DATA_LOSS,
-                          absl::StrCat("client ", client, ": sequence number ",
-                                       record.sequencenumber(), " where ", expected,
-                                       " was expected (records start at 1 and rise by 1)"));
+      return grpc::Status(
+          grpc::StatusCode::DATA_LOSS,
+          absl::StrCat("client ", client, ": sequence number ", record.sequencenumber(), " where ",
+                       expected, " was expected (records start at 1 and rise by 1)"));
     }
     absl::StatusOr<v1::WindowReport> window = ToWindowReport(record);
     if (!window.ok()) return ToGrpcStatus(window.status());
@@ -270,8 +282,8 @@ grpc::Status SbpService::streamLatencies(grpc::ServerContext* context,
 grpc::Status SbpService::reportClientFailure(grpc::ServerContext*, const ::ClientFailure* request,
                                              google::protobuf::Empty*) {
   failures_.fetch_add(1, std::memory_order_relaxed);
-  log::Warning("sbp: client ", request->clientid(), " reported a failure in ",
-               request->component(), ": ", request->message());
+  log::Warning("sbp: client ", request->clientid(), " reported a failure in ", request->component(),
+               ": ", request->message());
   return grpc::Status::OK;
 }
 

@@ -13,7 +13,10 @@
 //                       and time unit (case-insensitive storage; else
 //                       FAILED_PRECONDITION); ids from 1, never reused; more
 //                       than sbp.maxConnections clients registered and not
-//                       closed at once: RESOURCE_EXHAUSTED.
+//                       closed at once: RESOURCE_EXHAUSTED. The client joins
+//                       the run here (up to ingest.maxClientsPerRun clients
+//                       over a run's life), so the run lasts until every
+//                       registered client has streamed and closed.
 //   streamLatencies     joins the run as client "sbp-<id>" (windows mode);
 //                       each record is one window delta: sequence numbers
 //                       from 1 rising by 1 (else DATA_LOSS), one client id
