@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/log/log.h"
 #include "daemon/service/grpc_status.h"
+#include "daemon/service/run_proto.h"
 
 namespace perld::service {
 namespace {
@@ -29,18 +30,6 @@ const char* const kActionNames[] = {"Writing",           "Reading",      "Write_
       return ::ns;
   }
   return ::ms;
-}
-
-v1::TimeUnit ToV1(TimeUnit unit) {
-  switch (unit) {
-    case TimeUnit::kMs:
-      return v1::TIME_UNIT_MS;
-    case TimeUnit::kUs:
-      return v1::TIME_UNIT_US;
-    case TimeUnit::kNs:
-      return v1::TIME_UNIT_NS;
-  }
-  return v1::TIME_UNIT_MS;
 }
 
 const char* ActionName(config::SbpAction action) { return kActionNames[static_cast<int>(action)]; }
@@ -96,7 +85,7 @@ v1::IngestOpen OpenFor(const config::DaemonConfig& c, int64_t client, const std:
   open.set_run_name(RunName(c));
   (*open.mutable_labels())["class"] = c.sbp.storage_name;
   (*open.mutable_labels())["action"] = ActionName(c.sbp.action);
-  open.set_time_unit(ToV1(c.latency.time_unit));
+  open.set_time_unit(ToProto(c.latency.time_unit));
   open.set_client_id(absl::StrCat("sbp-", client));
   open.set_client_name(absl::StrCat("SBK client ", client, " (", peer, ")"));
   open.set_mode(v1::IngestOpen::MODE_WINDOWS);
