@@ -23,7 +23,7 @@ import time
 import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from goals_daemon import Daemon, daemon_bench_rate  # noqa: E402
+from goals_daemon import Daemon, daemon_bench_rate, print_table  # noqa: E402
 
 BENCH = ["-writers", "1", "-size", "1024", "-records", "20000000", "-time", "ns"]
 
@@ -93,10 +93,7 @@ def main():
                      f"p50 {m.group(1)} us, p99 {m.group(2)} us, max {m.group(3)} us", "p99 < 1 ms"))
         rc = d.stop()
         rows.append(("SIGTERM", f"exit {rc}", "0"))
-    print("| what | measured | goal |")
-    print("|---|---|---|")
-    for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]} |")
+    print_table(rows)
 
 
 if __name__ == "__main__":

@@ -50,3 +50,11 @@ def daemon_bench_rate(perlctl, target, bench, records):
     total = json.loads(out.strip().splitlines()[-1])
     assert total["kind"] == "total" and total["records"] == records, total
     return float(total["recordsPerSecond"])
+
+
+def print_table(rows):
+    """The goal scripts' result: a Markdown table of (what, measured, goal) rows."""
+    print("| what | measured | goal |")
+    print("|---|---|---|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {r[2]} |")

@@ -33,7 +33,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from goals_daemon import Daemon, daemon_bench_rate  # noqa: E402
+from goals_daemon import Daemon, daemon_bench_rate, print_table  # noqa: E402
 
 BENCH = ["-writers", "1", "-size", "1024", "-records", "50000000", "-time", "ns",
          "-interval", "3600"]
@@ -183,10 +183,7 @@ def main():
                      f"median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, "
                      f"max {max(ratios):.3f})", ">= 0.98"))
         d.stop()
-    print("| what | measured | goal |")
-    print("|---|---|---|")
-    for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]} |")
+    print_table(rows)
 
 
 if __name__ == "__main__":
