@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "daemon/core/run_total.h"
+
 namespace perld::client {
 namespace {
 
@@ -39,31 +41,69 @@ void BatchEncoder::Take(uint64_t sequence, v1::TimestampBatch* out) {
   bytes_.clear();
 }
 
-void EncodeWindow(const WindowReport& report, uint64_t sequence, int64_t start_unix_ms,
-                  int64_t end_unix_ms, v1::WindowReport* out) {
-  const LatencySnapshot& s = report.snapshot;
+namespace {
+
+// One WindowReport of counters `c` and pairs `pairs`.
+void Encode(const LatencyCounters& c, std::span<const LatencyBucket> pairs, uint64_t sequence,
+            int64_t start_unix_ms, int64_t end_unix_ms, v1::WindowReport* out) {
   out->Clear();
   out->set_sequence(sequence);
   out->set_start_unix_ms(start_unix_ms);
   out->set_end_unix_ms(end_unix_ms);
-  out->set_records(s.records);
-  out->set_bytes(s.bytes);
-  out->set_valid_latency_records(s.valid);
-  out->set_invalid_latency_records(s.invalid);
-  out->set_lower_latency_discard_records(s.lower_discard);
-  out->set_higher_latency_discard_records(s.higher_discard);
-  out->set_min_latency(s.min_latency);
-  out->set_max_latency(s.max_latency);
-  out->set_total_latency(s.total_latency);
-  out->set_rejected_records(s.rejected);
-  out->mutable_latency_delta()->Reserve(static_cast<int>(report.distribution.size()));
-  out->mutable_count()->Reserve(static_cast<int>(report.distribution.size()));
+  out->set_records(c.records);
+  out->set_bytes(c.bytes);
+  out->set_valid_latency_records(c.valid);
+  out->set_invalid_latency_records(c.invalid);
+  out->set_lower_latency_discard_records(c.lower_discard);
+  out->set_higher_latency_discard_records(c.higher_discard);
+  out->set_min_latency(c.min_latency == kNoMinLatency ? 0 : c.min_latency);
+  out->set_max_latency(c.max_latency);
+  out->set_total_latency(c.total_latency);
+  out->set_rejected_records(c.rejected);
+  out->mutable_latency_delta()->Reserve(static_cast<int>(pairs.size()));
+  out->mutable_count()->Reserve(static_cast<int>(pairs.size()));
   int64_t prev = 0;
-  for (const LatencyBucket& b : report.distribution) {
+  for (const LatencyBucket& b : pairs) {
     out->add_latency_delta(static_cast<uint64_t>(b.latency - prev));
     out->add_count(static_cast<uint64_t>(b.count));
     prev = b.latency;
   }
+}
+
+}  // namespace
+
+void EncodeWindow(const WindowReport& report, uint64_t sequence, int64_t start_unix_ms,
+                  int64_t end_unix_ms, v1::WindowReport* out) {
+  Encode(CountersOf(report.snapshot), report.distribution, sequence, start_unix_ms, end_unix_ms,
+         out);
+}
+
+std::vector<v1::WindowReport> EncodeWindowParts(const LatencySnapshot& s,
+                                                std::span<const LatencyBucket> distribution,
+                                                int64_t max_pairs, uint64_t first_sequence,
+                                                int64_t start_unix_ms, int64_t end_unix_ms) {
+  const auto part = static_cast<size_t>(std::max<int64_t>(max_pairs, 1));
+  std::vector<v1::WindowReport> out;
+  LatencyCounters rest = CountersOf(s);
+  uint64_t sequence = first_sequence;
+  while (distribution.size() > part) {
+    const std::span<const LatencyBucket> pairs = distribution.first(part);
+    LatencyCounters c;
+    for (const LatencyBucket& b : pairs) {
+      c.valid += b.count;
+      c.total_latency += b.latency * b.count;
+    }
+    c.records = c.valid;
+    c.min_latency = pairs.front().latency;
+    c.max_latency = pairs.back().latency;
+    rest.records -= c.records;
+    rest.valid -= c.valid;
+    rest.total_latency -= c.total_latency;
+    Encode(c, pairs, sequence++, start_unix_ms, end_unix_ms, &out.emplace_back());
+    distribution = distribution.subspan(part);
+  }
+  Encode(rest, distribution, sequence, start_unix_ms, end_unix_ms, &out.emplace_back());
+  return out;
 }
 
 }  // namespace perld::client

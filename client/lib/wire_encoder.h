@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "daemon/core/periodic_and_total_windows.h"
@@ -38,5 +39,16 @@ class BatchEncoder {
 // and ascending distribution) as a WindowReport.
 void EncodeWindow(const WindowReport& report, uint64_t sequence, int64_t start_unix_ms,
                   int64_t end_unix_ms, v1::WindowReport* out);
+
+// A closed window (counters `s`, ascending `distribution`) as WindowReports
+// of at most `max_pairs` pairs each, with consecutive sequences from
+// `first_sequence`. Every part but the last carries only its pairs (records
+// = valid = their counts, their latency sum, min and max); the last carries
+// the rest of the counters, so the parts merged are the window exactly.
+// REQUIRES: max_pairs >= 1.
+std::vector<v1::WindowReport> EncodeWindowParts(const LatencySnapshot& s,
+                                                std::span<const LatencyBucket> distribution,
+                                                int64_t max_pairs, uint64_t first_sequence,
+                                                int64_t start_unix_ms, int64_t end_unix_ms);
 
 }  // namespace perld::client

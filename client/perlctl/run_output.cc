@@ -142,6 +142,10 @@ void WriteWindowJson(const v1::Window& w, JsonWriter& json) {
   json.EndObject();
   json.Key("overflow").Bool(w.overflow());
   json.Key("closedFull").Bool(w.closed_full());
+  json.Key("remoteReports").Int(w.remote_reports());
+  json.Key("clients").Int(w.clients());
+  json.Key("lateReports").Int(w.late_reports());
+  json.Key("cacheReleases").Int(w.cache_releases());
   if (w.kind() == v1::Window::KIND_TOTAL) {
     json.Key("final").Bool(w.final());
     json.Key("exactTotal").Bool(w.exact_total());
@@ -183,6 +187,10 @@ std::string WindowLine(const v1::Window& w, v1::TimeUnit unit) {
   for (const v1::Percentile& p : w.percentiles()) {
     absl::StrAppend(&s, sep, p.latency(), " ", u, " ", ShortestDouble(p.percent()), "th");
     sep = ", ";
+  }
+  if (w.remote_reports() > 0) {
+    absl::StrAppend(&s, "; ", w.clients(), " clients, ", w.remote_reports(), " reports (",
+                    w.late_reports(), " late)");
   }
   if (w.kind() == v1::Window::KIND_TOTAL && !w.exact_total()) {
     absl::StrAppend(&s, w.percentiles().empty() && w.valid_latency_records() > 0

@@ -40,6 +40,7 @@ std::string Suggestion(const std::string& unknown) {
   names.emplace_back("ingest");
   names.emplace_back("prometheus");
   names.emplace_back("sbp");
+  names.emplace_back("upstream");
   std::string best = NearestName(unknown, names);
   if (best.empty()) {
     std::vector<std::string> leaves;

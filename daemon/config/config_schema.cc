@@ -366,6 +366,20 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "sbp.maxRecordSizeMB", kLive, 1, 1024,
       [](auto& c) -> auto& { return c.sbp.max_record_size_mb; }));
+  // upstream:
+  keys.push_back(StringKey(
+      "upstream.target", kRestart, [](auto& c) -> auto& { return c.upstream.target; }));
+  keys.push_back(StringKey(
+      "upstream.nodeId", kRestart, [](auto& c) -> auto& { return c.upstream.node_id; }));
+  keys.push_back(IntKey(
+      "upstream.maxPairsPerReport", kRestart, 1, 1 << 24,
+      [](auto& c) -> auto& { return c.upstream.max_pairs_per_report; }));
+  keys.push_back(IntKey(
+      "upstream.maxQueuedWindows", kRestart, 1, 10'000'000,
+      [](auto& c) -> auto& { return c.upstream.max_queued_windows; }));
+  keys.push_back(IntKey(
+      "upstream.closeTimeoutMs", kRestart, 0, 86'400'000,
+      [](auto& c) -> auto& { return c.upstream.close_timeout_ms; }));
   return keys;
 }
 
@@ -407,7 +421,7 @@ const ConfigKey* FindConfigKey(absl::string_view name) {
 
 bool IsSection(absl::string_view name) {
   return name == "retention" || name == "limits" || name == "ingest" || name == "prometheus" ||
-         name == "sbp";
+         name == "sbp" || name == "upstream";
 }
 
 int LineOf(int mark_line) { return mark_line < 0 ? 1 : mark_line + 1; }

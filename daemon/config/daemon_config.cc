@@ -51,7 +51,8 @@ bool operator==(const DaemonConfig& a, const DaemonConfig& b) {
          a.reporting_interval_ms == b.reporting_interval_ms && SameLatency(a.latency, b.latency) &&
          SameChannels(a.channels, b.channels) && a.idle_ns == b.idle_ns &&
          a.retention == b.retention && a.limits == b.limits && a.grpc_unix == b.grpc_unix &&
-         a.ingest == b.ingest && a.prometheus == b.prometheus && a.sbp == b.sbp;
+         a.ingest == b.ingest && a.prometheus == b.prometheus && a.sbp == b.sbp &&
+         a.upstream == b.upstream;
 }
 
 }  // namespace perld::config

@@ -94,6 +94,21 @@ struct SbpConfig {
   bool operator==(const SbpConfig&) const = default;
 };
 
+// Tiers: forward every run's closed windows to a parent perld (UpstreamForwarder).
+struct UpstreamConfig {
+  // key upstream.target: the parent's gRPC address (HOST:PORT or unix:PATH);
+  // "" (default): no forwarding.
+  std::string target;
+  // key upstream.nodeId: this daemon's name at the parent (its client ids are
+  // "<nodeId>/<run id>"); "" -> the host name.
+  std::string node_id;
+  int64_t max_pairs_per_report = 65'536;  // key upstream.maxPairsPerReport: a window is split
+  int64_t max_queued_windows = 10'000;    // key upstream.maxQueuedWindows: unacknowledged, all runs
+  int64_t close_timeout_ms = 10'000;      // key upstream.closeTimeoutMs: a run's final acks
+
+  bool operator==(const UpstreamConfig&) const = default;
+};
+
 struct DaemonConfig {
   // Listeners and files.
   std::string grpc_listen = "127.0.0.1:9717";  // key grpcListen / --grpc-listen, HOST:PORT
@@ -123,6 +138,7 @@ struct DaemonConfig {
   IngestConfig ingest;
   PrometheusConfig prometheus;
   SbpConfig sbp;
+  UpstreamConfig upstream;
 };
 
 // Field-by-field equality, LatencyConfig and ChannelOptions included

@@ -239,6 +239,7 @@ void HybridPagedLatencyRecorder::ReleaseIfOversized() {
   active_capacity_ = 0;
   retained_bytes_ = 0;
   cached_id_ = -1;
+  ++cache_releases_;
 }
 
 }  // namespace perld

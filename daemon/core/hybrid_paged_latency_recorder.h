@@ -63,6 +63,7 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
   }
   size_t RetainedBytes() const override { return static_cast<size_t>(retained_bytes_); }
   size_t BudgetBytes() const override { return static_cast<size_t>(max_memory_bytes_); }
+  int64_t CacheReleases() const override { return cache_releases_; }
 
   int page_bits() const { return page_bits_; }
   int sparse_entry_limit() const { return sparse_limit_; }
@@ -114,6 +115,7 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
   std::vector<uint32_t> active_;                       // pages with data this window
   int64_t active_capacity_ = 0;                        // SBM's activePageIds length (accounting)
   int64_t retained_bytes_ = 0;                         // SBM's retainedMemoryBytes
+  int64_t cache_releases_ = 0;                         // ReleaseIfOversized releases
   int64_t cached_id_ = -1;                             // last page used (ids are >= 0)
   uint32_t cached_index_ = 0;
 };

@@ -197,6 +197,9 @@ class LatencyRecorder {
   virtual size_t RetainedBytes() const = 0;
   // The configured storage budget (SBK getMaxMemoryBytes).
   virtual size_t BudgetBytes() const = 0;
+  // Times the retained storage was released because it exceeded the budget
+  // after a report (hybrid pages; 0 for the other recorders).
+  virtual int64_t CacheReleases() const { return 0; }
 
  protected:
   // REQUIRES: 0 <= min_latency <= max_latency (the factories check it).

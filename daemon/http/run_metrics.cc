@@ -152,6 +152,10 @@ enum PerldFamily : size_t {
   kReaders,
   kClients,
   kRecorderMemory,
+  kCacheReleases,
+  kRemoteReports,
+  kLateReports,
+  kWindowClients,
   kPerldFamilies
 };
 
@@ -206,6 +210,15 @@ constexpr FamilyInfo kFamilies[kPerldFamilies] = {
     {"perld_run_clients", MetricType::kGauge, "Remote clients connected to the run now."},
     {"perld_run_recorder_memory_bytes", MetricType::kGauge,
      "Memory the running run's periodic and total recorders retained at its latest window."},
+    {"perld_run_cache_releases_total", MetricType::kCounter,
+     "Times the run's recorders released their retained cache over its memory cap, each after "
+     "the window it held was reported."},
+    {"perld_run_remote_reports_total", MetricType::kCounter,
+     "Remote client windows merged into the run (ingest windows mode, SBP)."},
+    {"perld_run_late_reports_total", MetricType::kCounter,
+     "Remote windows merged into a later interval than the one their client window ended in."},
+    {"perld_run_window_clients", MetricType::kGauge,
+     "Remote clients whose windows were merged into the latest closed window."},
 };
 
 // The `quantile="..."` and `percentile="..."` label texts, per percent,
@@ -312,6 +325,12 @@ void RenderPerldRun(const RunMetrics& run, RunFragments* fragments) {
   w.Int(kReaders, run.readers);
   w.Int(kClients, run.connections);
   if (run.state == "running" && run.latest) w.Int(kRecorderMemory, run.recorder_bytes);
+  w.Int(kCacheReleases, run.cache_releases);
+  if (run.component == "sbm") {
+    w.Int(kRemoteReports, run.remote_reports);
+    w.Int(kLateReports, run.late_reports);
+    if (run.latest) w.Int(kWindowClients, run.window_clients);
+  }
 }
 
 void WritePerldFamilies(std::span<const RunFragments* const> runs, PrometheusText& out) {

@@ -109,6 +109,11 @@ struct RunMetrics {
   uint64_t blocked = 0;
   int64_t total_window_releases = 0;
   int64_t recorder_bytes = 0;  // the run's recorders' retained memory (running runs)
+  int64_t cache_releases = 0;  // recorder caches released over budget after a report
+  // Remote windows merged (runs fed by remote clients: component "sbm").
+  int64_t remote_reports = 0;  // run so far
+  int64_t late_reports = 0;    // run so far
+  int64_t window_clients = 0;  // clients that contributed to the latest window
 };
 
 // SBK's action name of a run with these workers ("Write_Reading" when both).

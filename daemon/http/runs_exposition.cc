@@ -44,7 +44,11 @@ RunMetrics Describe(const runs::RunInfo& info, const runs::RunView& view,
   if (view.latest) {
     m.latest = ExpositionWindow{view.latest->snapshot, view.latest->seconds};
     m.recorder_bytes = view.latest->recorder_bytes;
+    m.window_clients = view.latest->remote.clients;
   }
+  m.cache_releases = view.total.cache_releases;
+  m.remote_reports = view.total.remote.reports;
+  m.late_reports = view.total.remote.late;
   m.total = ExpositionWindow{view.total.snapshot, view.total.seconds};
   m.total_final = view.total_final;
   if (auto it = input.channels.find(info.id); it != input.channels.end()) {

@@ -6,7 +6,8 @@
 // recorder thread takes every queued window on its drain pass and merges it
 // into the run's periodic window (PeriodicAndTotalWindows::MergeWindow), so
 // the windows keep their single owner. A window is attributed to the interval
-// in which the recorder merges it (the daemon's clock).
+// in which the recorder merges it (the daemon's clock); it is counted late
+// when the client's own window ended before that interval began.
 //
 // Memory: each window's bytes are charged to its client's `charge` counter at
 // Push and released once merged, so a handler can hold a client to its
@@ -32,6 +33,8 @@ struct RemoteWindow {
   LatencyCounters counters;
   std::vector<LatencyBucket> buckets;  // ascending, each count >= 1, sum == counters.valid
   std::shared_ptr<std::atomic<int64_t>> charge;  // the client's queued bytes; may be null
+  int32_t client = -1;      // the client's index in its run (>= 0), for per-window client counts
+  int64_t end_unix_ms = 0;  // the client's own window end (wall clock); 0: unknown, never late
 
   int64_t bytes() const {
     return static_cast<int64_t>(sizeof(RemoteWindow) + buckets.capacity() * sizeof(LatencyBucket));

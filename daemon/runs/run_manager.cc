@@ -65,7 +65,9 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
   const int64_t ns_per_unit = NanosPerUnit(spec.latency.time_unit);
   const int64_t start_ns = MonotonicNanos();
   absl::StatusOr<PeriodicAndTotalWindows> windows =
-      PeriodicAndTotalWindows::Create(spec.latency, start_ns / ns_per_unit);
+      setup.aggregate && spec.latency.time_unit == TimeUnit::kNs
+          ? PeriodicAndTotalWindows::CreateHybrid(spec.latency, start_ns / ns_per_unit)
+          : PeriodicAndTotalWindows::Create(spec.latency, start_ns / ns_per_unit);
   if (!windows.ok()) return windows.status();
   spec.periodic_recorder = windows->periodic().kind();
   spec.total_recorder = windows->total().kind();

@@ -57,6 +57,10 @@ struct RunSetup {
   RunJudge judge;
   // Remote windows to merge (ingest in windows mode); null: none.
   std::shared_ptr<RemoteWindowInbox> inbox;
+  // The SBM aggregator's recorders (a run fed by remote windows): hybrid
+  // pages for nanosecond runs (exactLatency* keys), PerL's array/map policy
+  // for ms and us runs. False: PerL's policy for every unit.
+  bool aggregate = false;
 };
 
 // Timestamps a run's producers could not hand over at the pending bound:

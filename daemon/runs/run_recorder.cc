@@ -30,6 +30,7 @@ void RunRecorder::Accept(const TimeStamp* batch, size_t n) {
 
 size_t RunRecorder::DrainInbox() {
   return inbox_->Drain([this](const RemoteWindow& w) {
+    CountRemote(w);
     // The handler validated the window against the run's range, so the merge
     // cannot fail; a failure would leave the windows unchanged.
     static_cast<void>(windows_.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
@@ -37,6 +38,27 @@ size_t RunRecorder::DrainInbox() {
       PublishPending(last_tick_ns_);
     }
   });
+}
+
+void RunRecorder::CountRemote(const RemoteWindow& w) {
+  ++window_remote_.reports;
+  ++run_remote_.reports;
+  if (w.end_unix_ms > 0 && w.end_unix_ms < UnixMs(window_start_ns_)) {
+    ++window_remote_.late;
+    ++run_remote_.late;
+  }
+  if (w.client < 0) return;
+  const auto index = static_cast<size_t>(w.client);
+  if (index >= client_last_window_.size()) client_last_window_.resize(index + 1, 0);
+  int64_t& last = client_last_window_[index];
+  const int64_t window = periodic_seq_ + 1;  // the window being filled
+  if (last == window) return;
+  if (last == 0) {
+    ++run_remote_.clients;
+    run_remote_.run_clients = run_remote_.clients;
+  }
+  last = window;
+  ++window_remote_.clients;
 }
 
 void RunRecorder::Tick(int64_t now_ns) {
@@ -89,14 +111,19 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
     case WindowReport::Scope::kPeriodic:
       w.kind = WindowRecord::Kind::kPeriodic;
       w.seq = ++periodic_seq_;
+      w.remote = window_remote_;
+      w.remote.run_clients = run_remote_.clients;
+      window_remote_ = {};
       break;
     case WindowReport::Scope::kTotalSegment:
       w.kind = WindowRecord::Kind::kTotalSegment;
       w.seq = ++segment_seq_;
+      w.remote = run_remote_;
       break;
     case WindowReport::Scope::kTotal:
       w.kind = WindowRecord::Kind::kTotal;
       w.seq = 1;
+      w.remote = run_remote_;
       break;
   }
   w.start_unix_ms = UnixMs(start_ns);
@@ -108,6 +135,7 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
   w.exact_total = report.exact_total;
   w.recorder_bytes =
       static_cast<int64_t>(windows_.periodic().RetainedBytes() + windows_.total().RetainedBytes());
+  w.cache_releases = windows_.periodic().CacheReleases() + windows_.total().CacheReleases();
   outbox_->Publish(std::move(event));
 }
 

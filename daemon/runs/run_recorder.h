@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "daemon/core/periodic_and_total_windows.h"
 #include "daemon/core/timestamp_channels.h"
@@ -52,6 +53,7 @@ class RunRecorder final : public TimeStampSink {
 
  private:
   size_t DrainInbox();
+  void CountRemote(const RemoteWindow& w);
   void CloseWindow(int64_t now_ns);
   void PublishPending(int64_t now_ns);
   void Publish(WindowReport report, int64_t start_ns, int64_t end_ns);
@@ -73,6 +75,11 @@ class RunRecorder final : public TimeStampSink {
   int64_t next_report_ns_;
   int64_t periodic_seq_ = 0;
   int64_t segment_seq_ = 0;
+  // Remote windows: this periodic window's and the run's counts, and per
+  // client index the periodic seq it last contributed to (0: never).
+  WindowRecord::Remote window_remote_;
+  WindowRecord::Remote run_remote_;
+  std::vector<int64_t> client_last_window_;
 };
 
 }  // namespace perld::runs

@@ -185,6 +185,11 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
       t.seconds += window.seconds;
       t.segments = 1;
       t.exact_total = e->live.exact();
+      t.remote.reports += window.remote.reports;
+      t.remote.late += window.remote.late;
+      t.remote.clients = window.remote.run_clients;
+      t.remote.run_clients = window.remote.run_clients;
+      t.cache_releases = window.cache_releases;
       e->live.Snapshot(e->percentiles, t.snapshot.start_time, window.snapshot.end_time,
                        &t.snapshot);
       e->latest_index.Assign(std::move(window.distribution));

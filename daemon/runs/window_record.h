@@ -43,6 +43,23 @@ struct WindowRecord {
   // Memory the run's periodic and total recorders retained as the window
   // closed (LatencyRecorder::RetainedBytes); not stored in the history.
   int64_t recorder_bytes = 0;
+  // Times the run's recorders released their retained cache over budget
+  // after a report, run so far (memory-cap events; the kTotalSegment closes
+  // are the other kind). Not stored in the history.
+  int64_t cache_releases = 0;
+  // Remote windows (ingest windows mode, SBP) merged: kPeriodic -- in this
+  // window; kTotalSegment/kTotal -- in the run so far. `clients` counts
+  // distinct clients, `late` the reports whose client window ended before
+  // the daemon's interval they were merged in began; `run_clients` the
+  // distinct clients of the run so far. Not stored in the history.
+  struct Remote {
+    int64_t reports = 0;
+    int64_t clients = 0;
+    int64_t late = 0;
+    int64_t run_clients = 0;
+    bool operator==(const Remote&) const = default;
+  };
+  Remote remote;
 
   bool operator==(const WindowRecord&) const = default;
 };

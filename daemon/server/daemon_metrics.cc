@@ -59,12 +59,14 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
                              const service::IngestRuns& ingest_runs,
                              const service::IngestStats& ingest_stats,
                              const service::GrpcCallStats& grpc,
-                             const service::CurrentConfig& config)
+                             const service::CurrentConfig& config,
+                             const UpstreamForwarder* upstream)
     : manager_(manager),
       ingest_runs_(ingest_runs),
       ingest_stats_(ingest_stats),
       grpc_(grpc),
       config_(config),
+      upstream_(upstream),
       start_unix_ms_(absl::ToUnixMillis(absl::Now())),
       start_mono_ns_(MonotonicNanos()) {}
 
@@ -174,6 +176,29 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
         "Server time of the previous /metrics scrape, seconds.",
         http::FormatSampleValue(
             static_cast<double>(last_scrape_ns_.load(std::memory_order_relaxed)) / 1e9));
+  if (upstream_ != nullptr) {
+    const UpstreamForwarder::Counters u = upstream_->counters();
+    const Labels node = Labels().Add("node", upstream_->node_id());
+    out.Family("perld_upstream_runs_total", MetricType::kCounter,
+               "Runs forwarded to the parent perld (upstream.target).");
+    out.Sample(node, absl::StrCat(u.runs));
+    out.Family("perld_upstream_streams", MetricType::kGauge,
+               "Forwarded runs whose stream to the parent is still open.");
+    out.Sample(node, absl::StrCat(u.open_streams));
+    out.Family("perld_upstream_reports_sent_total", MetricType::kCounter,
+               "Window reports handed to the parent's streams (a split window counts each part).");
+    out.Sample(node, absl::StrCat(u.windows_sent));
+    out.Family("perld_upstream_reports_acked_total", MetricType::kCounter,
+               "Window reports the parent acknowledged.");
+    out.Sample(node, absl::StrCat(u.messages_acked));
+    out.Family("perld_upstream_queued_windows", MetricType::kGauge,
+               "Windows waiting to be handed to the parent's streams.");
+    out.Sample(node, absl::StrCat(u.queued));
+    out.Family("perld_upstream_dropped_windows_total", MetricType::kCounter,
+               "Windows not forwarded: upstream.maxQueuedWindows reached, or the parent refused "
+               "the run.");
+    out.Sample(node, absl::StrCat(u.windows_dropped));
+  }
   return out.Take();
 }
 

@@ -3,7 +3,8 @@
 // cardinality cap), the ingest counters, gRPC calls by method and code, and
 // the daemon's own health: build info, uptime, process CPU and memory, the
 // recorder's drain counter and its outbox depth, runs by state, snapshot
-// store memory, runs left out by the cap, and the scrapes themselves.
+// store memory, runs left out by the cap, the scrapes themselves, and the
+// forwarding to a parent perld when there is one.
 //
 // Cost: a scrape reads published snapshots (the registry under its reader
 // lock, per-run channel counters, atomics); it never waits for the recorder
@@ -21,6 +22,7 @@
 
 #include "daemon/http/run_metrics.h"
 #include "daemon/runs/run_manager.h"
+#include "daemon/server/upstream_forwarder.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/grpc_call_stats.h"
 #include "daemon/service/ingest_runs.h"
@@ -32,7 +34,7 @@ class DaemonMetrics {
  public:
   DaemonMetrics(const runs::RunManager& manager, const service::IngestRuns& ingest_runs,
                 const service::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
-                const service::CurrentConfig& config);
+                const service::CurrentConfig& config, const UpstreamForwarder* upstream = nullptr);
 
   // Renders the whole exposition into `buffer` (replacing its text, keeping
   // its capacity: a scraper's repeated ~1 MB texts cost no regrowth).
@@ -63,6 +65,7 @@ class DaemonMetrics {
   const service::IngestStats& ingest_stats_;
   const service::GrpcCallStats& grpc_;
   const service::CurrentConfig& config_;
+  const UpstreamForwarder* const upstream_;  // null: no upstream
   const int64_t start_unix_ms_;
   const int64_t start_mono_ns_;
   std::mutex render_mu_;                 // one scrape renders at a time (the cache)

@@ -25,6 +25,7 @@
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
 #include "daemon/server/run_csv_writer.h"
+#include "daemon/server/upstream_forwarder.h"
 #include "daemon/service/bench_jobs.h"
 #include "daemon/service/control_service.h"
 #include "daemon/service/current_config.h"
@@ -104,6 +105,7 @@ struct DaemonServer::Parts {
   RunLog run_log;
   std::unique_ptr<state::RunHistory> history;
   std::unique_ptr<RunCsvWriter> csv;
+  std::unique_ptr<UpstreamForwarder> upstream;  // null: no upstream.target
   std::unique_ptr<runs::RunManager> manager;
   std::unique_ptr<service::BenchJobs> jobs;
   std::unique_ptr<service::QueryService> query;
@@ -162,6 +164,10 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   p->manager->AddObserver(&p->run_log);
   p->csv = std::make_unique<RunCsvWriter>(p->current);
   p->manager->AddObserver(p->csv.get());
+  if (!config.upstream.target.empty()) {
+    p->upstream = std::make_unique<UpstreamForwarder>(config.upstream);
+    p->manager->AddObserver(p->upstream.get());
+  }
   p->manager->Start();
   p->jobs = std::make_unique<service::BenchJobs>(*p->manager, *p->clock, p->current);
   p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current);
@@ -172,7 +178,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
       std::make_unique<service::IngestService>(*p->ingest_runs, p->ingest_stats, p->current);
   p->sbp = std::make_unique<service::SbpService>(*p->ingest_runs, p->current);
   p->metrics = std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats,
-                                               p->grpc_stats, p->current);
+                                               p->grpc_stats, p->current, p->upstream.get());
 
   // gRPC: Query, Control, Ingest, health, reflection; TCP and optionally a
   // Unix socket.
@@ -307,6 +313,9 @@ void DaemonServer::Shutdown() {
   // closed are named in the run's failure reason; every acknowledged
   // message is in its total).
   p.ingest_runs->EndAll();
+  // Every run has ended: its last windows go to the parent and its stream
+  // closes (bounded by upstream.closeTimeoutMs each).
+  if (p.upstream) p.upstream->Stop();
   p.query->CancelWatches();
   p.http->Stop();
   p.manager->Stop();

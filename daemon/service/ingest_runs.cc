@@ -111,6 +111,9 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
   setup.channels.overflow = OverflowPolicy::kBlock;
   setup.producers = run->max_clients;
   setup.inbox = run->inbox;
+  // A run opened by a windows client aggregates remote windows (SBM's
+  // recorders); a raw run records timestamps as a local run does.
+  setup.aggregate = open.mode() == v1::IngestOpen::MODE_WINDOWS;
   setup.judge = [run](const runs::WindowRecord&, std::string* reason) {
     if (run->failure.empty()) return runs::RunState::kFinished;
     *reason = run->failure;
@@ -356,6 +359,8 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
     }
     const int64_t pairs = static_cast<int64_t>(w->buckets.size());
     w->charge = c.charge;
+    w->client = c.producer;
+    w->end_unix_ms = report.end_unix_ms();
     session.run->inbox->Push(*std::move(w));
     c.applied = report.sequence();
     stats_.windows.fetch_add(1, std::memory_order_relaxed);

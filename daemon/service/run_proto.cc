@@ -132,6 +132,10 @@ void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {
   out->set_overflow(s.overflow);
   out->set_closed_full(s.closed_full);
   out->set_full_closes(s.full_closes);
+  out->set_remote_reports(w.remote.reports);
+  out->set_clients(w.remote.clients);
+  out->set_late_reports(w.remote.late);
+  out->set_cache_releases(w.cache_releases);
   if (w.kind == runs::WindowRecord::Kind::kTotal) {
     out->set_segments(w.segments);
     out->set_exact_total(w.exact_total);

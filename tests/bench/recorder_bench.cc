@@ -14,6 +14,12 @@
 //   Record/<kind>          validated single Record() call per value.
 //   Window4096/<kind>      complete window: RecordBatch 4,096 distinct values,
 //                          CopyPercentiles (5 percentiles), Reset.
+//   Window4096Sparse/<kind> the same with one value per 256-value page
+//                          (1,000 + 256 i): the seed's 6.6 sparse control.
+//   MergeWindow4096/<kind>/<0|1>
+//                          the aggregator's path: MergeBuckets of a remote
+//                          4,096-pair window (0: contiguous, 1: one value
+//                          per page), CopyPercentiles, Reset.
 //   Extract65536/...       65,536-key sorted extraction: allocating vs reusable
 //                          key buffer with std::sort + lookups (seed 6.3) and
 //                          the recorder's own extraction (percentile walk and
@@ -201,6 +207,54 @@ void BM_Window4096(benchmark::State& state, Kind kind) {
   RunWindows(state, kind, kCycleLo, kCycleHi, ToTimeStamps(CycleLatencies()));
 }
 
+std::vector<int64_t> OnePerPageLatencies() {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < kCycle; ++i) {
+    v.push_back(kCycleBase + 256 * i);
+  }
+  return v;
+}
+
+void BM_Window4096Sparse(benchmark::State& state, Kind kind) {
+  RunWindows(state, kind, kCycleLo, kCycleBase + 256 * kCycle,
+             ToTimeStamps(OnePerPageLatencies()));
+}
+
+// The aggregator's complete window: one remote window of 4,096 pairs merged
+// (validated MergeBuckets), 5 percentiles extracted, reset.
+void BM_MergeWindow4096(benchmark::State& state, Kind kind) {
+  const bool sparse = state.range(0) != 0;
+  const std::vector<int64_t> latencies = sparse ? OnePerPageLatencies() : CycleLatencies();
+  std::vector<LatencyBucket> pairs;
+  LatencyCounters counters;
+  for (int64_t latency : latencies) {
+    pairs.push_back({latency, 3});
+    counters.records += 3;
+    counters.valid += 3;
+    counters.total_latency += 3 * latency;
+  }
+  counters.min_latency = latencies.front();
+  counters.max_latency = latencies.back();
+  auto r = Make(kind, kCycleLo, kCycleBase + 256 * kCycle);
+  r->Reset(0);
+  const PercentileSet set = FivePercentiles();
+  LatencySnapshot snapshot;
+  for (int warm = 0; warm < 2; ++warm) {
+    static_cast<void>(r->MergeBuckets(counters, pairs));
+    static_cast<void>(r->CopyPercentiles(set, &snapshot));
+    r->Reset(0);
+  }
+  AllocMeter meter;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(r->MergeBuckets(counters, pairs));
+    benchmark::DoNotOptimize(r->CopyPercentiles(set, &snapshot));
+    benchmark::DoNotOptimize(snapshot.values.data());
+    r->Reset(0);
+  }
+  meter.Report(state, 1);
+  state.counters["p99"] = static_cast<double>(snapshot.values[2]);
+}
+
 // --- 65,536-key extraction (seed 6.3) ---------------------------------------
 
 constexpr int64_t kExtractKeys = 65536;
@@ -357,6 +411,15 @@ void RegisterAll() {
     benchmark::RegisterBenchmark(("RecordBatch/" + name).c_str(), BM_RecordBatch, kind);
     benchmark::RegisterBenchmark(("Record/" + name).c_str(), BM_Record, kind);
     benchmark::RegisterBenchmark(("Window4096/" + name).c_str(), BM_Window4096, kind)
+        ->Unit(benchmark::kMicrosecond);
+  }
+  for (Kind kind : {kLongMap, kHashMap, kHybrid}) {
+    const std::string name = kKindNames[kind];
+    benchmark::RegisterBenchmark(("Window4096Sparse/" + name).c_str(), BM_Window4096Sparse, kind)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("MergeWindow4096/" + name).c_str(), BM_MergeWindow4096, kind)
+        ->Arg(0)
+        ->Arg(1)
         ->Unit(benchmark::kMicrosecond);
   }
   benchmark::RegisterBenchmark("Extract65536/AllocatingKeys", BM_Extract65536_AllocatingKeys)

@@ -77,10 +77,13 @@ TEST(ConfigReloadTest, RestartKeysKeepTheRunningValue) {
 // Unix socket, the state directory, the recorder thread's idleNS and the gRPC message limit.
 TEST(ConfigReloadTest, ClassifiesEveryKey) {
   const ReloadDecision d = DecideReload(DaemonConfig{}, testing::EveryKeyConfig());
-  EXPECT_THAT(KeysOf(d.needs_restart), ElementsAre("grpcListen", "httpListen", "grpcUnix",
-                                                   "stateDir", "idleNS", "limits.maxMessageBytes"));
+  EXPECT_THAT(KeysOf(d.needs_restart),
+              ElementsAre("grpcListen", "httpListen", "grpcUnix", "stateDir", "idleNS",
+                          "limits.maxMessageBytes", "upstream.target", "upstream.nodeId",
+                          "upstream.maxPairsPerReport", "upstream.maxQueuedWindows",
+                          "upstream.closeTimeoutMs"));
   EXPECT_EQ(d.applied.size() + d.needs_restart.size(), ConfigKeyNames().size());
-  // `next` is the reloaded config with the six restart keys at their running values.
+  // `next` is the reloaded config with the restart keys at their running values.
   DaemonConfig expected = testing::EveryKeyConfig();
   const DaemonConfig defaults;
   expected.grpc_listen = defaults.grpc_listen;
@@ -89,6 +92,7 @@ TEST(ConfigReloadTest, ClassifiesEveryKey) {
   expected.state_dir = defaults.state_dir;
   expected.idle_ns = defaults.idle_ns;
   expected.limits.max_message_bytes = defaults.limits.max_message_bytes;
+  expected.upstream = defaults.upstream;
   EXPECT_EQ(RenderEffectiveConfig(d.next), RenderEffectiveConfig(expected));
   EXPECT_TRUE(d.next == expected);
 }

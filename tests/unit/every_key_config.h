@@ -58,6 +58,12 @@ sbp:
   action: Read_Writing
   maxConnections: 9
   maxRecordSizeMB: 4
+upstream:
+  target: root.example:9717
+  nodeId: edge-7
+  maxPairsPerReport: 4096
+  maxQueuedWindows: 77
+  closeTimeoutMs: 1500
 )";
 
 inline DaemonConfig EveryKeyConfig() {
@@ -108,6 +114,11 @@ inline DaemonConfig EveryKeyConfig() {
   c.sbp.action = SbpAction::kReadWriting;
   c.sbp.max_connections = 9;
   c.sbp.max_record_size_mb = 4;
+  c.upstream.target = "root.example:9717";
+  c.upstream.node_id = "edge-7";
+  c.upstream.max_pairs_per_report = 4096;
+  c.upstream.max_queued_windows = 77;
+  c.upstream.close_timeout_ms = 1500;
   return c;
 }
 

@@ -144,6 +144,9 @@ perld_run_clients{run_id="7",run="nightly",source="bench"} 0
 # HELP perld_run_recorder_memory_bytes Memory the running run's periodic and total recorders retained at its latest window.
 # TYPE perld_run_recorder_memory_bytes gauge
 perld_run_recorder_memory_bytes{run_id="7",run="nightly",source="bench"} 4096
+# HELP perld_run_cache_releases_total Times the run's recorders released their retained cache over its memory cap, each after the window it held was reported.
+# TYPE perld_run_cache_releases_total counter
+perld_run_cache_releases_total{run_id="7",run="nightly",source="bench"} 0
 )";
 
 TEST(RunMetricsTest, MatchesGoldenTextForASmallRun) {
@@ -254,6 +257,26 @@ TEST(RunMetricsTest, QuantileTextShiftsThePercentExactly) {
   EXPECT_EQ(PercentToQuantileText(0), "0");
   EXPECT_EQ(PercentToQuantileText(100), "1");
   EXPECT_EQ(PercentToQuantileText(92.5), "0.925");
+}
+
+TEST(RunMetricsTest, AggregatedRunsExportRemoteReportCounters) {
+  RunMetrics run = SmallRun();
+  run.component = "sbm";
+  run.remote_reports = 40;
+  run.late_reports = 3;
+  run.window_clients = 4;
+  run.cache_releases = 2;
+  const std::string text = Render({run}, config::MetricNames::kPerld);
+  const std::string labels = "{run_id=\"7\",run=\"nightly\",source=\"bench\"}";
+  for (const std::string& line :
+       {"perld_run_remote_reports_total" + labels + " 40",
+        "perld_run_late_reports_total" + labels + " 3", "perld_run_window_clients" + labels + " 4",
+        "perld_run_cache_releases_total" + labels + " 2"}) {
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line;
+  }
+  // An in-process run has no remote clients: no remote families.
+  EXPECT_EQ(Render({SmallRun()}, config::MetricNames::kPerld).find("remote_reports"),
+            std::string::npos);
 }
 
 TEST(RunMetricsTest, SbkNamesFollowSbksSpelling) {
