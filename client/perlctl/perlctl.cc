@@ -5,6 +5,7 @@
 //     show RUN
 //     percentiles RUN [--p 50,99,99.9] [--scope total|latest]
 //     history RUN
+//     clients RUN [--p 50,99,99.9]
 //     watch RUN [--from-start]
 //     bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
 //     stop RUN [--wait]
@@ -46,6 +47,7 @@ const char* kUsage =
   percentiles RUN [--p 50,99,99.9] [--scope total|latest]
                                                exact percentiles of any set
   history RUN                                  the run's retained windows
+  clients RUN [--p 50,99,99.9]                 each remote client's share of the run
   watch RUN [--from-start]                     each window as it closes, then the total
   bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
                                                start an in-process PerlBench run
@@ -257,18 +259,24 @@ int Show(Cli& cli) {
   return 0;
 }
 
-int Percentiles(Cli& cli) {
-  v1::GetPercentilesRequest request;
-  request.set_run(TakeRun(&cli.args, "percentiles"));
+// --p 50,99,99.9 (none: the run's own percentiles).
+template <typename Request>
+void TakePercents(Cli& cli, Request* request) {
   if (std::optional<std::string> list = TakeOne(&cli.args, "p")) {
     for (absl::string_view part : absl::StrSplit(*list, ',', absl::SkipWhitespace())) {
       double p = 0;
       if (!absl::SimpleAtod(part, &p)) {
         throw UsageError{"--p: '" + std::string(part) + "' is not a number"};
       }
-      request.add_percentiles(p);
+      request->add_percentiles(p);
     }
   }
+}
+
+int Percentiles(Cli& cli) {
+  v1::GetPercentilesRequest request;
+  request.set_run(TakeRun(&cli.args, "percentiles"));
+  TakePercents(cli, &request);
   if (std::optional<std::string> scope = TakeOne(&cli.args, "scope")) {
     if (*scope == "total") {
       request.set_scope(v1::GetPercentilesRequest::SCOPE_TOTAL);
@@ -317,6 +325,77 @@ int Percentiles(Cli& cli) {
                   (ShortestDouble(p.percent()) + "th").c_str(), static_cast<long long>(p.latency()),
                   static_cast<long long>(p.count()));
     }
+  }
+  return 0;
+}
+
+int Clients(Cli& cli) {
+  v1::GetClientsRequest request;
+  request.set_run(TakeRun(&cli.args, "clients"));
+  TakePercents(cli, &request);
+  NoMoreArgs(cli.args);
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::GetClientsResponse response;
+  if (grpc::Status s = cli.query->GetClients(&context, request, &response); !s.ok()) {
+    return ServerError(s);
+  }
+  if (cli.json) {
+    JsonWriter json;
+    json.BeginObject();
+    json.Key("run").Uint(response.run_id());
+    json.Key("breakdownBytes").Int(response.breakdown_bytes());
+    json.Key("breakdownLimitBytes").Int(response.breakdown_limit_bytes());
+    json.Key("clients").BeginArray();
+    for (const v1::RemoteClient& c : response.clients()) {
+      json.BeginObject();
+      json.Key("clientId").String(c.client_id());
+      json.Key("clientName").String(c.client_name());
+      json.Key("mode").String(c.mode());
+      json.Key("state").String(c.state());
+      json.Key("ackedSequence").Uint(c.acked_sequence());
+      json.Key("duplicates").Uint(c.duplicates());
+      json.Key("reports").Int(c.reports());
+      json.Key("timestamps").Int(c.timestamps());
+      json.Key("records").Int(c.records());
+      json.Key("bytes").Int(c.bytes());
+      json.Key("validLatencyRecords").Int(c.valid_latency_records());
+      json.Key("invalidLatencyRecords").Int(c.invalid_latency_records());
+      json.Key("lowerLatencyDiscardRecords").Int(c.lower_latency_discard_records());
+      json.Key("higherLatencyDiscardRecords").Int(c.higher_latency_discard_records());
+      json.Key("minLatency").Int(c.min_latency());
+      json.Key("maxLatency").Int(c.max_latency());
+      json.Key("totalLatency").Int(c.total_latency());
+      json.Key("exact").Bool(c.exact());
+      json.Key("lastReportUnixMs").Int(c.last_report_unix_ms());
+      json.Key("percentiles").BeginObject();
+      for (const v1::Percentile& p : c.percentiles()) {
+        json.Key(ShortestDouble(p.percent())).Int(p.latency());
+      }
+      json.EndObject().EndObject();
+    }
+    json.EndArray().EndObject();
+    PrintJson(json);
+    return 0;
+  }
+  std::printf("run %llu: %d client(s); breakdown memory %lld of %lld bytes\n",
+              static_cast<unsigned long long>(response.run_id()), response.clients_size(),
+              static_cast<long long>(response.breakdown_bytes()),
+              static_cast<long long>(response.breakdown_limit_bytes()));
+  std::printf("%-24s %-7s %-9s %8s %12s  %s\n", "CLIENT", "MODE", "STATE", "REPORTS", "RECORDS",
+              "PERCENTILES");
+  for (const v1::RemoteClient& c : response.clients()) {
+    std::string percentiles;
+    for (const v1::Percentile& p : c.percentiles()) {
+      percentiles += ShortestDouble(p.percent()) + "th " + std::to_string(p.latency()) + "  ";
+    }
+    if (!c.exact()) {
+      percentiles = c.mode() == "raw" ? "(raw client: records only)"
+                                      : "(distribution over the breakdown budget: counters only)";
+    }
+    std::printf("%-24s %-7s %-9s %8lld %12lld  %s\n", c.client_id().c_str(), c.mode().c_str(),
+                c.state().c_str(), static_cast<long long>(c.reports()),
+                static_cast<long long>(c.records()), percentiles.c_str());
   }
   return 0;
 }
@@ -580,6 +659,7 @@ int Main(std::vector<std::string> args) {
   if (cli.command == "runs") return Runs(cli);
   if (cli.command == "show") return Show(cli);
   if (cli.command == "percentiles") return Percentiles(cli);
+  if (cli.command == "clients") return Clients(cli);
   if (cli.command == "history") return History(cli);
   if (cli.command == "watch") return WatchCommand(cli);
   if (cli.command == "bench") return Bench(cli);

@@ -337,6 +337,9 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "ingest.clientTimeoutMs", kLive, 0, 86'400'000,
       [](auto& c) -> auto& { return c.ingest.client_timeout_ms; }));
+  keys.push_back(IntKey(
+      "ingest.clientBreakdownMaxMemoryMB", kLive, 0, 1 << 20,
+      [](auto& c) -> auto& { return c.ingest.client_breakdown_max_memory_mb; }));
   // prometheus:
   keys.push_back(EnumKey<MetricNames>(
       "prometheus.names", kLive,

@@ -56,6 +56,9 @@ struct IngestConfig {
   // key ingest.clientTimeoutMs: how long a client whose stream broke without
   // a close keeps its run open for a reconnect.
   int64_t client_timeout_ms = 30'000;
+  // key ingest.clientBreakdownMaxMemoryMB: every windows client's own exact
+  // distribution together (Query.GetClients); 0 keeps counters only.
+  int64_t client_breakdown_max_memory_mb = 256;
 
   bool operator==(const IngestConfig&) const = default;
 };

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/core/latency_bucket_sort.h"
 
 namespace perld {
 
@@ -60,17 +61,26 @@ uint32_t HybridPagedLatencyRecorder::NewPage(int64_t page_id) {
   page.id = page_id;
   page.sparse_capacity =
       static_cast<int32_t>(std::min<int64_t>(kInitialSparseCapacity, sparse_limit_));
-  page.offsets = std::make_unique<uint16_t[]>(static_cast<size_t>(page.sparse_capacity));
-  page.sparse_counts = std::make_unique<int64_t[]>(static_cast<size_t>(page.sparse_capacity));
-  page_index_.emplace(page_id, index);
   retained_bytes_ += kPageObjectBytes + kPageMapEntryBytes + ArrayBytes(page);
   return index;
 }
 
 HybridPagedLatencyRecorder::Page& HybridPagedLatencyRecorder::PageFor(int64_t page_id) {
-  if (page_id != cached_id_) {
-    auto it = page_index_.find(page_id);
-    cached_index_ = it != page_index_.end() ? it->second : NewPage(page_id);
+  if (page_id != cached_id_) [[unlikely]] {
+    // Ascending input revisits pages in the order it created them: try the
+    // cached page's successor in pages_ before the page table.
+    const uint32_t next = cached_index_ + 1;
+    if (cached_id_ >= 0 && next < pages_.size() && pages_[next].id == page_id) {
+      cached_index_ = next;
+      cached_id_ = page_id;
+      Page& page = pages_[next];
+      if (!page.active) Activate(next);
+      return page;
+    }
+    bool added = false;
+    int64_t& index = page_index_.FindOrInsert(page_id, 0, &added);
+    if (added) index = NewPage(page_id);  // NewPage does not touch page_index_
+    cached_index_ = static_cast<uint32_t>(index);
     cached_id_ = page_id;
   }
   Page& page = pages_[cached_index_];
@@ -90,7 +100,14 @@ void HybridPagedLatencyRecorder::Activate(uint32_t index) {
     active_capacity_ = grown;
     active_.reserve(static_cast<size_t>(grown));
   }
-  active_.push_back(index);
+  const int64_t id = pages_[index].id;
+  if (active_.empty()) {
+    active_min_id_ = active_max_id_ = id;
+  } else {
+    active_min_id_ = std::min(active_min_id_, id);
+    active_max_id_ = std::max(active_max_id_, id);
+  }
+  active_.push_back(LatencyBucket{id, index});
   pages_[index].active = true;
 }
 
@@ -105,12 +122,18 @@ inline void HybridPagedLatencyRecorder::Add(int64_t latency, int64_t count) {
 }
 
 void HybridPagedLatencyRecorder::AddSparse(Page& page, uint16_t offset, int64_t count) {
-  uint16_t* const offsets = page.offsets.get();
+  uint16_t* const offsets = page.offsets();
   const int32_t size = page.sparse_size;
+  if (size == 0) {  // a page's first value (every value, for one value per page)
+    offsets[0] = offset;
+    page.counts()[0] = count;
+    page.sparse_size = 1;
+    return;
+  }
   const int32_t pos =
       static_cast<int32_t>(std::lower_bound(offsets, offsets + size, offset) - offsets);
   if (pos < size && offsets[pos] == offset) {
-    page.sparse_counts[pos] += count;
+    page.counts()[pos] += count;
     return;
   }
   if (size == sparse_limit_) {
@@ -123,15 +146,14 @@ void HybridPagedLatencyRecorder::AddSparse(Page& page, uint16_t offset, int64_t 
     auto new_offsets = std::make_unique<uint16_t[]>(static_cast<size_t>(grown));
     auto new_counts = std::make_unique<int64_t[]>(static_cast<size_t>(grown));
     std::memcpy(new_offsets.get(), offsets, static_cast<size_t>(size) * sizeof(uint16_t));
-    std::memcpy(new_counts.get(), page.sparse_counts.get(),
-                static_cast<size_t>(size) * sizeof(int64_t));
-    page.offsets = std::move(new_offsets);
-    page.sparse_counts = std::move(new_counts);
+    std::memcpy(new_counts.get(), page.counts(), static_cast<size_t>(size) * sizeof(int64_t));
+    page.heap_offsets = std::move(new_offsets);
+    page.heap_counts = std::move(new_counts);
     retained_bytes_ += int64_t{grown - page.sparse_capacity} * kSparseEntryBytes;
     page.sparse_capacity = grown;
   }
-  uint16_t* const o = page.offsets.get();
-  int64_t* const c = page.sparse_counts.get();
+  uint16_t* const o = page.offsets();
+  int64_t* const c = page.counts();
   const auto tail = static_cast<size_t>(size - pos);
   std::memmove(o + pos + 1, o + pos, tail * sizeof(uint16_t));
   std::memmove(c + pos + 1, c + pos, tail * sizeof(int64_t));
@@ -144,10 +166,10 @@ void HybridPagedLatencyRecorder::Promote(Page& page) {
   const int64_t before = ArrayBytes(page);
   page.dense = std::make_unique<int64_t[]>(static_cast<size_t>(page_size_));
   for (int32_t i = 0; i < page.sparse_size; ++i) {
-    page.dense[page.offsets[i]] = page.sparse_counts[i];
+    page.dense[page.offsets()[i]] = page.counts()[i];
   }
-  page.offsets.reset();
-  page.sparse_counts.reset();
+  page.heap_offsets.reset();
+  page.heap_counts.reset();
   page.sparse_size = 0;
   page.sparse_capacity = 0;
   retained_bytes_ += ArrayBytes(page) - before;
@@ -169,14 +191,24 @@ void HybridPagedLatencyRecorder::ReportBuckets(const LatencyBucket* buckets, siz
 }
 
 void HybridPagedLatencyRecorder::ExtractAscending(internal::ExtractionVisitor& visitor) {
-  std::sort(active_.begin(), active_.end(),
-            [this](uint32_t a, uint32_t b) { return pages_[a].id < pages_[b].id; });
-  for (uint32_t index : active_) {
-    Page& page = pages_[index];
+  // Only the page ids are sorted (radix, no page touched); a window that
+  // activated its pages in ascending order -- an ascending remote window --
+  // is detected and not sorted at all.
+  const LatencyBucket* order = active_.data();
+  const bool ascending = std::is_sorted(
+      active_.begin(), active_.end(),
+      [](const LatencyBucket& a, const LatencyBucket& b) { return a.latency < b.latency; });
+  if (!ascending) {
+    if (sort_scratch_.size() < active_.size()) sort_scratch_.resize(active_.size());
+    order = SortBucketsByLatency(active_.data(), sort_scratch_.data(), active_.size(),
+                                 active_min_id_, active_max_id_, &sort_histogram_);
+  }
+  for (size_t k = 0; k < active_.size(); ++k) {
+    Page& page = pages_[static_cast<size_t>(order[k].count)];
     const int64_t base = page.id << page_bits_;
     if (page.dense == nullptr) {
       for (int32_t i = 0; i < page.sparse_size; ++i) {
-        visitor.Add(base + page.offsets[i], page.sparse_counts[i]);
+        visitor.Add(base + page.offsets()[i], page.counts()[i]);
       }
       page.sparse_size = 0;
     } else {
@@ -194,12 +226,12 @@ void HybridPagedLatencyRecorder::ExtractAscending(internal::ExtractionVisitor& v
 }
 
 void HybridPagedLatencyRecorder::ForEachBucket(internal::BucketForwarder& out) const {
-  for (uint32_t index : active_) {
-    const Page& page = pages_[index];
+  for (const LatencyBucket& active : active_) {
+    const Page& page = pages_[static_cast<size_t>(active.count)];
     const int64_t base = page.id << page_bits_;
     if (page.dense == nullptr) {
       for (int32_t i = 0; i < page.sparse_size; ++i) {
-        out.Add(base + page.offsets[i], page.sparse_counts[i]);
+        out.Add(base + page.offsets()[i], page.counts()[i]);
       }
     } else {
       for (int64_t offset = 0; offset < page_size_; ++offset) {
@@ -221,8 +253,8 @@ void HybridPagedLatencyRecorder::ClearPage(Page& page) {
 }
 
 void HybridPagedLatencyRecorder::ClearDistribution() {
-  for (uint32_t index : active_) {
-    ClearPage(pages_[index]);
+  for (const LatencyBucket& active : active_) {
+    ClearPage(pages_[static_cast<size_t>(active.count)]);
   }
   active_.clear();
   ReleaseIfOversized();
@@ -234,8 +266,10 @@ void HybridPagedLatencyRecorder::ReleaseIfOversized() {
   }
   PERLD_CONTRACT(active_.empty(), "hybrid cache released while a window holds data");
   std::vector<Page>().swap(pages_);
-  absl::flat_hash_map<int64_t, uint32_t>().swap(page_index_);
-  std::vector<uint32_t>().swap(active_);
+  page_index_.Release();
+  std::vector<LatencyBucket>().swap(active_);
+  std::vector<LatencyBucket>().swap(sort_scratch_);
+  std::vector<uint32_t>().swap(sort_histogram_);
   active_capacity_ = 0;
   retained_bytes_ = 0;
   cached_id_ = -1;

@@ -3,13 +3,16 @@
 // recorder for dense-plus-sparse nanosecond distributions (seed section 6.6).
 //
 // Each page starts as sorted parallel arrays of 16-bit offsets and int64
-// counts (capacity 4, doubling up to sparse_entry_limit), and is promoted to
-// a dense 2^page_bits counter array on its (limit + 1)-th distinct value; a
-// dense page stays dense (no promotion/demotion churn). Only active page ids
-// are sorted at report time; sparse pages are already ordered and dense
+// counts (capacity 4, held inside the page; doubling on the heap up to
+// sparse_entry_limit), and is promoted to a dense 2^page_bits counter array
+// on its (limit + 1)-th distinct value; a dense page stays dense (no
+// promotion/demotion churn). Only active page ids are sorted at report time
+// (a radix sort of (id, index) pairs, skipped when the window activated its
+// pages in ascending order); sparse pages are already ordered and dense
 // pages are scanned directly, zeroing visited slots in the same pass.
-// Pages are retained and reused by later windows; a one-entry cache of the
-// last page keeps clustered input off the page table.
+// Pages are retained and reused by later windows. Lookup: the last page,
+// then its successor in creation order (ascending input revisits pages in
+// the order it created them), then the page table (InterleavedLongMap).
 //
 // Memory accounting mirrors SBM's estimate exactly: per page 32 B object +
 // 32 B map entry + arrays (16 B header each; 10 B per sparse entry of
@@ -19,8 +22,8 @@
 // kResetWindowWhenFull (total windows) IsFull() also turns true above the
 // limit, so the owner prints and resets the window before the release.
 //
-// Threads: single owner (see LatencyRecorder). Hot path: page-cache hit or
-// one hash probe, then a binary search of <= limit offsets or a dense
+// Threads: single owner (see LatencyRecorder). Hot path: page-cache or
+// successor hit, or one hash probe, then a binary search of <= limit offsets or a dense
 // increment; allocation only for a new page, sparse growth or promotion.
 #pragma once
 
@@ -28,8 +31,8 @@
 #include <memory>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "daemon/core/interleaved_long_map.h"
 #include "daemon/core/latency_recorder.h"
 
 namespace perld {
@@ -73,14 +76,27 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
   size_t dense_pages() const;
 
  private:
+  // The first kInitialSparseCapacity entries live in the page itself, so a
+  // page with few values (one value per page: the sparse worst case) is one
+  // object in pages_, read sequentially, with no array to chase. The memory
+  // estimate still charges SBM's arrays (its accounting, not this layout).
+  static constexpr int kInlineEntries = static_cast<int>(kInitialSparseCapacity);
   struct Page {
     int64_t id = 0;
-    std::unique_ptr<uint16_t[]> offsets;       // sorted, sparse form only
-    std::unique_ptr<int64_t[]> sparse_counts;  // parallel to offsets
     int32_t sparse_size = 0;
     int32_t sparse_capacity = 0;
+    bool active = false;  // holds data in the current window
+    uint16_t inline_offsets[kInlineEntries] = {};
+    int64_t inline_counts[kInlineEntries] = {};
+    std::unique_ptr<uint16_t[]> heap_offsets;  // beyond kInlineEntries (sparse form)
+    std::unique_ptr<int64_t[]> heap_counts;
     std::unique_ptr<int64_t[]> dense;  // 2^page_bits counters once promoted
-    bool active = false;               // holds data in the current window
+
+    // Sorted sparse offsets and their counts (parallel).
+    uint16_t* offsets() { return heap_offsets ? heap_offsets.get() : inline_offsets; }
+    int64_t* counts() { return heap_counts ? heap_counts.get() : inline_counts; }
+    const uint16_t* offsets() const { return heap_offsets ? heap_offsets.get() : inline_offsets; }
+    const int64_t* counts() const { return heap_counts ? heap_counts.get() : inline_counts; }
   };
 
   HybridPagedLatencyRecorder(int64_t min_latency, int64_t max_latency, int64_t max_memory_bytes,
@@ -110,13 +126,19 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
   const HybridMemoryPolicy policy_;
   const int64_t max_memory_bytes_;
 
-  std::vector<Page> pages_;                            // retained pages, reused across windows
-  absl::flat_hash_map<int64_t, uint32_t> page_index_;  // page id -> index in pages_
-  std::vector<uint32_t> active_;                       // pages with data this window
-  int64_t active_capacity_ = 0;                        // SBM's activePageIds length (accounting)
-  int64_t retained_bytes_ = 0;                         // SBM's retainedMemoryBytes
-  int64_t cache_releases_ = 0;                         // ReleaseIfOversized releases
-  int64_t cached_id_ = -1;                             // last page used (ids are >= 0)
+  std::vector<Page> pages_;        // retained pages, reused across windows
+  InterleavedLongMap page_index_;  // page id -> index in pages_
+  // Pages with data this window as (page id, index in pages_) pairs, so the
+  // report radix-sorts the ids without touching the pages (latency_bucket_sort.h).
+  std::vector<LatencyBucket> active_;
+  std::vector<LatencyBucket> sort_scratch_;
+  std::vector<uint32_t> sort_histogram_;
+  int64_t active_min_id_ = 0;  // bounds of the active ids (for the radix sort)
+  int64_t active_max_id_ = 0;
+  int64_t active_capacity_ = 0;  // SBM's activePageIds length (accounting)
+  int64_t retained_bytes_ = 0;   // SBM's retainedMemoryBytes
+  int64_t cache_releases_ = 0;   // ReleaseIfOversized releases
+  int64_t cached_id_ = -1;       // last page used (ids are >= 0)
   uint32_t cached_index_ = 0;
 };
 

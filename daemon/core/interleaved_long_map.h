@@ -58,6 +58,34 @@ class InterleavedLongMap {
     }
   }
 
+  // The value stored for `key`, inserting `value` first when the key is
+  // absent (*added tells which). The reference is valid until the next
+  // insertion. REQUIRES: key >= 0.
+  int64_t& FindOrInsert(int64_t key, int64_t value, bool* added) {
+    PERLD_CONTRACT(key >= 0, "InterleavedLongMap key < 0");
+    for (size_t i = Home(key);; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (slot.key == key) {
+        *added = false;
+        return slot.count;
+      }
+      if (slot.key == kEmpty) {
+        *added = true;
+        if (size_ >= grow_at_) [[unlikely]] {
+          GrowAndInsert(key, value);
+          return Find(key);
+        }
+        slot.key = key;
+        slot.count = value;
+        ++size_;
+        return slot.count;
+      }
+    }
+  }
+
+  // Frees the table and starts again at the initial capacity.
+  void Release() { Allocate(kInitialCapacity); }
+
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   size_t capacity() const { return mask_ + 1; }
@@ -108,6 +136,13 @@ class InterleavedLongMap {
     int64_t key;
     int64_t count;
   };
+
+  // REQUIRES: `key` is present.
+  int64_t& Find(int64_t key) {
+    size_t i = Home(key);
+    while (slots_[i].key != key) i = (i + 1) & mask_;
+    return slots_[i].count;
+  }
 
   size_t Home(int64_t key) const {
     return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> shift_);

@@ -176,6 +176,14 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
         "Server time of the previous /metrics scrape, seconds.",
         http::FormatSampleValue(
             static_cast<double>(last_scrape_ns_.load(std::memory_order_relaxed)) / 1e9));
+  const service::BreakdownBudget& breakdown = ingest_runs_.breakdown_budget();
+  Gauge(out, "perld_ingest_breakdown_bytes",
+        "Memory of the remote clients' own distributions (Query.GetClients), all runs.",
+        absl::StrCat(breakdown.used()));
+  Counter(out, "perld_ingest_breakdown_drops_total",
+          "Clients whose own distribution no longer fitted ingest.clientBreakdownMaxMemoryMB "
+          "(they keep their counters).",
+          breakdown.drops());
   if (upstream_ != nullptr) {
     const UpstreamForwarder::Counters u = upstream_->counters();
     const Labels node = Labels().Add("node", upstream_->node_id());

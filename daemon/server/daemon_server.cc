@@ -170,8 +170,9 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   }
   p->manager->Start();
   p->jobs = std::make_unique<service::BenchJobs>(*p->manager, *p->clock, p->current);
-  p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current);
   p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats);
+  p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current,
+                                                     p->ingest_runs.get());
   p->control =
       std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs, p->current);
   p->ingest =

@@ -6,8 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/run_total.h"
 #include "daemon/log/log.h"
 #include "daemon/service/ingest_codec.h"
 #include "daemon/service/run_proto.h"
@@ -27,9 +29,10 @@ struct IngestRuns::Client {
   std::shared_ptr<std::atomic<int64_t>> charge = std::make_shared<std::atomic<int64_t>>(0);
 
   std::mutex apply_mu;
-  uint64_t applied = 0;            // apply_mu: highest contiguous sequence applied
-  uint64_t duplicates = 0;         // apply_mu
-  std::vector<TimeStamp> scratch;  // apply_mu: decoded batch
+  uint64_t applied = 0;                  // apply_mu: highest contiguous sequence applied
+  uint64_t duplicates = 0;               // apply_mu
+  std::vector<TimeStamp> scratch;        // apply_mu: decoded batch
+  std::unique_ptr<ClientTotals> totals;  // apply_mu: the client's own share
 
   grpc::ServerContext* stream = nullptr;  // mu_: the attached stream, if any
   bool closed = false;                    // mu_: sent IngestClose
@@ -73,7 +76,12 @@ std::string Describe(const IngestRuns::Client& c);
 }  // namespace
 
 IngestRuns::IngestRuns(runs::RunManager& manager, const CurrentConfig& config, IngestStats& stats)
-    : manager_(manager), config_(config), stats_(stats), reaper_([this] { Reap(); }) {}
+    : manager_(manager),
+      config_(config),
+      stats_(stats),
+      budget_(std::make_shared<BreakdownBudget>(config.Get()->ingest.client_breakdown_max_memory_mb
+                                                << 20)),
+      reaper_([this] { Reap(); }) {}
 
 IngestRuns::~IngestRuns() {
   {
@@ -226,6 +234,8 @@ absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
       c->name = open.client_name();
       c->mode = open.mode();
       c->producer = static_cast<int>(run->clients.size());
+      budget_->SetLimit(config->ingest.client_breakdown_max_memory_mb << 20);
+      c->totals = std::make_unique<ClientTotals>(budget_);
       client = c.get();
       run->clients[c->id] = std::move(c);
     } else {
@@ -298,8 +308,14 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& sessio
       return Refuse(stats_, RefusalOf(s, Refusal::kBatchLength), s);
     }
     TimeStampProducer& producer = session.run->channels->producer(c.producer);
-    for (const TimeStamp& ts : c.scratch) producer.Send(ts.start, ts.end, ts.records, ts.bytes);
+    int64_t records = 0;
+    for (const TimeStamp& ts : c.scratch) {
+      producer.Send(ts.start, ts.end, ts.records, ts.bytes);
+      records += ts.records;
+    }
     producer.Flush();
+    c.totals->AddBatch(static_cast<int64_t>(c.scratch.size()), records,
+                       absl::ToUnixMillis(absl::Now()));
     c.applied = batch.sequence();
     stats_.batches.fetch_add(1, std::memory_order_relaxed);
     stats_.timestamps.fetch_add(c.scratch.size(), std::memory_order_relaxed);
@@ -358,6 +374,7 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
       }
     }
     const int64_t pairs = static_cast<int64_t>(w->buckets.size());
+    c.totals->AddWindow(w->counters, w->buckets, absl::ToUnixMillis(absl::Now()));
     w->charge = c.charge;
     w->client = c.producer;
     w->end_unix_ms = report.end_unix_ms();
@@ -463,6 +480,8 @@ void IngestRuns::End(const std::shared_ptr<Run>& run) {
   manager_.EndRun(run->id);
   std::lock_guard<std::mutex> lock(mu_);
   active_.erase(run->id);
+  ended_.push_back(run);
+  if (ended_.size() > kEndedBreakdowns) ended_.pop_front();
 }
 
 void IngestRuns::Reap() {
@@ -558,6 +577,53 @@ std::map<runs::RunId, IngestRuns::Connections> IngestRuns::ConnectionCounts() co
   std::map<runs::RunId, Connections> out;
   for (const auto& [id, run] : active_) {
     out[id] = {run->attached, static_cast<int>(run->clients.size())};
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<IngestRuns::ClientRow>> IngestRuns::Clients(
+    runs::RunId id, const PercentileSet& set) const {
+  std::shared_ptr<Run> run;
+  std::vector<std::pair<Client*, std::string>> clients;  // client, state
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = active_.find(id); it != active_.end()) run = it->second;
+    for (const auto& r : ended_) {
+      if (r->id == id) run = r;
+    }
+    if (run == nullptr) {
+      return absl::NotFoundError(absl::StrCat(
+          "run ", id, " is not a remote run perld holds clients for (running, or one of the last ",
+          kEndedBreakdowns, " that ended)"));
+    }
+    for (const auto& [cid, c] : run->clients) {
+      const char* state = c->closed   ? "closed"
+                          : c->gone   ? "gone"
+                          : c->stream ? "streaming"
+                                      : "detached";
+      clients.emplace_back(c.get(), state);
+    }
+  }
+  std::sort(clients.begin(), clients.end(),
+            [](const auto& a, const auto& b) { return a.first->producer < b.first->producer; });
+  std::vector<ClientRow> out;
+  out.reserve(clients.size());
+  for (auto& [c, state] : clients) {
+    ClientRow& row = out.emplace_back();
+    row.id = c->id;
+    row.name = c->name;
+    row.windows = c->mode == v1::IngestOpen::MODE_WINDOWS;
+    row.state = std::move(state);
+    std::lock_guard<std::mutex> apply(c->apply_mu);
+    row.acked_sequence = c->applied;
+    row.duplicates = c->duplicates;
+    const ClientTotals& t = *c->totals;
+    row.reports = t.reports();
+    row.timestamps = t.timestamps();
+    row.counters = t.counters();
+    row.exact = t.exact();
+    row.last_report_unix_ms = t.last_report_unix_ms();
+    if (row.exact) FillPercentiles(set, t.distribution(), &row.percentiles);
   }
   return out;
 }

@@ -34,6 +34,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,7 +44,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "daemon/core/latency_percentiles.h"
+#include "daemon/core/latency_snapshot.h"
 #include "daemon/runs/run_manager.h"
+#include "daemon/service/client_totals.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/ingest_stats.h"
 #include "perld/v1/ingest.pb.h"
@@ -116,6 +120,28 @@ class IngestRuns {
   };
   std::map<runs::RunId, Connections> ConnectionCounts() const;
 
+  // The per-client breakdown of a running remote run or of one of the last
+  // kEndedBreakdowns that ended: each client's state, sequence, totals and
+  // (when its distribution fitted the budget) its percentiles of `set`.
+  // NotFound otherwise.
+  static constexpr size_t kEndedBreakdowns = 16;
+  struct ClientRow {
+    std::string id;
+    std::string name;
+    bool windows = false;  // mode
+    std::string state;     // streaming, detached, closed, gone
+    uint64_t acked_sequence = 0;
+    uint64_t duplicates = 0;
+    int64_t reports = 0;
+    int64_t timestamps = 0;
+    LatencyCounters counters;
+    bool exact = false;
+    LatencySnapshot percentiles;  // percentile fields only, when exact
+    int64_t last_report_unix_ms = 0;
+  };
+  absl::StatusOr<std::vector<ClientRow>> Clients(runs::RunId id, const PercentileSet& set) const;
+  const BreakdownBudget& breakdown_budget() const { return *budget_; }
+
   // Shutdown: refuse new streams (Unavailable) from now on.
   void StopAccepting();
   bool accepting() const { return accepting_.load(std::memory_order_relaxed); }
@@ -144,6 +170,8 @@ class IngestRuns {
   bool stopping_ = false;
   std::map<std::string, std::shared_ptr<Run>> by_name_;  // joinable runs
   std::map<runs::RunId, std::shared_ptr<Run>> active_;   // every run not yet ended
+  std::deque<std::shared_ptr<Run>> ended_;               // the last kEndedBreakdowns ended
+  std::shared_ptr<BreakdownBudget> budget_;
   std::thread reaper_;
 };
 

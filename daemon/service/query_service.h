@@ -13,6 +13,7 @@
 
 #include "daemon/runs/run_registry.h"
 #include "daemon/service/current_config.h"
+#include "daemon/service/ingest_runs.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
@@ -21,8 +22,10 @@ class QueryService final : public v1::Query::Service {
  public:
   static constexpr int64_t kWatchPollMs = 200;
 
-  QueryService(const runs::RunRegistry& registry, const CurrentConfig& config)
-      : registry_(registry), config_(config) {}
+  // `ingest_runs` answers GetClients (null: UNIMPLEMENTED).
+  QueryService(const runs::RunRegistry& registry, const CurrentConfig& config,
+               const IngestRuns* ingest_runs = nullptr)
+      : registry_(registry), config_(config), ingest_runs_(ingest_runs) {}
 
   // Ends every open watch at its next wake-up (shutdown after the drain).
   void CancelWatches() { cancel_watches_.store(true, std::memory_order_relaxed); }
@@ -38,12 +41,15 @@ class QueryService final : public v1::Query::Service {
   grpc::Status GetWindowHistory(grpc::ServerContext* context,
                                 const v1::GetWindowHistoryRequest* request,
                                 v1::GetWindowHistoryResponse* response) override;
+  grpc::Status GetClients(grpc::ServerContext* context, const v1::GetClientsRequest* request,
+                          v1::GetClientsResponse* response) override;
   grpc::Status WatchRun(grpc::ServerContext* context, const v1::WatchRunRequest* request,
                         grpc::ServerWriter<v1::WatchRunResponse>* writer) override;
 
  private:
   const runs::RunRegistry& registry_;
   const CurrentConfig& config_;
+  const IngestRuns* const ingest_runs_;
   std::atomic<int> watchers_{0};
   std::atomic<bool> cancel_watches_{false};
 };

@@ -216,8 +216,7 @@ std::vector<int64_t> OnePerPageLatencies() {
 }
 
 void BM_Window4096Sparse(benchmark::State& state, Kind kind) {
-  RunWindows(state, kind, kCycleLo, kCycleBase + 256 * kCycle,
-             ToTimeStamps(OnePerPageLatencies()));
+  RunWindows(state, kind, kCycleLo, kCycleBase + 256 * kCycle, ToTimeStamps(OnePerPageLatencies()));
 }
 
 // The aggregator's complete window: one remote window of 4,096 pairs merged

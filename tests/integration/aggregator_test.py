@@ -244,6 +244,28 @@ def main():
                   f"({[w.clients for w in periodic]})")
             check(sum(w.remote_reports for w in periodic) == got.total.remote_reports,
                   "window report counts add up to the run's")
+            # The per-client breakdown: each edge is one client of the root,
+            # with its own exact share.
+            clients = root_query.GetClients(pb.GetClientsRequest(run=str(run.id),
+                                                                 percentiles=PERCENTS), timeout=10)
+            check(len(clients.clients) == 3 and
+                  all(c.state == "closed" and c.mode == "windows" and c.exact
+                      for c in clients.clients),
+                  f"GetClients: 3 closed windows clients with exact distributions "
+                  f"({[(c.client_id, c.state, c.mode, c.exact) for c in clients.clients]})")
+            check(sum(c.records for c in clients.clients) == records,
+                  "the clients' records add up to the run's")
+            for c in clients.clients:
+                n = int(c.client_id.split("/")[0].split("-")[1])
+                mine = merge(*per_edge[n])
+                check([p.latency for p in c.percentiles] == exact_percentiles(mine, PERCENTS),
+                      f"{c.client_id}: its percentiles == its edge's data")
+            edge_query = rpc.QueryStub(grpc.insecure_channel(edges[2].grpc))
+            edge_run = run_named(edge_query, pb, "tiered")
+            mixed = edge_query.GetClients(pb.GetClientsRequest(run=str(edge_run.id)), timeout=10)
+            modes = sorted((c.client_id, c.mode, c.records, c.exact) for c in mixed.clients)
+            check(modes == [("e2c0", "windows", 3500, True), ("e2c1", "raw", 3500, False)],
+                  f"edge 2's clients: one windows client (exact), one raw (records only) ({modes})")
         for n, edge in enumerate(edges):
             sent = metric(edge.http, "perld_upstream_reports_sent_total")
             acked = metric(edge.http, "perld_upstream_reports_acked_total")

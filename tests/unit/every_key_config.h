@@ -49,6 +49,7 @@ ingest:
   maxStreams: 6
   maxClientMemoryBytes: 2097152
   clientTimeoutMs: 700
+  clientBreakdownMaxMemoryMB: 12
 prometheus:
   names: both
   maxRuns: 7
@@ -107,6 +108,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.ingest.max_streams = 6;
   c.ingest.max_client_memory_bytes = 2'097'152;
   c.ingest.client_timeout_ms = 700;
+  c.ingest.client_breakdown_max_memory_mb = 12;
   c.prometheus.names = MetricNames::kBoth;
   c.prometheus.max_runs = 7;
   c.prometheus.finished_run_seconds = 30;

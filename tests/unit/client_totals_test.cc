@@ -1,0 +1,83 @@
+#include "daemon/service/client_totals.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace perld::service {
+namespace {
+
+// A window of `n` distinct latencies from `first`, `step` apart, count 2.
+struct Window {
+  LatencyCounters counters;
+  std::vector<LatencyBucket> buckets;
+};
+Window Make(int64_t first, int64_t step, int64_t n) {
+  Window w;
+  for (int64_t i = 0; i < n; ++i) {
+    w.buckets.push_back({first + i * step, 2});
+    w.counters.records += 2;
+    w.counters.valid += 2;
+    w.counters.total_latency += 2 * (first + i * step);
+  }
+  w.counters.min_latency = first;
+  w.counters.max_latency = first + (n - 1) * step;
+  return w;
+}
+
+TEST(ClientTotalsTest, KeepsAnExactDistributionAcrossWindows) {
+  auto budget = std::make_shared<BreakdownBudget>(1 << 20);
+  ClientTotals t(budget);
+  const Window a = Make(100, 2, 50);  // 100, 102, ...
+  const Window b = Make(101, 2, 50);  // interleaved
+  const Window c = Make(100, 2, 10);  // repeats
+  t.AddWindow(a.counters, a.buckets, 1);
+  t.AddWindow(b.counters, b.buckets, 2);
+  t.AddWindow(c.counters, c.buckets, 3);
+  EXPECT_TRUE(t.exact());
+  EXPECT_EQ(t.reports(), 3);
+  EXPECT_EQ(t.counters().records, 220);
+  EXPECT_EQ(t.last_report_unix_ms(), 3);
+  ASSERT_EQ(t.distribution().size(), 100u);
+  int64_t sum = 0;
+  for (size_t i = 0; i < t.distribution().size(); ++i) {
+    EXPECT_EQ(t.distribution()[i].latency, 100 + static_cast<int64_t>(i));
+    sum += t.distribution()[i].count;
+  }
+  EXPECT_EQ(sum, 220);
+  EXPECT_GT(budget->used(), 0);
+}
+
+TEST(ClientTotalsTest, OverTheBudgetKeepsCountersDropsTheDistributionAndReleases) {
+  auto budget = std::make_shared<BreakdownBudget>(64 << 10);  // 4,096 buckets
+  {
+    ClientTotals small(budget);
+    ClientTotals big(budget);
+    const Window w = Make(0, 1, 1000);
+    small.AddWindow(w.counters, w.buckets, 1);
+    for (int k = 1; k <= 5; ++k) {
+      const Window wide = Make(k * 1'000'000, 1, 1000);
+      big.AddWindow(wide.counters, wide.buckets, k);
+    }
+    EXPECT_TRUE(small.exact());
+    EXPECT_FALSE(big.exact());
+    EXPECT_TRUE(big.distribution().empty());
+    EXPECT_EQ(big.counters().records, 10'000);  // every record still counted
+    EXPECT_EQ(budget->drops(), 1u);
+    EXPECT_LE(budget->used(), budget->limit());
+  }
+  EXPECT_EQ(budget->used(), 0);  // every charge released with its client
+}
+
+TEST(ClientTotalsTest, ARawClientCountsRecordsOnly) {
+  auto budget = std::make_shared<BreakdownBudget>(1 << 20);
+  ClientTotals t(budget);
+  t.AddBatch(100, 250, 9);
+  EXPECT_EQ(t.timestamps(), 100);
+  EXPECT_EQ(t.counters().records, 250);
+  EXPECT_FALSE(t.exact());
+  EXPECT_EQ(budget->used(), 0);
+}
+
+}  // namespace
+}  // namespace perld::service
