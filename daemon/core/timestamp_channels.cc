@@ -173,7 +173,7 @@ absl::StatusOr<std::unique_ptr<TimeStampChannels>> TimeStampChannels::Create(
 }
 
 TimeStampChannels::TimeStampChannels(const ChannelOptions& options, int workers)
-    : options_(options) {
+    : options_(options), active_workers_(workers) {
   const bool shared = options.max_qs > 0;
   const int queues = shared ? options.max_qs : options.q_per_worker * workers;
   for (int q = 0; q < queues; ++q) {
@@ -213,6 +213,34 @@ TimeStampChannels::~TimeStampChannels() {
   library_.clear();
 }
 
+void TimeStampChannels::SetActiveWorkers(int n) {
+  active_workers_.store(std::clamp(n, 0, workers()), std::memory_order_release);
+}
+
+void TimeStampChannels::ActivateWorker(int worker) {
+  int have = active_workers_.load(std::memory_order_relaxed);
+  while (have < worker + 1 &&
+         !active_workers_.compare_exchange_weak(have, worker + 1, std::memory_order_release,
+                                                std::memory_order_relaxed)) {
+  }
+}
+
+namespace {
+
+// The queues and producers the recorder drains: those of the active workers
+// (each owns queues [w * per, (w + 1) * per)), or every queue when shared.
+struct ActiveRange {
+  size_t queues;
+  size_t producers;
+};
+ActiveRange ActiveOf(const ChannelOptions& o, size_t all_queues, int active) {
+  const auto producers = static_cast<size_t>(active);
+  if (o.max_qs > 0) return {all_queues, producers};
+  return {std::min(all_queues, producers * static_cast<size_t>(o.q_per_worker)), producers};
+}
+
+}  // namespace
+
 int TimeStampChannels::queue_count() const {
   return static_cast<int>(std::max({mpsc_.size(), batch_queues_.size(), library_.size()}));
 }
@@ -227,10 +255,11 @@ size_t TimeStampChannels::DrainBatch(TimeStampSink& sink, PollMode mode) {
   // delivered to the sink in place: its entries are contiguous.
   constexpr size_t kMaxRounds = kMaxPerQueuePass / TimeStampBatchNode::kCapacity;
   size_t moved = 0;
+  const ActiveRange active = ActiveOf(options_, batch_queues_.size(), active_workers());
   for (size_t round = 0; round < kMaxRounds; ++round) {
     size_t found = 0;
-    for (auto& queue : batch_queues_) {
-      TimeStampBatchNode* node = queue->Poll();  // kAll: one exchange at most per batch
+    for (size_t q = 0; q < active.queues; ++q) {
+      TimeStampBatchNode* node = batch_queues_[q]->Poll();  // kAll: one exchange at most per batch
       if (node == nullptr) continue;
       ++found;
       moved += TimeStampProducer::DeliverAndRecycle(node, sink);
@@ -240,7 +269,7 @@ size_t TimeStampChannels::DrainBatch(TimeStampSink& sink, PollMode mode) {
   // Take everything: also the published prefixes of the producers' open
   // batches (the bounded hand-off delay; see the class comment).
   if (mode == PollMode::kAll) {
-    for (auto& producer : producers_) moved += producer->DrainOpen(sink);
+    for (size_t p = 0; p < active.producers; ++p) moved += producers_[p]->DrainOpen(sink);
   }
   return moved;
 }
@@ -251,7 +280,7 @@ size_t TimeStampChannels::DrainMpsc(TimeStampSink& sink, PollMode mode) {
   // producer core) overlap instead of forming one dependent chain per queue.
   size_t moved = 0;
   size_t n = 0;
-  const size_t queues = mpsc_.size();
+  const size_t queues = ActiveOf(options_, mpsc_.size(), active_workers()).queues;
   for (size_t round = 0; round < kMaxPerQueuePass; ++round) {
     size_t found = 0;
     for (size_t q = 0; q < queues; ++q) {
@@ -278,7 +307,9 @@ size_t TimeStampChannels::DrainMpsc(TimeStampSink& sink, PollMode mode) {
 size_t TimeStampChannels::DrainLibrary(TimeStampSink& sink) {
   size_t moved = 0;
   TimeStampProducer::LibraryItem items[kBatch];
-  for (auto& queue : library_) {
+  const ActiveRange active = ActiveOf(options_, library_.size(), active_workers());
+  for (size_t q = 0; q < active.queues; ++q) {
+    auto& queue = library_[q];
     for (size_t taken = 0; taken < kMaxPerQueuePass;) {
       const size_t got = queue->try_dequeue_bulk(items, kBatch);
       if (got == 0) break;
@@ -291,7 +322,7 @@ size_t TimeStampChannels::DrainLibrary(TimeStampSink& sink) {
       taken += got;
     }
   }
-  for (auto& producer : producers_) producer->FlushAcks();
+  for (size_t p = 0; p < active.producers; ++p) producers_[p]->FlushAcks();
   return moved;
 }
 

@@ -201,6 +201,15 @@ class TimeStampChannels {
 
   TimeStampProducer& producer(int worker) { return *producers_[worker]; }
   int workers() const { return static_cast<int>(producers_.size()); }
+  // The recorder drains the queues and producers of workers [0, n) only (all
+  // by default). A source that hands out workers in index order and may not
+  // use them all (a remote run sizes its channels for the most raw clients
+  // it accepts) lowers the mark at creation and raises it with
+  // ActivateWorker(w) before worker w's first Send, so idle slots cost the
+  // recorder nothing. Shared topologies (maxQs > 0) always drain every queue.
+  void SetActiveWorkers(int n);
+  void ActivateWorker(int worker);
+  int active_workers() const { return active_workers_.load(std::memory_order_acquire); }
   int queue_count() const;
   const ChannelOptions& options() const { return options_; }
 
@@ -229,6 +238,7 @@ class TimeStampChannels {
   std::vector<std::unique_ptr<TimeStampBatchQueue>> batch_queues_;
   std::vector<std::unique_ptr<TimeStampProducer::LibraryQueue>> library_;
   std::vector<std::unique_ptr<TimeStampProducer>> producers_;
+  std::atomic<int> active_workers_;
   TimeStamp batch_[kBatch];
 };
 

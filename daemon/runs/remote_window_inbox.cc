@@ -6,9 +6,32 @@ namespace perld::runs {
 
 void RemoteWindowInbox::Push(RemoteWindow window) {
   if (window.charge) window.charge->fetch_add(window.bytes(), std::memory_order_relaxed);
-  queue_.enqueue(std::move(window));
-  // release: a recorder that sees the count also sees the queued window.
-  queued_.fetch_add(1, std::memory_order_release);
+  queued_.fetch_add(1, std::memory_order_relaxed);
+  auto* node = new Node{std::move(window), head_.load(std::memory_order_relaxed)};
+  // release: the recorder's acquire exchange sees the window complete.
+  while (!head_.compare_exchange_weak(node->next, node, std::memory_order_release,
+                                      std::memory_order_relaxed)) {
+  }
+}
+
+RemoteWindowInbox::Node* RemoteWindowInbox::Reversed(Node* node) {
+  Node* out = nullptr;
+  while (node != nullptr) {
+    Node* next = node->next;
+    node->next = out;
+    out = node;
+    node = next;
+  }
+  return out;
+}
+
+RemoteWindowInbox::~RemoteWindowInbox() {
+  // Windows never merged (the run ended without a last drain): free them.
+  Node* node = head_.exchange(nullptr, std::memory_order_acquire);
+  while (node != nullptr) {
+    std::unique_ptr<Node> done(node);
+    node = node->next;
+  }
 }
 
 }  // namespace perld::runs

@@ -22,7 +22,8 @@ struct IngestRuns::Client {
   std::string id;
   std::string name;
   v1::IngestOpen::Mode mode = v1::IngestOpen::MODE_UNSPECIFIED;
-  int producer = 0;  // the run's channel producer this client sends through
+  int index = 0;      // join order in the run (0, 1, ...)
+  int producer = -1;  // raw clients: the run's channel producer it sends through
   // The stream that owns the client now; bumped (under mu_) by a takeover.
   std::atomic<uint64_t> generation{0};
   // Bytes of this client's windows queued and not yet merged.
@@ -52,7 +53,8 @@ struct IngestRuns::Run {
 
   // mu_:
   std::map<std::string, std::unique_ptr<Client>> clients;
-  int attached = 0;  // streams attached (handlers between Join and Leave)
+  int raw_clients = 0;  // producers handed out
+  int attached = 0;     // streams attached (handlers between Join and Leave)
   bool ending = false;
   // Why the run failed (clients gone without closing); set before EndRun,
   // read by the judge on the dispatcher thread after it.
@@ -131,6 +133,9 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
   if (!created.ok()) return created.status();
   run->id = created->id;
   run->channels = created->channels;
+  // Producers are handed to raw clients in join order; until then the
+  // recorder polls none of them (a windows run's slots cost nothing).
+  run->channels->SetActiveWorkers(0);
   return run;
 }
 
@@ -233,7 +238,11 @@ absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
       c->id = open.client_id();
       c->name = open.client_name();
       c->mode = open.mode();
-      c->producer = static_cast<int>(run->clients.size());
+      c->index = static_cast<int>(run->clients.size());
+      if (open.mode() == v1::IngestOpen::MODE_RAW) {
+        c->producer = run->raw_clients++;
+        run->channels->ActivateWorker(c->producer);
+      }
       budget_->SetLimit(config->ingest.client_breakdown_max_memory_mb << 20);
       c->totals = std::make_unique<ClientTotals>(budget_);
       client = c.get();
@@ -376,7 +385,7 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
     const int64_t pairs = static_cast<int64_t>(w->buckets.size());
     c.totals->AddWindow(w->counters, w->buckets, absl::ToUnixMillis(absl::Now()));
     w->charge = c.charge;
-    w->client = c.producer;
+    w->client = c.index;
     w->end_unix_ms = report.end_unix_ms();
     session.run->inbox->Push(*std::move(w));
     c.applied = report.sequence();
@@ -605,7 +614,7 @@ absl::StatusOr<std::vector<IngestRuns::ClientRow>> IngestRuns::Clients(
     }
   }
   std::sort(clients.begin(), clients.end(),
-            [](const auto& a, const auto& b) { return a.first->producer < b.first->producer; });
+            [](const auto& a, const auto& b) { return a.first->index < b.first->index; });
   std::vector<ClientRow> out;
   out.reserve(clients.size());
   for (auto& [c, state] : clients) {

@@ -67,6 +67,33 @@ TEST(TimeStampChannelsTest, TopologyQueueCounts) {
 // The pending bound holds for both queue kinds: with no consumer, exactly
 // `bound` sends succeed, the rest are dropped and counted; after a drain the
 // producer may send again. Nothing is lost silently.
+TEST(TimeStampChannelsTest, OnlyActiveWorkersAreDrainedEveryKindOfQueue) {
+  for (QueueKind kind : {QueueKind::kMpsc, QueueKind::kLibrary}) {
+    auto made = TimeStampChannels::Create(Options(kind, 0, 1, 64, OverflowPolicy::kBlock), 4);
+    ASSERT_TRUE(made.ok());
+    TimeStampChannels& ch = **made;
+    EXPECT_EQ(ch.active_workers(), 4);  // every worker by default
+    ch.SetActiveWorkers(0);
+    CollectingSink sink;
+    EXPECT_EQ(ch.Drain(sink), 0u);
+    ch.ActivateWorker(1);  // workers 0 and 1 are drained from now on
+    EXPECT_EQ(ch.active_workers(), 2);
+    ch.producer(1).Send(0, 5, 1, 8);
+    ch.producer(1).Flush();
+    ch.producer(3).Send(0, 7, 1, 8);  // not activated: waits, not lost
+    ch.producer(3).Flush();
+    EXPECT_EQ(ch.Drain(sink), 1u);
+    ASSERT_EQ(sink.seen.size(), 1u);
+    EXPECT_EQ(sink.seen[0].end, 5);
+    ch.ActivateWorker(0);  // lower: no change
+    EXPECT_EQ(ch.active_workers(), 2);
+    ch.ActivateWorker(3);
+    EXPECT_EQ(ch.Drain(sink), 1u);
+    ASSERT_EQ(sink.seen.size(), 2u);
+    EXPECT_EQ(sink.seen[1].end, 7);
+  }
+}
+
 TEST(TimeStampChannelsTest, PendingBoundDropsAndCountsThenRecovers) {
   for (QueueKind kind : {QueueKind::kMpsc, QueueKind::kLibrary}) {
     constexpr size_t kBound = 8;
