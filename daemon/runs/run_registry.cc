@@ -82,7 +82,17 @@ struct RunRegistry::Entry {
   explicit Entry(const RunInfo& run)
       : info(run),
         percentiles(PercentilesOf(run.spec)),
-        live(static_cast<size_t>(run.spec.latency.total_max_hash_map_size_mb) << 20) {}
+        live(TotalBudgetBytes(run.spec)) {}
+
+  // The live total keeps the budget of the run's own total recorder: the
+  // aggregator's exactTotalLatencyMaxMemoryMB for hybrid runs, PerL's
+  // totalMaxHashMapSizeMB otherwise.
+  static size_t TotalBudgetBytes(const RunSpec& spec) {
+    const int64_t mb = spec.total_recorder == RecorderKind::kHybridPaged
+                           ? spec.latency.exact_total_latency_max_memory_mb
+                           : spec.latency.total_max_hash_map_size_mb;
+    return static_cast<size_t>(mb) << 20;
+  }
 
   RunInfo info;
   PercentileSet percentiles;

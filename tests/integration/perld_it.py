@@ -94,6 +94,13 @@ class Daemon:
         # Keep draining stdout so the daemon never blocks on a full pipe.
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
+    def rss_kib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
     def stop(self):
         self.proc.terminate()
         try:
