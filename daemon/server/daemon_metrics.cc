@@ -187,25 +187,25 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
   if (upstream_ != nullptr) {
     const UpstreamForwarder::Counters u = upstream_->counters();
     const Labels node = Labels().Add("node", upstream_->node_id());
-    out.Family("perld_upstream_runs_total", MetricType::kCounter,
-               "Runs forwarded to the parent perld (upstream.target).");
-    out.Sample(node, absl::StrCat(u.runs));
-    out.Family("perld_upstream_streams", MetricType::kGauge,
-               "Forwarded runs whose stream to the parent is still open.");
-    out.Sample(node, absl::StrCat(u.open_streams));
-    out.Family("perld_upstream_reports_sent_total", MetricType::kCounter,
-               "Window reports handed to the parent's streams (a split window counts each part).");
-    out.Sample(node, absl::StrCat(u.windows_sent));
-    out.Family("perld_upstream_reports_acked_total", MetricType::kCounter,
-               "Window reports the parent acknowledged.");
-    out.Sample(node, absl::StrCat(u.messages_acked));
-    out.Family("perld_upstream_queued_windows", MetricType::kGauge,
-               "Windows waiting to be handed to the parent's streams.");
-    out.Sample(node, absl::StrCat(u.queued));
-    out.Family("perld_upstream_dropped_windows_total", MetricType::kCounter,
-               "Windows not forwarded: upstream.maxQueuedWindows reached, or the parent refused "
-               "the run.");
-    out.Sample(node, absl::StrCat(u.windows_dropped));
+    const auto family = [&](const char* name, MetricType type, const char* help, uint64_t v) {
+      out.Family(name, type, help);
+      out.Sample(node, absl::StrCat(v));
+    };
+    family("perld_upstream_runs_total", MetricType::kCounter,
+           "Runs forwarded to the parent perld (upstream.target).", u.runs);
+    family("perld_upstream_streams", MetricType::kGauge,
+           "Forwarded runs whose stream to the parent is still open.", u.open_streams);
+    family("perld_upstream_reports_sent_total", MetricType::kCounter,
+           "Window reports handed to the parent's streams (a split window counts each part).",
+           u.windows_sent);
+    family("perld_upstream_reports_acked_total", MetricType::kCounter,
+           "Window reports the parent acknowledged.", u.messages_acked);
+    family("perld_upstream_queued_windows", MetricType::kGauge,
+           "Windows waiting to be handed to the parent's streams.", u.queued);
+    family("perld_upstream_dropped_windows_total", MetricType::kCounter,
+           "Windows not forwarded: upstream.maxQueuedWindows reached, or the parent refused the "
+           "run.",
+           u.windows_dropped);
   }
   return out.Take();
 }

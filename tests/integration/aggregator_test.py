@@ -21,7 +21,6 @@ Debian's grpcio (/usr/bin/python3):
 import argparse
 import importlib
 import os
-import queue
 import random
 import sys
 import tempfile
@@ -30,7 +29,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import perld_it  # noqa: E402
-from perld_it import check, Daemon, wait_ended, exact_percentiles  # noqa: E402
+from perld_it import check, Daemon, IngestStream as Stream, wait_ended, exact_percentiles  # noqa: E402,E501
 
 import grpc  # noqa: E402
 
@@ -62,30 +61,6 @@ upstream:
   maxPairsPerReport: 500
   closeTimeoutMs: 20000
 """
-
-
-class Stream:
-    """One Ingest stream driven message by message."""
-
-    def __init__(self, stub, ipb, open_msg):
-        self.ipb = ipb
-        self.q = queue.Queue()
-        self.q.put(ipb.IngestRequest(open=open_msg))
-        self.call = stub.Stream(iter(self.q.get, None), timeout=120)
-
-    def recv(self):
-        return next(self.call)
-
-    def ask(self, **body):
-        self.q.put(self.ipb.IngestRequest(**body))
-        return next(self.call)
-
-    def finish(self, last):
-        reply = self.ask(close=self.ipb.IngestClose(last_sequence=last))
-        self.q.put(None)
-        for _ in self.call:
-            pass
-        return reply
 
 
 def distribution(rng, shape, n):

@@ -22,7 +22,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import perld_it  # noqa: E402
-from perld_it import check, Daemon, wait_ended, exact_percentiles  # noqa: E402
+from perld_it import check, Daemon, IngestStream as Stream, wait_ended, exact_percentiles  # noqa: E402,E501
 
 import grpc  # noqa: E402
 
@@ -38,33 +38,6 @@ drainTimeoutMs: 500
 """
 
 PERCENTS = [10, 25, 50, 75, 90, 99, 99.9, 100]
-
-
-class Stream:
-    """One Ingest stream driven message by message."""
-
-    def __init__(self, stub, ipb, open_msg):
-        self.ipb = ipb
-        self.q = queue.Queue()
-        self.q.put(ipb.IngestRequest(open=open_msg))
-        self.call = stub.Stream(iter(self.q.get, None), timeout=60)
-
-    def recv(self):
-        return next(self.call)
-
-    def send(self, **body):
-        self.q.put(self.ipb.IngestRequest(**body))
-
-    def ask(self, **body):
-        """Sends one message and returns the next response."""
-        self.send(**body)
-        return self.recv()
-
-    def end(self):
-        self.q.put(None)
-
-    def cancel(self):
-        self.call.cancel()
 
 
 def code_of(fn):

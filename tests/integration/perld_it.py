@@ -5,6 +5,7 @@ Run under Debian's /usr/bin/python3 (python3-grpcio, python3-grpc-tools).
 """
 import importlib
 import os
+import queue
 import re
 import subprocess
 import sys
@@ -108,6 +109,41 @@ class Daemon:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return -9
+
+
+class IngestStream:
+    """One perld.v1.Ingest stream driven message by message."""
+
+    def __init__(self, stub, ipb, open_msg, timeout=120):
+        self.ipb = ipb
+        self.q = queue.Queue()
+        self.q.put(ipb.IngestRequest(open=open_msg))
+        self.call = stub.Stream(iter(self.q.get, None), timeout=timeout)
+
+    def recv(self):
+        return next(self.call)
+
+    def send(self, **body):
+        self.q.put(self.ipb.IngestRequest(**body))
+
+    def ask(self, **body):
+        """Sends one message and returns the next response."""
+        self.send(**body)
+        return self.recv()
+
+    def end(self):
+        self.q.put(None)
+
+    def cancel(self):
+        self.call.cancel()
+
+    def finish(self, last):
+        """Closes after sequence `last`, ends the stream, returns the close's ack."""
+        reply = self.ask(close=self.ipb.IngestClose(last_sequence=last))
+        self.end()
+        for _ in self.call:
+            pass
+        return reply
 
 
 def wait_ended(query, pb, run_id, seconds=120):
