@@ -44,12 +44,12 @@ HybridPagedLatencyRecorder::HybridPagedLatencyRecorder(int64_t min_latency, int6
       max_memory_bytes_(max_memory_bytes) {}
 
 size_t HybridPagedLatencyRecorder::dense_pages() const {
-  return static_cast<size_t>(std::count_if(pages_.begin(), pages_.end(),
-                                           [](const Page& p) { return p.dense != nullptr; }));
+  return static_cast<size_t>(
+      std::count_if(pages_.begin(), pages_.end(), [](const Page& p) { return p.is_dense; }));
 }
 
 int64_t HybridPagedLatencyRecorder::ArrayBytes(const Page& page) const {
-  if (page.dense != nullptr) {
+  if (page.is_dense) {
     return kArrayObjectBytes + page_size_ * 8;
   }
   return 2 * kArrayObjectBytes + int64_t{page.sparse_capacity} * kSparseEntryBytes;
@@ -60,7 +60,7 @@ uint32_t HybridPagedLatencyRecorder::NewPage(int64_t page_id) {
   Page& page = pages_.emplace_back();
   page.id = page_id;
   page.sparse_capacity =
-      static_cast<int32_t>(std::min<int64_t>(kInitialSparseCapacity, sparse_limit_));
+      static_cast<uint16_t>(std::min<int64_t>(kInitialSparseCapacity, sparse_limit_));
   retained_bytes_ += kPageObjectBytes + kPageMapEntryBytes + ArrayBytes(page);
   return index;
 }
@@ -90,32 +90,30 @@ HybridPagedLatencyRecorder::Page& HybridPagedLatencyRecorder::PageFor(int64_t pa
   return page;
 }
 
-void HybridPagedLatencyRecorder::Activate(uint32_t index) {
-  if (static_cast<int64_t>(active_.size()) == active_capacity_) {
-    const int64_t grown = std::max(kInitialSparseCapacity, active_capacity_ * 2);
-    retained_bytes_ += (grown - active_capacity_) * kActiveIdBytes;
-    if (active_capacity_ == 0) {
-      retained_bytes_ += kArrayObjectBytes;
-    }
-    active_capacity_ = grown;
-    active_.reserve(static_cast<size_t>(grown));
+void HybridPagedLatencyRecorder::GrowActive() {
+  const int64_t grown = std::max(kInitialSparseCapacity, active_capacity_ * 2);
+  retained_bytes_ += (grown - active_capacity_) * kActiveIdBytes;
+  if (active_capacity_ == 0) {
+    retained_bytes_ += kArrayObjectBytes;
   }
-  const int64_t id = pages_[index].id;
-  if (active_.empty()) {
-    active_min_id_ = active_max_id_ = id;
-  } else {
-    active_min_id_ = std::min(active_min_id_, id);
-    active_max_id_ = std::max(active_max_id_, id);
+  active_capacity_ = grown;
+  active_.reserve(static_cast<size_t>(grown));
+}
+
+inline void HybridPagedLatencyRecorder::Activate(uint32_t index) {
+  if (static_cast<int64_t>(active_.size()) == active_capacity_) [[unlikely]] {
+    GrowActive();
   }
-  active_.push_back(LatencyBucket{id, index});
-  pages_[index].active = true;
+  Page& page = pages_[index];
+  active_.push_back(LatencyBucket{page.id, index});
+  page.active = true;
 }
 
 inline void HybridPagedLatencyRecorder::Add(int64_t latency, int64_t count) {
   Page& page = PageFor(latency >> page_bits_);
   const auto offset = static_cast<uint16_t>(latency & page_mask_);
-  if (page.dense != nullptr) {
-    page.dense[offset] += count;
+  if (page.is_dense) [[unlikely]] {
+    page.dense()[offset] += count;
   } else {
     AddSparse(page, offset, count);
   }
@@ -138,19 +136,17 @@ void HybridPagedLatencyRecorder::AddSparse(Page& page, uint16_t offset, int64_t 
   }
   if (size == sparse_limit_) {
     Promote(page);
-    page.dense[offset] += count;
+    page.dense()[offset] += count;
     return;
   }
   if (size == page.sparse_capacity) {
     const int32_t grown = std::min(sparse_limit_, page.sparse_capacity * 2);
-    auto new_offsets = std::make_unique<uint16_t[]>(static_cast<size_t>(grown));
-    auto new_counts = std::make_unique<int64_t[]>(static_cast<size_t>(grown));
-    std::memcpy(new_offsets.get(), offsets, static_cast<size_t>(size) * sizeof(uint16_t));
-    std::memcpy(new_counts.get(), page.counts(), static_cast<size_t>(size) * sizeof(int64_t));
-    page.heap_offsets = std::move(new_offsets);
-    page.heap_counts = std::move(new_counts);
+    auto heap = std::make_unique<std::byte[]>(static_cast<size_t>(grown) * 10);
+    std::memcpy(heap.get(), page.counts(), static_cast<size_t>(size) * sizeof(int64_t));
+    std::memcpy(heap.get() + grown * 8, offsets, static_cast<size_t>(size) * sizeof(uint16_t));
+    page.heap = std::move(heap);
     retained_bytes_ += int64_t{grown - page.sparse_capacity} * kSparseEntryBytes;
-    page.sparse_capacity = grown;
+    page.sparse_capacity = static_cast<uint16_t>(grown);
   }
   uint16_t* const o = page.offsets();
   int64_t* const c = page.counts();
@@ -164,12 +160,14 @@ void HybridPagedLatencyRecorder::AddSparse(Page& page, uint16_t offset, int64_t 
 
 void HybridPagedLatencyRecorder::Promote(Page& page) {
   const int64_t before = ArrayBytes(page);
-  page.dense = std::make_unique<int64_t[]>(static_cast<size_t>(page_size_));
+  auto dense = std::make_unique<std::byte[]>(static_cast<size_t>(page_size_) * sizeof(int64_t));
+  auto* counters = reinterpret_cast<int64_t*>(dense.get());
+  std::memset(counters, 0, static_cast<size_t>(page_size_) * sizeof(int64_t));
   for (int32_t i = 0; i < page.sparse_size; ++i) {
-    page.dense[page.offsets()[i]] = page.counts()[i];
+    counters[page.offsets()[i]] = page.counts()[i];
   }
-  page.heap_offsets.reset();
-  page.heap_counts.reset();
+  page.heap = std::move(dense);
+  page.is_dense = true;
   page.sparse_size = 0;
   page.sparse_capacity = 0;
   retained_bytes_ += ArrayBytes(page) - before;
@@ -195,24 +193,32 @@ void HybridPagedLatencyRecorder::ExtractAscending(internal::ExtractionVisitor& v
   // activated its pages in ascending order -- an ascending remote window --
   // is detected and not sorted at all.
   const LatencyBucket* order = active_.data();
-  const bool ascending = std::is_sorted(
-      active_.begin(), active_.end(),
-      [](const LatencyBucket& a, const LatencyBucket& b) { return a.latency < b.latency; });
+  bool ascending = true;
+  int64_t lowest = active_.empty() ? 0 : active_.front().latency;
+  int64_t highest = lowest;
+  for (size_t k = 1; k < active_.size(); ++k) {
+    const int64_t id = active_[k].latency;
+    ascending &= active_[k - 1].latency < id;
+    lowest = std::min(lowest, id);
+    highest = std::max(highest, id);
+  }
   if (!ascending) {
     if (sort_scratch_.size() < active_.size()) sort_scratch_.resize(active_.size());
-    order = SortBucketsByLatency(active_.data(), sort_scratch_.data(), active_.size(),
-                                 active_min_id_, active_max_id_, &sort_histogram_);
+    order = SortBucketsByLatency(active_.data(), sort_scratch_.data(), active_.size(), lowest,
+                                 highest, &sort_histogram_);
   }
   for (size_t k = 0; k < active_.size(); ++k) {
     Page& page = pages_[static_cast<size_t>(order[k].count)];
     const int64_t base = page.id << page_bits_;
-    if (page.dense == nullptr) {
+    if (!page.is_dense) {
+      const uint16_t* const offsets = page.offsets();
+      const int64_t* const counts = page.counts();
       for (int32_t i = 0; i < page.sparse_size; ++i) {
-        visitor.Add(base + page.offsets()[i], page.counts()[i]);
+        visitor.Add(base + offsets[i], counts[i]);
       }
       page.sparse_size = 0;
     } else {
-      int64_t* const dense = page.dense.get();
+      int64_t* const dense = page.dense();
       for (int64_t offset = 0; offset < page_size_; ++offset) {
         if (dense[offset] != 0) {
           visitor.Add(base + offset, dense[offset]);
@@ -229,14 +235,14 @@ void HybridPagedLatencyRecorder::ForEachBucket(internal::BucketForwarder& out) c
   for (const LatencyBucket& active : active_) {
     const Page& page = pages_[static_cast<size_t>(active.count)];
     const int64_t base = page.id << page_bits_;
-    if (page.dense == nullptr) {
+    if (!page.is_dense) {
       for (int32_t i = 0; i < page.sparse_size; ++i) {
         out.Add(base + page.offsets()[i], page.counts()[i]);
       }
     } else {
       for (int64_t offset = 0; offset < page_size_; ++offset) {
-        if (page.dense[offset] != 0) {
-          out.Add(base + offset, page.dense[offset]);
+        if (page.dense()[offset] != 0) {
+          out.Add(base + offset, page.dense()[offset]);
         }
       }
     }
@@ -244,10 +250,10 @@ void HybridPagedLatencyRecorder::ForEachBucket(internal::BucketForwarder& out) c
 }
 
 void HybridPagedLatencyRecorder::ClearPage(Page& page) {
-  if (page.dense == nullptr) {
+  if (!page.is_dense) {
     page.sparse_size = 0;
   } else {
-    std::memset(page.dense.get(), 0, static_cast<size_t>(page_size_) * sizeof(int64_t));
+    std::memset(page.dense(), 0, static_cast<size_t>(page_size_) * sizeof(int64_t));
   }
   page.active = false;
 }

@@ -76,28 +76,38 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
   size_t dense_pages() const;
 
  private:
-  // The first kInitialSparseCapacity entries live in the page itself, so a
-  // page with few values (one value per page: the sparse worst case) is one
-  // object in pages_, read sequentially, with no array to chase. The memory
-  // estimate still charges SBM's arrays (its accounting, not this layout).
+  // One cache line per page. The first kInitialSparseCapacity entries live
+  // in the page itself, so a page with few values (one value per page: the
+  // sparse worst case) is one line of pages_, read sequentially, with no
+  // array to chase. Beyond them `heap` holds the sparse arrays (capacity
+  // counts, then capacity offsets) or, once promoted, the 2^page_bits dense
+  // counters. The memory estimate still charges SBM's arrays (its
+  // accounting, not this layout).
   static constexpr int kInlineEntries = static_cast<int>(kInitialSparseCapacity);
-  struct Page {
+  struct alignas(64) Page {
     int64_t id = 0;
-    int32_t sparse_size = 0;
-    int32_t sparse_capacity = 0;
-    bool active = false;  // holds data in the current window
     uint16_t inline_offsets[kInlineEntries] = {};
+    uint16_t sparse_size = 0;
+    uint16_t sparse_capacity = 0;
+    bool active = false;  // holds data in the current window
+    bool is_dense = false;
     int64_t inline_counts[kInlineEntries] = {};
-    std::unique_ptr<uint16_t[]> heap_offsets;  // beyond kInlineEntries (sparse form)
-    std::unique_ptr<int64_t[]> heap_counts;
-    std::unique_ptr<int64_t[]> dense;  // 2^page_bits counters once promoted
+    std::unique_ptr<std::byte[]> heap;
 
-    // Sorted sparse offsets and their counts (parallel).
-    uint16_t* offsets() { return heap_offsets ? heap_offsets.get() : inline_offsets; }
-    int64_t* counts() { return heap_counts ? heap_counts.get() : inline_counts; }
-    const uint16_t* offsets() const { return heap_offsets ? heap_offsets.get() : inline_offsets; }
-    const int64_t* counts() const { return heap_counts ? heap_counts.get() : inline_counts; }
+    bool on_heap() const { return heap != nullptr && !is_dense; }
+    int64_t* counts() { return on_heap() ? reinterpret_cast<int64_t*>(heap.get()) : inline_counts; }
+    uint16_t* offsets() {
+      return on_heap() ? reinterpret_cast<uint16_t*>(heap.get() + sparse_capacity * 8)
+                       : inline_offsets;
+    }
+    int64_t* dense() { return is_dense ? reinterpret_cast<int64_t*>(heap.get()) : nullptr; }
+    const int64_t* dense() const {
+      return is_dense ? reinterpret_cast<const int64_t*>(heap.get()) : nullptr;
+    }
+    const int64_t* counts() const { return const_cast<Page*>(this)->counts(); }
+    const uint16_t* offsets() const { return const_cast<Page*>(this)->offsets(); }
   };
+  static_assert(sizeof(Page) == 64, "a page is one cache line");
 
   HybridPagedLatencyRecorder(int64_t min_latency, int64_t max_latency, int64_t max_memory_bytes,
                              int page_bits, int sparse_entry_limit, HybridMemoryPolicy policy);
@@ -106,6 +116,7 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
   Page& PageFor(int64_t page_id);
   uint32_t NewPage(int64_t page_id);
   void Activate(uint32_t index);
+  [[gnu::noinline]] void GrowActive();
   void AddSparse(Page& page, uint16_t offset, int64_t count);
   void Promote(Page& page);
   int64_t ArrayBytes(const Page& page) const;
@@ -133,8 +144,6 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
   std::vector<LatencyBucket> active_;
   std::vector<LatencyBucket> sort_scratch_;
   std::vector<uint32_t> sort_histogram_;
-  int64_t active_min_id_ = 0;  // bounds of the active ids (for the radix sort)
-  int64_t active_max_id_ = 0;
   int64_t active_capacity_ = 0;  // SBM's activePageIds length (accounting)
   int64_t retained_bytes_ = 0;   // SBM's retainedMemoryBytes
   int64_t cache_releases_ = 0;   // ReleaseIfOversized releases
