@@ -25,6 +25,7 @@
 #include "daemon/config/state_dir.h"
 #include "daemon/log/log.h"
 #include "daemon/server/daemon_server.h"
+#include "daemon/server/systemd_notifier.h"
 #include "perld/version.h"
 
 namespace {
@@ -119,6 +120,9 @@ int RunDaemon(const std::vector<std::string>& args) {
                     : "perld: gRPC listening on unix:" + (*server)->listeners().grpc_unix + "\n")
             << std::flush;
   perld::log::Info("perld ", PERLD_VERSION, " ready (state directory ", state_dir, ")");
+  perld::server::DaemonServer* const daemon = server->get();
+  perld::server::SystemdNotifier systemd([daemon] { return daemon->recorder_ticks(); });
+  systemd.Ready("gRPC on " + daemon->listeners().grpc + ", HTTP on " + daemon->listeners().http);
 
   perld::config::DaemonConfig running = *config;
   for (;;) {
@@ -126,11 +130,14 @@ int RunDaemon(const std::vector<std::string>& args) {
     if (sigwait(&signals, &sig) != 0) continue;
     if (sig != SIGHUP) {
       perld::log::Info(sig == SIGTERM ? "SIGTERM" : "SIGINT", ": stopping");
+      systemd.Stopping();
       break;
     }
+    systemd.Reloading();
     absl::StatusOr<perld::config::DaemonConfig> reloaded = EffectiveConfig(*flags);
     if (!reloaded.ok()) {
       perld::log::Error("SIGHUP: configuration not reloaded: ", reloaded.status().message());
+      systemd.Ready("reload refused: the configuration has errors (see the log)");
       continue;
     }
     reloaded->grpc_unix = perld::config::ResolveGrpcUnix(
@@ -146,8 +153,10 @@ int RunDaemon(const std::vector<std::string>& args) {
     }
     (*server)->Reload(decision.next);
     running = decision.next;
+    systemd.Ready("reloaded");
   }
   (*server)->Shutdown();
+  systemd.Stop();
   return 0;
 }
 

@@ -78,6 +78,7 @@ void RecorderThread::Run() {
     }
     if (now >= next_tick) {
       work_.Tick(now);
+      ticks_.fetch_add(1, std::memory_order_relaxed);
       next_tick = now + options_.tick_ns;
     }
     if (moved == 0) {

@@ -61,6 +61,9 @@ class RecorderThread {
 
   // Timestamps delivered to the sink so far (any thread).
   uint64_t consumed() const { return consumed_.load(std::memory_order_relaxed); }
+  // Ticks delivered so far (at least one per tick_ns while the thread runs,
+  // busy or idle): the liveness signal a watchdog reads (any thread).
+  uint64_t ticks() const { return ticks_.load(std::memory_order_relaxed); }
 
  private:
   void Run();
@@ -72,6 +75,7 @@ class RecorderThread {
   std::atomic<bool> stop_{false};
   bool started_ = false;
   std::atomic<uint64_t> consumed_{0};
+  std::atomic<uint64_t> ticks_{0};
 };
 
 }  // namespace perld

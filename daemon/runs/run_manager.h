@@ -112,6 +112,8 @@ class RunManager {
   const RunRegistry& registry() const { return registry_; }
   // Timestamps the recorder consumed since start, over every run.
   uint64_t consumed() const { return recorder_.consumed(); }
+  // The recorder thread's ticks (it ticks every 10 ms, busy or idle).
+  uint64_t recorder_ticks() const { return recorder_.ticks(); }
   // Runs attached to the recorder thread right now.
   int attached() const { return host_.attached(); }
   // Windows the recorder published that the dispatcher has not handled yet.

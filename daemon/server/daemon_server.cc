@@ -130,6 +130,8 @@ DaemonServer::~DaemonServer() { Shutdown(); }
 
 const Listeners& DaemonServer::listeners() const { return parts_->listeners; }
 
+uint64_t DaemonServer::recorder_ticks() const { return parts_->manager->recorder_ticks(); }
+
 absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
     const config::DaemonConfig& config, const std::string& state_dir) {
   log::SetLevel(ToLogLevel(config.log_level));

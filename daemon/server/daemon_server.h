@@ -44,6 +44,8 @@ class DaemonServer {
   DaemonServer& operator=(const DaemonServer&) = delete;
 
   const Listeners& listeners() const;
+  // The recorder thread's progress counter (SystemdNotifier's watchdog).
+  uint64_t recorder_ticks() const;
   void Reload(const config::DaemonConfig& next);
   void Shutdown();
 

@@ -425,6 +425,10 @@ TEST(DaemonConfigTest, ShippedExamplesLoad) {
       LoadConfigFile(std::string(PERLD_SOURCE_DIR) + "/config/examples/aggregator.yaml");
   ASSERT_TRUE(aggregator.ok()) << aggregator.status();
   EXPECT_THAT(aggregator->grpc_listen, StartsWith("0.0.0.0:"));
+  absl::StatusOr<DaemonConfig> edge =
+      LoadConfigFile(std::string(PERLD_SOURCE_DIR) + "/config/examples/edge.yaml");
+  ASSERT_TRUE(edge.ok()) << edge.status();
+  EXPECT_EQ(edge->upstream.target, "perld-root:9717");
 }
 
 }  // namespace
