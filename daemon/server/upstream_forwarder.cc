@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <utility>
 #include <vector>
@@ -18,7 +19,12 @@ namespace {
 // Unacknowledged messages one stream may hold before the worker waits.
 constexpr int64_t kMaxUnackedPerStream = 256;
 
-std::string HostName() {
+// upstream.nodeId when set, else $PERLD_NODE_ID (a Kubernetes DaemonSet sets
+// it from spec.nodeName), else the host name.
+std::string NodeId(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  const char* env = std::getenv("PERLD_NODE_ID");  // NOLINT(concurrency-mt-unsafe): read once
+  if (env != nullptr && env[0] != '\0') return env;
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "perld";
   return name;
@@ -28,7 +34,7 @@ std::string HostName() {
 
 UpstreamForwarder::UpstreamForwarder(config::UpstreamConfig config)
     : config_(std::move(config)),
-      node_id_(config_.node_id.empty() ? HostName() : config_.node_id),
+      node_id_(NodeId(config_.node_id)),
       worker_([this] { Work(); }) {
   log::Info("upstream: forwarding every run's windows to ", config_.target, " as '", node_id_, "'");
 }

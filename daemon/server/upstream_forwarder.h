@@ -52,8 +52,8 @@ class UpstreamForwarder final : public runs::RunObserver {
     uint64_t queued = 0;           // windows waiting now
   };
 
-  // REQUIRES: !config.target.empty(). `node_id` is config.node_id or the
-  // host name.
+  // REQUIRES: !config.target.empty(). The node id is config.node_id, else
+  // $PERLD_NODE_ID, else the host name.
   explicit UpstreamForwarder(config::UpstreamConfig config);
   ~UpstreamForwarder() override;  // Stop()
   UpstreamForwarder(const UpstreamForwarder&) = delete;
