@@ -80,9 +80,7 @@ class RunRegistry::ChangeLock {
 
 struct RunRegistry::Entry {
   explicit Entry(const RunInfo& run)
-      : info(run),
-        percentiles(PercentilesOf(run.spec)),
-        live(TotalBudgetBytes(run.spec)) {}
+      : info(run), percentiles(PercentilesOf(run.spec)), live(TotalBudgetBytes(run.spec)) {}
 
   // The live total keeps the budget of the run's own total recorder: the
   // aggregator's exactTotalLatencyMaxMemoryMB for hybrid runs, PerL's

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -33,9 +33,7 @@ std::string NodeId(const std::string& configured) {
 }  // namespace
 
 UpstreamForwarder::UpstreamForwarder(config::UpstreamConfig config)
-    : config_(std::move(config)),
-      node_id_(NodeId(config_.node_id)),
-      worker_([this] { Work(); }) {
+    : config_(std::move(config)), node_id_(NodeId(config_.node_id)), worker_([this] { Work(); }) {
   log::Info("upstream: forwarding every run's windows to ", config_.target, " as '", node_id_, "'");
 }
 
