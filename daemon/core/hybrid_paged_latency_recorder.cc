@@ -143,7 +143,8 @@ void HybridPagedLatencyRecorder::AddSparse(Page& page, uint16_t offset, int64_t 
     const int32_t grown = std::min(sparse_limit_, page.sparse_capacity * 2);
     auto heap = std::make_unique<std::byte[]>(static_cast<size_t>(grown) * 10);
     std::memcpy(heap.get(), page.counts(), static_cast<size_t>(size) * sizeof(int64_t));
-    std::memcpy(heap.get() + grown * 8, offsets, static_cast<size_t>(size) * sizeof(uint16_t));
+    std::memcpy(heap.get() + static_cast<size_t>(grown) * sizeof(int64_t), offsets,
+                static_cast<size_t>(size) * sizeof(uint16_t));
     page.heap = std::move(heap);
     retained_bytes_ += int64_t{grown - page.sparse_capacity} * kSparseEntryBytes;
     page.sparse_capacity = static_cast<uint16_t>(grown);

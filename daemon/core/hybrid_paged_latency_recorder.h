@@ -97,7 +97,8 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
     bool on_heap() const { return heap != nullptr && !is_dense; }
     int64_t* counts() { return on_heap() ? reinterpret_cast<int64_t*>(heap.get()) : inline_counts; }
     uint16_t* offsets() {
-      return on_heap() ? reinterpret_cast<uint16_t*>(heap.get() + sparse_capacity * 8)
+      return on_heap() ? reinterpret_cast<uint16_t*>(heap.get() +
+                                                     size_t{sparse_capacity} * sizeof(int64_t))
                        : inline_offsets;
     }
     int64_t* dense() { return is_dense ? reinterpret_cast<int64_t*>(heap.get()) : nullptr; }
