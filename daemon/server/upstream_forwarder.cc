@@ -160,11 +160,14 @@ void UpstreamForwarder::Send(runs::RunId id, const runs::WindowRecord& window) {
     *message.mutable_window() = std::move(part);
     if (!sender->Enqueue(std::move(message))) {
       windows_dropped_.fetch_add(1, std::memory_order_relaxed);
-      perld::Counters c;
-      sender->FillCounters(&c);
-      log::Error(
-          "upstream: run ", id, ": window ", window.seq, " not forwarded: ",
-          c.last_stream_error.empty() ? "the parent refused the stream" : c.last_stream_error);
+      if (refused_.insert(id).second) {  // once per run; the rest are counted
+        perld::Counters c;
+        sender->FillCounters(&c);
+        log::Error(
+            "upstream: run ", id, ": window ", window.seq,
+            " and the run's later windows not forwarded: ",
+            c.last_stream_error.empty() ? "the parent refused the stream" : c.last_stream_error);
+      }
       return;
     }
     windows_sent_.fetch_add(1, std::memory_order_relaxed);
@@ -180,6 +183,7 @@ void UpstreamForwarder::End(runs::RunId id) {
     sender = std::move(it->second);
     senders_.erase(it);
   }
+  refused_.erase(id);
   const perld::FlushResult r = sender->Close(std::chrono::milliseconds(config_.close_timeout_ms));
   perld::Counters c;
   sender->FillCounters(&c);

@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -94,6 +95,7 @@ class UpstreamForwarder final : public runs::RunObserver {
   // The worker's streams; senders_mu_ guards the map for Counters().
   mutable std::mutex senders_mu_;
   std::map<runs::RunId, std::unique_ptr<client::IngestSender>> senders_;
+  std::set<runs::RunId> refused_;  // worker: runs whose parent refused them (logged once)
   std::atomic<uint64_t> runs_{0};
   std::atomic<uint64_t> windows_sent_{0};
   std::atomic<uint64_t> closed_acked_{0};  // acked messages of closed streams

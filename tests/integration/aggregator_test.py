@@ -263,6 +263,37 @@ def main():
                   float(sent[0].split()[-1]) > 0,
                   f"edge {n}: every report sent upstream was acknowledged ({sent} {acked})")
 
+        # --- A root that refuses an edge's run (its unit differs): the
+        # edge's own run is unaffected, the refusal is counted. -------------
+        stub = irpc.IngestStub(grpc.insecure_channel(root.grpc))
+        holder = Stream(stub, ipb, ipb.IngestOpen(run_name="clash", client_id="holder",
+                                                  mode=ipb.IngestOpen.MODE_WINDOWS,
+                                                  time_unit=pb.TIME_UNIT_MS))
+        holder.recv()
+        edge_stub = irpc.IngestStub(grpc.insecure_channel(edges[0].grpc))
+        e = Stream(edge_stub, ipb, ipb.IngestOpen(run_name="clash", client_id="ec",
+                                                  mode=ipb.IngestOpen.MODE_WINDOWS,
+                                                  time_unit=pb.TIME_UNIT_NS))
+        e.recv()
+        for k in range(3):
+            e.ask(window=window_msg(ipb, k + 1, [(1000 + k, 5)]))
+            time.sleep(INTERVAL_MS / 1000)
+        e.finish(3)
+        eq = rpc.QueryStub(grpc.insecure_channel(edges[0].grpc))
+        got = wait_ended(eq, pb, run_named(eq, pb, "clash").id, 30)
+        check(got.run.state == pb.RUN_STATE_FINISHED and got.total.records == 15,
+              "edge: a run the root refuses still ends finished and exact on the edge")
+        deadline = time.time() + 20
+        dropped = []
+        while time.time() < deadline:
+            dropped = metric(edges[0].http, "perld_upstream_dropped_windows_total")
+            if dropped and float(dropped[0].split()[-1]) > 0:
+                break
+            time.sleep(0.1)
+        check(dropped and float(dropped[0].split()[-1]) > 0,
+              f"edge: the windows the root refused are counted ({dropped})")
+        holder.finish(0)
+
         # --- Late reports and clients per window, on the root directly. ----
         stub = irpc.IngestStub(grpc.insecure_channel(root.grpc))
         a = Stream(stub, ipb, ipb.IngestOpen(run_name="late", client_id="a", mode=ipb.IngestOpen.MODE_WINDOWS,
