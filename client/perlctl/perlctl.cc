@@ -382,8 +382,8 @@ int Clients(Cli& cli) {
               static_cast<unsigned long long>(response.run_id()), response.clients_size(),
               static_cast<long long>(response.breakdown_bytes()),
               static_cast<long long>(response.breakdown_limit_bytes()));
-  std::printf("%-24s %-7s %-9s %8s %12s  %s\n", "CLIENT", "MODE", "STATE", "REPORTS", "RECORDS",
-              "PERCENTILES");
+  std::printf("%-24s %-16s %-7s %-9s %8s %12s  %s\n", "CLIENT", "NAME", "MODE", "STATE", "REPORTS",
+              "RECORDS", "PERCENTILES");
   for (const v1::RemoteClient& c : response.clients()) {
     std::string percentiles;
     for (const v1::Percentile& p : c.percentiles()) {
@@ -393,9 +393,10 @@ int Clients(Cli& cli) {
       percentiles = c.mode() == "raw" ? "(raw client: records only)"
                                       : "(distribution over the breakdown budget: counters only)";
     }
-    std::printf("%-24s %-7s %-9s %8lld %12lld  %s\n", c.client_id().c_str(), c.mode().c_str(),
-                c.state().c_str(), static_cast<long long>(c.reports()),
-                static_cast<long long>(c.records()), percentiles.c_str());
+    std::printf("%-24s %-16s %-7s %-9s %8lld %12lld  %s\n", c.client_id().c_str(),
+                c.client_name().c_str(), c.mode().c_str(), c.state().c_str(),
+                static_cast<long long>(c.reports()), static_cast<long long>(c.records()),
+                percentiles.c_str());
   }
   return 0;
 }
