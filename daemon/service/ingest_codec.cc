@@ -61,22 +61,39 @@ absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_leng
   return absl::OkStatus();
 }
 
+absl::Status CheckPairs(uint64_t sequence, int64_t pairs, int64_t max_pairs) {
+  if (pairs > max_pairs) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("ingest.maxPairsPerReport: window ", sequence, " has ", pairs,
+                     " latency/count pairs, the limit is ", max_pairs));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWindow(uint64_t sequence, const runs::RemoteWindow& w, int64_t min_bound,
+                         int64_t max_bound) {
+  const LatencyCounters& c = w.counters;
+  if (c.bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("window ", sequence, ": bytes is negative"));
+  }
+  if (c.min_latency != kNoMinLatency && c.min_latency > c.max_latency) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window ", sequence, ": min_latency ", c.min_latency, " > max_latency ", c.max_latency));
+  }
+  if (absl::Status s = LatencyRecorder::CheckBuckets(c, w.buckets, min_bound, max_bound); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("window ", sequence, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<runs::RemoteWindow> DecodeWindow(const v1::WindowReport& report, int64_t max_pairs,
                                                 int64_t min_bound, int64_t max_bound) {
   const int64_t n = report.latency_delta_size();
-  if (n > max_pairs) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("ingest.maxPairsPerReport: window ", report.sequence(), " has ", n,
-                     " latency/count pairs, the limit is ", max_pairs));
-  }
+  if (absl::Status s = CheckPairs(report.sequence(), n, max_pairs); !s.ok()) return s;
   if (report.count_size() != n) {
     return absl::InvalidArgumentError(absl::StrCat("window ", report.sequence(),
                                                    ": latency_delta has ", n,
                                                    " entries but count has ", report.count_size()));
-  }
-  if (report.bytes() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("window ", report.sequence(), ": bytes is negative"));
   }
   runs::RemoteWindow w;
   LatencyCounters& c = w.counters;
@@ -93,12 +110,8 @@ absl::StatusOr<runs::RemoteWindow> DecodeWindow(const v1::WindowReport& report, 
   if (report.records() > report.invalid_latency_records()) {
     c.min_latency = report.min_latency();
     c.max_latency = report.max_latency();
-    if (c.min_latency > c.max_latency) {
-      return absl::InvalidArgumentError(absl::StrCat("window ", report.sequence(), ": min_latency ",
-                                                     c.min_latency, " > max_latency ",
-                                                     c.max_latency));
-    }
   }
+  w.end_unix_ms = report.end_unix_ms();
   w.buckets.resize(static_cast<size_t>(n));
   uint64_t latency = 0;
   for (int i = 0; i < n; ++i) {
@@ -117,10 +130,7 @@ absl::StatusOr<runs::RemoteWindow> DecodeWindow(const v1::WindowReport& report, 
     w.buckets[static_cast<size_t>(i)] =
         LatencyBucket{static_cast<int64_t>(latency), static_cast<int64_t>(count)};
   }
-  if (absl::Status s = LatencyRecorder::CheckBuckets(c, w.buckets, min_bound, max_bound); !s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("window ", report.sequence(), ": ", s.message()));
-  }
+  if (absl::Status s = CheckWindow(report.sequence(), w, min_bound, max_bound); !s.ok()) return s;
   return w;
 }
 

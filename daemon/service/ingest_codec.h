@@ -34,4 +34,12 @@ absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_leng
 absl::StatusOr<runs::RemoteWindow> DecodeWindow(const v1::WindowReport& report, int64_t max_pairs,
                                                 int64_t min_bound, int64_t max_bound);
 
+// The checks every remote window passes whatever its wire format (DecodeWindow,
+// SBP records): `pairs` <= max_pairs (before decoding anything), then on the
+// built window: bytes >= 0, min <= max when a latency was seen, and
+// LatencyRecorder::CheckBuckets. `sequence` names the window in errors.
+absl::Status CheckPairs(uint64_t sequence, int64_t pairs, int64_t max_pairs);
+absl::Status CheckWindow(uint64_t sequence, const runs::RemoteWindow& w, int64_t min_bound,
+                         int64_t max_bound);
+
 }  // namespace perld::service

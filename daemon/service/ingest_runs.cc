@@ -337,6 +337,17 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& sessio
 absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& session,
                                                             const v1::WindowReport& report,
                                                             grpc::ServerContext* context) {
+  return ApplyWindow(
+      session, report.sequence(),
+      [&](const LatencyConfig& run, int64_t max_pairs) {
+        return DecodeWindow(report, max_pairs, run.min_latency, run.max_latency);
+      },
+      context);
+}
+
+absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& session,
+                                                            uint64_t sequence, WindowBuilder build,
+                                                            grpc::ServerContext* context) {
   Client& c = *session.client;
   if (c.mode != v1::IngestOpen::MODE_WINDOWS) {
     return Refuse(stats_, Refusal::kMalformed,
@@ -349,29 +360,27 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
                   absl::AbortedError("a newer stream of this client took over"));
   }
   Applied out;
-  if (report.sequence() == 0) {
+  if (sequence == 0) {
     return Refuse(stats_, Refusal::kMalformed,
                   absl::InvalidArgumentError("window: sequence numbers start at 1"));
   }
-  if (report.sequence() <= c.applied) {
+  if (sequence <= c.applied) {
     ++c.duplicates;
     stats_.duplicates.fetch_add(1, std::memory_order_relaxed);
     out.duplicate = true;
-  } else if (report.sequence() != c.applied + 1) {
+  } else if (sequence != c.applied + 1) {
     return Refuse(stats_, Refusal::kSequenceGap,
-                  absl::OutOfRangeError(absl::StrCat("sequence gap: expected ", c.applied + 1,
-                                                     ", got ", report.sequence())));
+                  absl::OutOfRangeError(
+                      absl::StrCat("sequence gap: expected ", c.applied + 1, ", got ", sequence)));
   } else {
-    const LatencyConfig& latency = session.run->latency;
-    absl::StatusOr<runs::RemoteWindow> w =
-        DecodeWindow(report, max_pairs, latency.min_latency, latency.max_latency);
+    absl::StatusOr<runs::RemoteWindow> w = build(session.run->latency, max_pairs);
     if (!w.ok()) return Refuse(stats_, RefusalOf(w.status(), Refusal::kPairs), w.status());
     const int64_t bytes = w->bytes();
     if (bytes > session.max_memory_bytes) {
       return Refuse(stats_, Refusal::kClientMemory,
-                    absl::ResourceExhaustedError(absl::StrCat(
-                        "ingest.maxClientMemoryBytes: window ", report.sequence(), " needs ", bytes,
-                        " bytes, the limit is ", session.max_memory_bytes)));
+                    absl::ResourceExhaustedError(
+                        absl::StrCat("ingest.maxClientMemoryBytes: window ", sequence, " needs ",
+                                     bytes, " bytes, the limit is ", session.max_memory_bytes)));
     }
     // Backpressure: wait for the recorder to merge this client's earlier
     // windows before queueing more than its share.
@@ -386,9 +395,8 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
     c.totals->AddWindow(w->counters, w->buckets, absl::ToUnixMillis(absl::Now()));
     w->charge = c.charge;
     w->client = c.index;
-    w->end_unix_ms = report.end_unix_ms();
     session.run->inbox->Push(*std::move(w));
-    c.applied = report.sequence();
+    c.applied = sequence;
     stats_.windows.fetch_add(1, std::memory_order_relaxed);
     stats_.pairs.fetch_add(static_cast<uint64_t>(pairs), std::memory_order_relaxed);
   }

@@ -42,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/core/latency_percentiles.h"
@@ -96,6 +97,13 @@ class IngestRuns {
   // (until `context` is cancelled).
   absl::StatusOr<Applied> ApplyWindow(const Session& session, const v1::WindowReport& report,
                                       grpc::ServerContext* context);
+  // The same for a window in another wire format (SBP): `build` turns it into
+  // a checked RemoteWindow (ingest_codec.h: CheckPairs, CheckWindow) for the
+  // run's latency range and pair limit; it runs only for a new sequence.
+  using WindowBuilder = absl::FunctionRef<absl::StatusOr<runs::RemoteWindow>(
+      const LatencyConfig& run, int64_t max_pairs)>;
+  absl::StatusOr<Applied> ApplyWindow(const Session& session, uint64_t sequence,
+                                      WindowBuilder build, grpc::ServerContext* context);
   // The client is done with the run. OutOfRange unless last_sequence is the
   // sequence applied.
   absl::StatusOr<Applied> Close(const Session& session, uint64_t last_sequence);

@@ -4,6 +4,7 @@
 #include <grpcpp/support/method_handler.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/log/log.h"
 #include "daemon/service/grpc_status.h"
+#include "daemon/service/ingest_codec.h"
 #include "daemon/service/run_proto.h"
 
 namespace perld::service {
@@ -38,43 +40,57 @@ std::string RunName(const config::DaemonConfig& c) {
   return absl::StrCat("sbp:", c.sbp.storage_name, ":", ActionName(c.sbp.action));
 }
 
-// One SBP record as a perld.v1 WindowReport: counters copied, the unsorted
-// value -> count map sorted by value, equal values merged, delta-encoded.
-absl::StatusOr<v1::WindowReport> ToWindowReport(const ::MessageLatenciesRecord& r) {
+// One SBP record as the run's remote window: counters copied, the unsorted
+// value -> count map sorted by value (equal values merged), then the checks
+// every remote window passes (ingest_codec.h).
+absl::StatusOr<runs::RemoteWindow> SbpWindow(const ::MessageLatenciesRecord& r,
+                                             const LatencyConfig& run, int64_t max_pairs) {
+  const auto sequence = static_cast<uint64_t>(r.sequencenumber());
   if (r.latencyvalues_size() != r.latencycounts_size()) {
     return absl::InvalidArgumentError(absl::StrCat("latencyValues has ", r.latencyvalues_size(),
                                                    " entries, latencyCounts ",
                                                    r.latencycounts_size()));
   }
-  std::vector<std::pair<uint64_t, uint64_t>> pairs;
-  pairs.reserve(static_cast<size_t>(r.latencyvalues_size()));
+  if (absl::Status s = CheckPairs(sequence, r.latencyvalues_size(), max_pairs); !s.ok()) return s;
+  runs::RemoteWindow w;
+  std::vector<LatencyBucket>& buckets = w.buckets;
+  buckets.reserve(static_cast<size_t>(r.latencyvalues_size()));
   for (int i = 0; i < r.latencyvalues_size(); ++i) {
-    if (r.latencycounts(i) == 0) continue;
-    pairs.emplace_back(r.latencyvalues(i), r.latencycounts(i));
-  }
-  std::sort(pairs.begin(), pairs.end());
-  v1::WindowReport w;
-  w.set_sequence(static_cast<uint64_t>(r.sequencenumber()));
-  w.set_records(r.totalrecords());
-  w.set_bytes(r.totalbytes());
-  w.set_valid_latency_records(r.validlatencyrecords());
-  w.set_invalid_latency_records(r.invalidlatencyrecords());
-  w.set_lower_latency_discard_records(r.lowerlatencydiscardrecords());
-  w.set_higher_latency_discard_records(r.higherlatencydiscardrecords());
-  w.set_min_latency(r.minlatency());
-  w.set_max_latency(r.maxlatency());
-  w.set_total_latency(r.totallatency());
-  uint64_t previous = 0;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    if (i > 0 && pairs[i].first == pairs[i - 1].first) {
-      // A value listed twice: its counts add up.
-      const int last = w.count_size() - 1;
-      w.set_count(last, w.count(last) + pairs[i].second);
-      continue;
+    const uint64_t value = r.latencyvalues(i);
+    const uint64_t count = r.latencycounts(i);
+    if (count == 0) continue;
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+        count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return absl::InvalidArgumentError(absl::StrCat("window ", sequence, ": latency ", value,
+                                                     " or count ", count, " does not fit int64"));
     }
-    w.add_latency_delta(pairs[i].first - previous);
-    w.add_count(pairs[i].second);
-    previous = pairs[i].first;
+    buckets.push_back(LatencyBucket{static_cast<int64_t>(value), static_cast<int64_t>(count)});
+  }
+  std::sort(buckets.begin(), buckets.end(),
+            [](const LatencyBucket& a, const LatencyBucket& b) { return a.latency < b.latency; });
+  size_t kept = 0;  // a value listed twice: its counts add up
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (kept > 0 && buckets[kept - 1].latency == buckets[i].latency) {
+      buckets[kept - 1].count += buckets[i].count;
+    } else {
+      buckets[kept++] = buckets[i];
+    }
+  }
+  buckets.resize(kept);
+  LatencyCounters& c = w.counters;
+  c.records = r.totalrecords();
+  c.bytes = r.totalbytes();
+  c.valid = r.validlatencyrecords();
+  c.invalid = r.invalidlatencyrecords();
+  c.lower_discard = r.lowerlatencydiscardrecords();
+  c.higher_discard = r.higherlatencydiscardrecords();
+  c.total_latency = r.totallatency();
+  if (c.records > c.invalid) {  // a latency was seen
+    c.min_latency = r.minlatency();
+    c.max_latency = r.maxlatency();
+  }
+  if (absl::Status s = CheckWindow(sequence, w, run.min_latency, run.max_latency); !s.ok()) {
+    return s;
   }
   return w;
 }
@@ -253,10 +269,12 @@ grpc::Status SbpService::streamLatencies(grpc::ServerContext* context,
           absl::StrCat("client ", client, ": sequence number ", record.sequencenumber(), " where ",
                        expected, " was expected (records start at 1 and rise by 1)"));
     }
-    absl::StatusOr<v1::WindowReport> window = ToWindowReport(record);
-    if (!window.ok()) return ToGrpcStatus(window.status());
-    absl::StatusOr<IngestRuns::Applied> applied =
-        runs_.ApplyWindow(joined.session(), *window, context);
+    absl::StatusOr<IngestRuns::Applied> applied = runs_.ApplyWindow(
+        joined.session(), static_cast<uint64_t>(record.sequencenumber()),
+        [&](const LatencyConfig& run, int64_t max_pairs) {
+          return SbpWindow(record, run, max_pairs);
+        },
+        context);
     if (!applied.ok()) return ToGrpcStatus(applied.status());
     ++expected;
   } while (reader->Read(&record));
