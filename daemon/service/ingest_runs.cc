@@ -598,10 +598,10 @@ std::map<runs::RunId, IngestRuns::Connections> IngestRuns::ConnectionCounts() co
   return out;
 }
 
-absl::StatusOr<std::vector<IngestRuns::ClientRow>> IngestRuns::Clients(
-    runs::RunId id, const PercentileSet& set) const {
+absl::Status IngestRuns::Clients(runs::RunId id, const PercentileSet& set,
+                                 google::protobuf::RepeatedPtrField<v1::RemoteClient>* out) const {
   std::shared_ptr<Run> run;
-  std::vector<std::pair<Client*, std::string>> clients;  // client, state
+  std::vector<std::pair<Client*, const char*>> clients;  // client, state
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = active_.find(id); it != active_.end()) run = it->second;
@@ -623,26 +623,37 @@ absl::StatusOr<std::vector<IngestRuns::ClientRow>> IngestRuns::Clients(
   }
   std::sort(clients.begin(), clients.end(),
             [](const auto& a, const auto& b) { return a.first->index < b.first->index; });
-  std::vector<ClientRow> out;
-  out.reserve(clients.size());
   for (auto& [c, state] : clients) {
-    ClientRow& row = out.emplace_back();
-    row.id = c->id;
-    row.name = c->name;
-    row.windows = c->mode == v1::IngestOpen::MODE_WINDOWS;
-    row.state = std::move(state);
+    v1::RemoteClient* row = out->Add();
+    row->set_client_id(c->id);
+    row->set_client_name(c->name);
+    row->set_mode(c->mode == v1::IngestOpen::MODE_WINDOWS ? "windows" : "raw");
+    row->set_state(state);
     std::lock_guard<std::mutex> apply(c->apply_mu);
-    row.acked_sequence = c->applied;
-    row.duplicates = c->duplicates;
+    row->set_acked_sequence(c->applied);
+    row->set_duplicates(c->duplicates);
     const ClientTotals& t = *c->totals;
-    row.reports = t.reports();
-    row.timestamps = t.timestamps();
-    row.counters = t.counters();
-    row.exact = t.exact();
-    row.last_report_unix_ms = t.last_report_unix_ms();
-    if (row.exact) FillPercentiles(set, t.distribution(), &row.percentiles);
+    row->set_reports(t.reports());
+    row->set_timestamps(t.timestamps());
+    const LatencyCounters& k = t.counters();
+    row->set_records(k.records);
+    row->set_bytes(k.bytes);
+    row->set_valid_latency_records(k.valid);
+    row->set_invalid_latency_records(k.invalid);
+    row->set_lower_latency_discard_records(k.lower_discard);
+    row->set_higher_latency_discard_records(k.higher_discard);
+    row->set_min_latency(k.min_latency == kNoMinLatency ? 0 : k.min_latency);
+    row->set_max_latency(k.max_latency);
+    row->set_total_latency(k.total_latency);
+    row->set_exact(t.exact());
+    row->set_last_report_unix_ms(t.last_report_unix_ms());
+    if (t.exact()) {
+      LatencySnapshot s;
+      FillPercentiles(set, t.distribution(), &s);
+      AddPercentiles(s, row->mutable_percentiles());
+    }
   }
-  return out;
+  return absl::OkStatus();
 }
 
 }  // namespace perld::service

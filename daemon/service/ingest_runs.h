@@ -133,21 +133,9 @@ class IngestRuns {
   // (when its distribution fitted the budget) its percentiles of `set`.
   // NotFound otherwise.
   static constexpr size_t kEndedBreakdowns = 16;
-  struct ClientRow {
-    std::string id;
-    std::string name;
-    bool windows = false;  // mode
-    std::string state;     // streaming, detached, closed, gone
-    uint64_t acked_sequence = 0;
-    uint64_t duplicates = 0;
-    int64_t reports = 0;
-    int64_t timestamps = 0;
-    LatencyCounters counters;
-    bool exact = false;
-    LatencySnapshot percentiles;  // percentile fields only, when exact
-    int64_t last_report_unix_ms = 0;
-  };
-  absl::StatusOr<std::vector<ClientRow>> Clients(runs::RunId id, const PercentileSet& set) const;
+  // Appends one RemoteClient per client to `out`, in join order.
+  absl::Status Clients(runs::RunId id, const PercentileSet& set,
+                       google::protobuf::RepeatedPtrField<v1::RemoteClient>* out) const;
   const BreakdownBudget& breakdown_budget() const { return *budget_; }
 
   // Shutdown: refuse new streams (Unavailable) from now on.

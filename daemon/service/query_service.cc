@@ -62,12 +62,7 @@ grpc::Status QueryService::GetPercentiles(grpc::ServerContext*,
   if (!answer.ok()) return ToGrpcStatus(answer.status());
   const LatencySnapshot& s = answer->snapshot;
   response->set_run_id(*id);
-  for (size_t i = 0; i < s.percents.size(); ++i) {
-    v1::Percentile* p = response->add_percentiles();
-    p->set_percent(s.percents[i]);
-    p->set_latency(s.values[i]);
-    p->set_count(s.counts[i]);
-  }
+  AddPercentiles(s, response->mutable_percentiles());
   response->set_valid_latency_records(s.valid);
   response->set_exact(answer->exact);
   response->set_final(answer->total_final);
@@ -111,43 +106,12 @@ grpc::Status QueryService::GetClients(grpc::ServerContext*, const v1::GetClients
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("percentiles: ", set.status().message()));
   }
-  absl::StatusOr<std::vector<IngestRuns::ClientRow>> rows = ingest_runs_->Clients(*id, *set);
-  if (!rows.ok()) return ToGrpcStatus(rows.status());
+  if (absl::Status s = ingest_runs_->Clients(*id, *set, response->mutable_clients()); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   response->set_run_id(*id);
   response->set_breakdown_bytes(ingest_runs_->breakdown_budget().used());
   response->set_breakdown_limit_bytes(ingest_runs_->breakdown_budget().limit());
-  for (const IngestRuns::ClientRow& row : *rows) {
-    v1::RemoteClient* c = response->add_clients();
-    c->set_client_id(row.id);
-    c->set_client_name(row.name);
-    c->set_mode(row.windows ? "windows" : "raw");
-    c->set_state(row.state);
-    c->set_acked_sequence(row.acked_sequence);
-    c->set_duplicates(row.duplicates);
-    c->set_reports(row.reports);
-    c->set_timestamps(row.timestamps);
-    const LatencyCounters& k = row.counters;
-    c->set_records(k.records);
-    c->set_bytes(k.bytes);
-    c->set_valid_latency_records(k.valid);
-    c->set_invalid_latency_records(k.invalid);
-    c->set_lower_latency_discard_records(k.lower_discard);
-    c->set_higher_latency_discard_records(k.higher_discard);
-    c->set_min_latency(k.min_latency == kNoMinLatency ? 0 : k.min_latency);
-    c->set_max_latency(k.max_latency);
-    c->set_total_latency(k.total_latency);
-    c->set_exact(row.exact);
-    c->set_last_report_unix_ms(row.last_report_unix_ms);
-    if (row.exact) {
-      const LatencySnapshot& s = row.percentiles;
-      for (size_t i = 0; i < s.percents.size(); ++i) {
-        v1::Percentile* p = c->add_percentiles();
-        p->set_percent(s.percents[i]);
-        p->set_latency(s.values[i]);
-        p->set_count(s.counts[i]);
-      }
-    }
-  }
   return grpc::Status::OK;
 }
 

@@ -100,6 +100,17 @@ void ToProto(const runs::RunInfo& info, v1::RunInfo* out) {
   out->set_readers(info.spec.readers);
 }
 
+void AddPercentiles(const LatencySnapshot& s,
+                    google::protobuf::RepeatedPtrField<v1::Percentile>* out) {
+  const size_t n = std::min({s.percents.size(), s.values.size(), s.counts.size()});
+  for (size_t i = 0; i < n; ++i) {
+    v1::Percentile* p = out->Add();
+    p->set_percent(s.percents[i]);
+    p->set_latency(s.values[i]);
+    p->set_count(s.counts[i]);
+  }
+}
+
 void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {
   const LatencySnapshot& s = w.snapshot;
   const bench::ReportRow row = bench::MakeReportRow(s, w.seconds);
@@ -122,13 +133,7 @@ void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {
   out->set_records_per_second(row.records_per_sec);
   out->set_mb_per_second(row.mb_per_sec);
   out->set_median_latency(s.median);
-  const size_t n = std::min({s.percents.size(), s.values.size(), s.counts.size()});
-  for (size_t i = 0; i < n; ++i) {
-    v1::Percentile* p = out->add_percentiles();
-    p->set_percent(s.percents[i]);
-    p->set_latency(s.values[i]);
-    p->set_count(s.counts[i]);
-  }
+  AddPercentiles(s, out->mutable_percentiles());
   out->set_overflow(s.overflow);
   out->set_closed_full(s.closed_full);
   out->set_full_closes(s.full_closes);

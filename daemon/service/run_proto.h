@@ -14,6 +14,9 @@ namespace perld::service {
 void ToProto(const runs::RunInfo& info, v1::RunInfo* out);
 // `final_total`: a KIND_TOTAL window that is the run's final total.
 void ToProto(const runs::WindowRecord& window, bool final_total, v1::Window* out);
+// A snapshot's percentiles (percent, exact latency, records at it).
+void AddPercentiles(const LatencySnapshot& s,
+                    google::protobuf::RepeatedPtrField<v1::Percentile>* out);
 v1::RunState ToProto(runs::RunState state);
 v1::TimeUnit ToProto(TimeUnit unit);
 
