@@ -35,12 +35,8 @@ absl::string_view Leaf(absl::string_view dotted) {
 // section, or a section key at the top level); "" when nothing is close.
 std::string Suggestion(const std::string& unknown) {
   std::vector<std::string> names = ConfigKeyNames();
-  names.emplace_back("retention");
-  names.emplace_back("limits");
-  names.emplace_back("ingest");
-  names.emplace_back("prometheus");
-  names.emplace_back("sbp");
-  names.emplace_back("upstream");
+  const std::vector<std::string>& sections = internal::SectionNames();
+  names.insert(names.end(), sections.begin(), sections.end());
   std::string best = NearestName(unknown, names);
   if (best.empty()) {
     std::vector<std::string> leaves;

@@ -422,9 +422,15 @@ const ConfigKey* FindConfigKey(absl::string_view name) {
   return nullptr;
 }
 
+const std::vector<std::string>& SectionNames() {
+  static const std::vector<std::string>* const names = new std::vector<std::string>(
+      {"retention", "limits", "ingest", "prometheus", "sbp", "upstream"});
+  return *names;
+}
+
 bool IsSection(absl::string_view name) {
-  return name == "retention" || name == "limits" || name == "ingest" || name == "prometheus" ||
-         name == "sbp" || name == "upstream";
+  const std::vector<std::string>& names = SectionNames();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 int LineOf(int mark_line) { return mark_line < 0 ? 1 : mark_line + 1; }

@@ -57,8 +57,10 @@ const std::vector<ConfigKey>& ConfigKeys();
 // The entry named `name` (dotted), or nullptr.
 const ConfigKey* FindConfigKey(absl::string_view name);
 
-// True for the section names "retention" and "limits".
+// True for a section name (SectionNames()).
 bool IsSection(absl::string_view name);
+// The sections ("retention", "limits", ...): the one list.
+const std::vector<std::string>& SectionNames();
 
 // How a value is named in a message after "got ": 'abc' (plain scalar),
 // the string "10" (quoted), a sequence, a mapping, an empty value.

@@ -72,15 +72,12 @@ HybridPagedLatencyRecorder::Page& HybridPagedLatencyRecorder::PageFor(int64_t pa
     const uint32_t next = cached_index_ + 1;
     if (cached_id_ >= 0 && next < pages_.size() && pages_[next].id == page_id) {
       cached_index_ = next;
-      cached_id_ = page_id;
-      Page& page = pages_[next];
-      if (!page.active) Activate(next);
-      return page;
+    } else {
+      bool added = false;
+      int64_t& index = page_index_.FindOrInsert(page_id, 0, &added);
+      if (added) index = NewPage(page_id);  // NewPage does not touch page_index_
+      cached_index_ = static_cast<uint32_t>(index);
     }
-    bool added = false;
-    int64_t& index = page_index_.FindOrInsert(page_id, 0, &added);
-    if (added) index = NewPage(page_id);  // NewPage does not touch page_index_
-    cached_index_ = static_cast<uint32_t>(index);
     cached_id_ = page_id;
   }
   Page& page = pages_[cached_index_];

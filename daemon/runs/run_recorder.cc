@@ -53,10 +53,7 @@ void RunRecorder::CountRemote(const RemoteWindow& w) {
   int64_t& last = client_last_window_[index];
   const int64_t window = periodic_seq_ + 1;  // the window being filled
   if (last == window) return;
-  if (last == 0) {
-    ++run_remote_.clients;
-    run_remote_.run_clients = run_remote_.clients;
-  }
+  if (last == 0) ++run_remote_.clients;
   last = window;
   ++window_remote_.clients;
 }
@@ -112,7 +109,6 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
       w.kind = WindowRecord::Kind::kPeriodic;
       w.seq = ++periodic_seq_;
       w.remote = window_remote_;
-      w.remote.run_clients = run_remote_.clients;
       window_remote_ = {};
       break;
     case WindowReport::Scope::kTotalSegment:
@@ -126,6 +122,7 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
       w.remote = run_remote_;
       break;
   }
+  w.remote.run_clients = run_remote_.clients;
   w.start_unix_ms = UnixMs(start_ns);
   w.end_unix_ms = UnixMs(end_ns);
   w.seconds = static_cast<double>(end_ns - start_ns) / 1e9;

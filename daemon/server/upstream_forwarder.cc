@@ -53,7 +53,7 @@ void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRe
   if (window.kind != runs::WindowRecord::Kind::kPeriodic) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return;
-  if (queued_windows_ >= config_.max_queued_windows) {
+  if (queued_windows_.load(std::memory_order_relaxed) >= config_.max_queued_windows) {
     windows_dropped_.fetch_add(1, std::memory_order_relaxed);
     log::Error("upstream: run ", info.id, " '", info.spec.name, "': window ", window.seq,
                " dropped, upstream.maxQueuedWindows (", config_.max_queued_windows,
@@ -64,8 +64,7 @@ void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRe
   t.kind = Task::Kind::kWindow;
   t.window = window;
   t.run_id = info.id;
-  ++queued_windows_;
-  queued_.store(static_cast<uint64_t>(queued_windows_), std::memory_order_relaxed);
+  queued_windows_.fetch_add(1, std::memory_order_relaxed);
   cv_.notify_one();
 }
 
@@ -96,8 +95,7 @@ void UpstreamForwarder::Work() {
     Task task = std::move(tasks_.front());
     tasks_.pop_front();
     if (task.kind == Task::Kind::kWindow) {
-      --queued_windows_;
-      queued_.store(static_cast<uint64_t>(queued_windows_), std::memory_order_relaxed);
+      queued_windows_.fetch_sub(1, std::memory_order_relaxed);
     }
     lock.unlock();
     switch (task.kind) {
@@ -199,7 +197,7 @@ UpstreamForwarder::Counters UpstreamForwarder::counters() const {
   out.runs = runs_.load(std::memory_order_relaxed);
   out.windows_sent = windows_sent_.load(std::memory_order_relaxed);
   out.windows_dropped = windows_dropped_.load(std::memory_order_relaxed);
-  out.queued = queued_.load(std::memory_order_relaxed);
+  out.queued = static_cast<uint64_t>(queued_windows_.load(std::memory_order_relaxed));
   out.messages_acked = closed_acked_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> senders(senders_mu_);
   out.open_streams = senders_.size();

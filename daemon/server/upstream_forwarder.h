@@ -87,9 +87,9 @@ class UpstreamForwarder final : public runs::RunObserver {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Task> tasks_;      // mu_
-  int64_t queued_windows_ = 0;  // mu_: kWindow tasks in tasks_
-  bool stopping_ = false;       // mu_
+  std::deque<Task> tasks_;                  // mu_
+  std::atomic<int64_t> queued_windows_{0};  // kWindow tasks in tasks_ (changed under mu_)
+  bool stopping_ = false;                   // mu_
   std::thread worker_;
 
   // The worker's streams; senders_mu_ guards the map for Counters().
@@ -100,7 +100,6 @@ class UpstreamForwarder final : public runs::RunObserver {
   std::atomic<uint64_t> windows_sent_{0};
   std::atomic<uint64_t> closed_acked_{0};  // acked messages of closed streams
   std::atomic<uint64_t> windows_dropped_{0};
-  std::atomic<uint64_t> queued_{0};
 };
 
 }  // namespace perld::server
