@@ -77,8 +77,14 @@ absl::StatusOr<std::unique_ptr<LatencyRecorder>> BuildPeriodicRecorder(
       kind == RecorderKind::kArray ? config.max_array_size_mb : config.max_hash_map_size_mb);
 }
 
+int64_t TotalBudgetMB(const LatencyConfig& config, RecorderKind total_kind) {
+  return total_kind == RecorderKind::kHybridPaged ? config.exact_total_latency_max_memory_mb
+                                                  : config.total_max_hash_map_size_mb;
+}
+
 absl::StatusOr<std::unique_ptr<LatencyRecorder>> BuildTotalRecorder(const LatencyConfig& config) {
-  return BuildRecorder(RecorderKind::kLongHashMap, config, config.total_max_hash_map_size_mb);
+  return BuildRecorder(RecorderKind::kLongHashMap, config,
+                       TotalBudgetMB(config, RecorderKind::kLongHashMap));
 }
 
 absl::StatusOr<std::unique_ptr<HybridPagedLatencyRecorder>> BuildHybridRecorder(
@@ -89,7 +95,8 @@ absl::StatusOr<std::unique_ptr<HybridPagedLatencyRecorder>> BuildHybridRecorder(
   const bool total = role == HybridRole::kTotal;
   return HybridPagedLatencyRecorder::Create(
       config.min_latency, config.max_latency,
-      total ? config.exact_total_latency_max_memory_mb : config.exact_latency_max_memory_mb,
+      total ? TotalBudgetMB(config, RecorderKind::kHybridPaged)
+            : config.exact_latency_max_memory_mb,
       static_cast<int>(config.exact_latency_page_bits),
       static_cast<int>(config.exact_latency_sparse_page_entries),
       total ? HybridMemoryPolicy::kResetWindowWhenFull : HybridMemoryPolicy::kReleaseAfterWindow);

@@ -34,6 +34,10 @@ RecorderKind ChoosePeriodicRecorderKind(const LatencyConfig& config);
 // The periodic (interval) window for `config`.
 absl::StatusOr<std::unique_ptr<LatencyRecorder>> BuildPeriodicRecorder(const LatencyConfig& config);
 // The whole-run window for `config`.
+// The memory budget (MB) of a run's total window of this kind: the
+// aggregator's exactTotalLatencyMaxMemoryMB for hybrid pages, PerL's
+// totalMaxHashMapSizeMB otherwise. The run's live total keeps the same.
+int64_t TotalBudgetMB(const LatencyConfig& config, RecorderKind total_kind);
 absl::StatusOr<std::unique_ptr<LatencyRecorder>> BuildTotalRecorder(const LatencyConfig& config);
 
 enum class HybridRole { kPeriodic, kTotal };

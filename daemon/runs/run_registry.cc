@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/core/latency_recorder_builder.h"
 
 namespace perld::runs {
 namespace {
@@ -80,17 +81,10 @@ class RunRegistry::ChangeLock {
 
 struct RunRegistry::Entry {
   explicit Entry(const RunInfo& run)
-      : info(run), percentiles(PercentilesOf(run.spec)), live(TotalBudgetBytes(run.spec)) {}
-
-  // The live total keeps the budget of the run's own total recorder: the
-  // aggregator's exactTotalLatencyMaxMemoryMB for hybrid runs, PerL's
-  // totalMaxHashMapSizeMB otherwise.
-  static size_t TotalBudgetBytes(const RunSpec& spec) {
-    const int64_t mb = spec.total_recorder == RecorderKind::kHybridPaged
-                           ? spec.latency.exact_total_latency_max_memory_mb
-                           : spec.latency.total_max_hash_map_size_mb;
-    return static_cast<size_t>(mb) << 20;
-  }
+      : info(run),
+        percentiles(PercentilesOf(run.spec)),
+        // The live total keeps the budget of the run's own total window.
+        live(static_cast<size_t>(TotalBudgetMB(run.spec.latency, run.spec.total_recorder)) << 20) {}
 
   RunInfo info;
   PercentileSet percentiles;
