@@ -349,7 +349,7 @@ std::vector<ConfigKey> BuildKeys() {
       "prometheus.maxRuns", kLive, 1, 100'000,
       [](auto& c) -> auto& { return c.prometheus.max_runs; }));
   keys.push_back(IntKey(
-      "prometheus.finishedRunSeconds", kLive, 0, 365 * 86'400,
+      "prometheus.finishedRunSeconds", kLive, 0, int64_t{365} * 86'400,
       [](auto& c) -> auto& { return c.prometheus.finished_run_seconds; }));
   // sbp:
   keys.push_back(StringKey(
