@@ -11,7 +11,7 @@ PACKAGES=(
   libyaml-cpp-dev libsqlite3-dev libsystemd-dev pkg-config
   python3-grpcio python3-grpc-tools
   chromium chromium-driver python3-selenium
-  systemd dpkg-dev yamllint
+  systemd dpkg-dev yamllint openssl libssl-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/lib/client_internal.h"
 #include "client/lib/ingest_sender.h"
+#include "client/lib/secure_channel.h"
 #include "client/lib/wire_encoder.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/periodic_and_total_windows.h"
@@ -290,8 +291,16 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   open.set_client_name(impl->options.client_name);
   open.set_mode(o.mode == IngestMode::kRaw ? v1::IngestOpen::MODE_RAW
                                            : v1::IngestOpen::MODE_WINDOWS);
-  impl->sender =
-      std::make_unique<client::IngestSender>(o.target, std::move(open), o.max_unacked_messages);
+  client::ChannelSecurity security;
+  security.tls = o.tls;
+  security.ca_file = o.ca_file;
+  security.cert_file = o.cert_file;
+  security.key_file = o.key_file;
+  security.token_file = o.token_file;
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = client::OpenChannel(o.target, security);
+  if (!channel.ok()) return fail(std::string(channel.status().message()));
+  impl->sender = std::make_unique<client::IngestSender>(std::move(*channel), std::move(open),
+                                                        o.max_unacked_messages);
   impl->channels = std::move(*channels);
   impl->sink = std::make_unique<LocalSink>(std::move(*windows), latency.time_unit, o.mode,
                                            o.reporting_interval_ms * 1'000'000, o.batch_length,

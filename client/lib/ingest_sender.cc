@@ -40,6 +40,10 @@ const char* CodeName(grpc::StatusCode code) {
       return "ABORTED";
     case grpc::StatusCode::UNAVAILABLE:
       return "UNAVAILABLE";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
     default:
       return "error";
   }
@@ -47,8 +51,9 @@ const char* CodeName(grpc::StatusCode code) {
 
 }  // namespace
 
-IngestSender::IngestSender(const std::string& target, v1::IngestOpen open, int64_t max_unacked)
-    : channel_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
+IngestSender::IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open,
+                           int64_t max_unacked)
+    : channel_(std::move(channel)),
       stub_(v1::Ingest::NewStub(channel_)),
       max_unacked_(std::max<int64_t>(1, max_unacked)) {
   *open_.mutable_open() = std::move(open);

@@ -32,7 +32,8 @@ namespace perld::client {
 
 class IngestSender {
  public:
-  IngestSender(const std::string& target, v1::IngestOpen open, int64_t max_unacked);
+  // `channel`: see OpenChannel (secure_channel.h).
+  IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open, int64_t max_unacked);
   ~IngestSender();  // stops (cancels the stream)
   IngestSender(const IngestSender&) = delete;
   IngestSender& operator=(const IngestSender&) = delete;

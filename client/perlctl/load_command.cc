@@ -70,8 +70,8 @@ void WriteTotal(const LocalTotal& t, JsonWriter* json) {
 
 }  // namespace
 
-int LoadCommand(const std::string& target, bool json_output, double timeout_s,
-                std::vector<std::string> args) {
+int LoadCommand(const std::string& target, const client::ChannelSecurity& security,
+                bool json_output, double timeout_s, std::vector<std::string> args) {
   const std::string run = Take(&args, "run").value_or("perlctl-load");
   const std::string mode_name = Take(&args, "mode").value_or("raw");
   const std::optional<std::string> distribution_out = Take(&args, "distribution-out");
@@ -130,6 +130,11 @@ int LoadCommand(const std::string& target, bool json_output, double timeout_s,
 
   ClientOptions options;
   options.target = target;
+  options.tls = security.tls;
+  options.ca_file = security.ca_file;
+  options.cert_file = security.cert_file;
+  options.key_file = security.key_file;
+  options.token_file = security.token_file;
   options.run = run;
   options.labels = labels;
   options.mode = mode_name == "raw" ? IngestMode::kRaw : IngestMode::kWindows;

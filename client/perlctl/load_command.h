@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "client/lib/secure_channel.h"
+
 namespace perld::perlctl {
 
 // A usage error (perlctl prints it with the usage and exits 2).
@@ -19,7 +21,8 @@ struct LoadUsageError {
   std::string message;
 };
 
-int LoadCommand(const std::string& target, bool json_output, double timeout_s,
-                std::vector<std::string> args);
+// `security`: perlctl's --tls/--ca-file/--cert-file/--key-file/--token-file.
+int LoadCommand(const std::string& target, const client::ChannelSecurity& security,
+                bool json_output, double timeout_s, std::vector<std::string> args);
 
 }  // namespace perld::perlctl

@@ -41,7 +41,7 @@ namespace {
 constexpr char kDefaultTarget[] = "127.0.0.1:9717";
 
 const char* kUsage =
-    R"(usage: perlctl [--target HOST:PORT] [--json] [--timeout SECONDS] COMMAND ...
+    R"(usage: perlctl [--target HOST:PORT] [--json] [--timeout SECONDS] [security] COMMAND ...
   runs [--state running|finished|failed] [--label KEY=VALUE]...   list runs
   show RUN                                     a run, its latest window and its total
   percentiles RUN [--p 50,99,99.9] [--scope total|latest]
@@ -56,6 +56,10 @@ const char* kUsage =
        [--name CLIENT] [--label KEY=VALUE]...  generate load here, stream it to the daemon
 RUN is a run id or a unique run name. --target defaults to $PERLD_TARGET or 127.0.0.1:9717
 (unix:PATH for a Unix socket). --json prints stable JSON (one object per line for watch).
+Security (README "Security"): --token-file FILE (default $PERLD_TOKEN_FILE) sends its token
+on every call; --tls, --ca-file PEM (the daemon's CA; implies --tls), --cert-file PEM and
+--key-file PEM (a client certificate for mutual TLS). Token and key files must grant nothing
+to others.
 Exit status: 0 success; 1 server error (or a failed run with bench --wait); 2 usage error.
 )";
 
@@ -113,6 +117,7 @@ int ServerError(const grpc::Status& status) {
 // Command-line state shared by every command.
 struct Cli {
   std::string target;
+  client::ChannelSecurity security;
   bool json = false;
   double timeout_s = 10;
   bool timeout_given = false;
@@ -126,6 +131,17 @@ struct Cli {
                           std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
   }
 };
+
+// The string a global option with a value sets ("--target", "--token-file",
+// ...), or null for any other name.
+std::string* GlobalValue(Cli* cli, const std::string& option) {
+  if (option == "--target") return &cli->target;
+  if (option == "--token-file") return &cli->security.token_file;
+  if (option == "--ca-file") return &cli->security.ca_file;
+  if (option == "--cert-file") return &cli->security.cert_file;
+  if (option == "--key-file") return &cli->security.key_file;
+  return nullptr;
+}
 
 // Takes "--name VALUE" / "--name=VALUE" out of `args` (all occurrences).
 std::vector<std::string> TakeValues(std::vector<std::string>* args, const std::string& name) {
@@ -607,6 +623,9 @@ int Main(std::vector<std::string> args) {
   const char* env_target =
       std::getenv("PERLD_TARGET");  // NOLINT(concurrency-mt-unsafe): before any thread
   cli.target = env_target != nullptr && *env_target != '\0' ? env_target : kDefaultTarget;
+  const char* env_token =
+      std::getenv("PERLD_TOKEN_FILE");  // NOLINT(concurrency-mt-unsafe): before any thread
+  if (env_token != nullptr) cli.security.token_file = env_token;
   // Global options come before the command.
   size_t i = 0;
   for (; i < args.size(); ++i) {
@@ -621,17 +640,20 @@ int Main(std::vector<std::string> args) {
     }
     if (a == "--json") {
       cli.json = true;
-    } else if (a == "--target" || a == "--timeout") {
+    } else if (a == "--tls") {
+      cli.security.tls = true;
+    } else if (a == "--timeout") {
       if (i + 1 >= args.size()) throw UsageError{a + " needs a value"};
-      if (a == "--target") {
-        cli.target = args[++i];
-      } else if (!absl::SimpleAtod(args[++i], &cli.timeout_s) || cli.timeout_s <= 0) {
+      if (!absl::SimpleAtod(args[++i], &cli.timeout_s) || cli.timeout_s <= 0) {
         throw UsageError{"--timeout needs a positive number of seconds"};
-      } else {
-        cli.timeout_given = true;
       }
-    } else if (a.rfind("--target=", 0) == 0) {
-      cli.target = a.substr(9);
+      cli.timeout_given = true;
+    } else if (std::string* value = GlobalValue(&cli, a); value != nullptr) {
+      if (i + 1 >= args.size()) throw UsageError{a + " needs a value"};
+      *value = args[++i];
+    } else if (const size_t eq = a.find('=');
+               eq != std::string::npos && GlobalValue(&cli, a.substr(0, eq)) != nullptr) {
+      *GlobalValue(&cli, a.substr(0, eq)) = a.substr(eq + 1);
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError{"unknown option '" + a + "'"};
     } else {
@@ -641,20 +663,31 @@ int Main(std::vector<std::string> args) {
   if (i >= args.size()) throw UsageError{"no command"};
   cli.command = args[i];
   cli.args.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-  // --json and --target are accepted after the command too.
+  // --json, --target and the security options are accepted after the command too.
   if (TakeFlag(&cli.args, "json")) cli.json = true;
-  if (std::optional<std::string> t = TakeOne(&cli.args, "target")) cli.target = *t;
+  if (TakeFlag(&cli.args, "tls")) cli.security.tls = true;
+  for (const char* name : {"target", "token-file", "ca-file", "cert-file", "key-file"}) {
+    if (std::optional<std::string> v = TakeOne(&cli.args, name)) {
+      *GlobalValue(&cli, std::string("--") + name) = *v;
+    }
+  }
   if (cli.target.empty()) throw UsageError{"--target is empty"};
 
   if (cli.command == "load") {
     try {
-      return LoadCommand(cli.target, cli.json, cli.timeout_given ? cli.timeout_s : 120.0, cli.args);
+      return LoadCommand(cli.target, cli.security, cli.json,
+                         cli.timeout_given ? cli.timeout_s : 120.0, cli.args);
     } catch (const LoadUsageError& e) {
       throw UsageError{e.message};
     }
   }
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(cli.target, grpc::InsecureChannelCredentials());
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> opened =
+      client::OpenChannel(cli.target, cli.security);
+  if (!opened.ok()) {
+    std::cerr << "perlctl: " << opened.status().message() << "\n";
+    return 1;
+  }
+  std::shared_ptr<grpc::Channel> channel = std::move(*opened);
   cli.query = v1::Query::NewStub(channel);
   cli.control = v1::Control::NewStub(channel);
   if (cli.command == "runs") return Runs(cli);

@@ -200,6 +200,24 @@ class Loader {
       AddForKey(LineOfKey("qPerWorker"), "qPerWorker",
                 "0 needs maxQs > 0 (with maxQs 0 each worker has qPerWorker >= 1 queues)");
     }
+    // A certificate and its key come together; client CAs need a server certificate.
+    const TlsConfig& tls = config_.tls;
+    if (Accepted("tls.certFile") && Accepted("tls.keyFile") &&
+        tls.cert_file.empty() != tls.key_file.empty()) {
+      const char* given = tls.cert_file.empty() ? "tls.keyFile" : "tls.certFile";
+      AddForKey(LineOfKey(given), given, "tls.certFile and tls.keyFile are given together");
+    }
+    if (Accepted("tls.clientCaFile") && !tls.client_ca_file.empty() && tls.cert_file.empty()) {
+      AddForKey(LineOfKey("tls.clientCaFile"), "tls.clientCaFile",
+                "mutual TLS needs tls.certFile and tls.keyFile");
+    }
+    const UpstreamConfig& up = config_.upstream;
+    if (Accepted("upstream.certFile") && Accepted("upstream.keyFile") &&
+        up.cert_file.empty() != up.key_file.empty()) {
+      const char* given = up.cert_file.empty() ? "upstream.keyFile" : "upstream.certFile";
+      AddForKey(LineOfKey(given), given,
+                "upstream.certFile and upstream.keyFile are given together");
+    }
   }
 
   std::string RenderedTimeUnit() const {

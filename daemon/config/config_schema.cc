@@ -169,6 +169,23 @@ ConfigKey StringKey(std::string name, ReloadRule rule, Access access) {
 }
 
 template <class Access>
+ConfigKey BoolKey(std::string name, ReloadRule rule, Access access) {
+  ConfigKey key{std::move(name), rule, nullptr, nullptr, nullptr};
+  key.parse = [access](const Node& v, DaemonConfig* c) -> std::optional<ValueError> {
+    if (v.IsScalar() && IsPlainNumberTag(v) && (v.Scalar() == "true" || v.Scalar() == "false")) {
+      access(*c) = v.Scalar() == "true";
+      return std::nullopt;
+    }
+    return Expected("true or false", v);
+  };
+  key.render = [access](const DaemonConfig& c) {
+    return std::string(access(c) ? "true" : "false");
+  };
+  key.copy = [access](const DaemonConfig& from, DaemonConfig* to) { access(*to) = access(from); };
+  return key;
+}
+
+template <class Access>
 ConfigKey ListenKey(std::string name, Access access) {
   ConfigKey key = StringKey(std::move(name), ReloadRule::kRestart, access);
   key.parse = [access](const Node& v, DaemonConfig* c) -> std::optional<ValueError> {
@@ -383,6 +400,32 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "upstream.closeTimeoutMs", kRestart, 0, 86'400'000,
       [](auto& c) -> auto& { return c.upstream.close_timeout_ms; }));
+  keys.push_back(BoolKey(
+      "upstream.tls", kRestart, [](auto& c) -> auto& { return c.upstream.tls; }));
+  keys.push_back(StringKey(
+      "upstream.caFile", kRestart, [](auto& c) -> auto& { return c.upstream.ca_file; }));
+  keys.push_back(StringKey(
+      "upstream.certFile", kRestart, [](auto& c) -> auto& { return c.upstream.cert_file; }));
+  keys.push_back(StringKey(
+      "upstream.keyFile", kRestart, [](auto& c) -> auto& { return c.upstream.key_file; }));
+  keys.push_back(StringKey(
+      "upstream.tokenFile", kRestart, [](auto& c) -> auto& { return c.upstream.token_file; }));
+  // auth:
+  keys.push_back(StringKey(
+      "auth.ingestTokenFile", kRestart, [](auto& c) -> auto& { return c.auth.ingest_token_file; }));
+  keys.push_back(StringKey(
+      "auth.queryTokenFile", kRestart, [](auto& c) -> auto& { return c.auth.query_token_file; }));
+  keys.push_back(BoolKey(
+      "auth.metricsOpen", kRestart, [](auto& c) -> auto& { return c.auth.metrics_open; }));
+  keys.push_back(BoolKey(
+      "auth.sbpOpen", kRestart, [](auto& c) -> auto& { return c.auth.sbp_open; }));
+  // tls:
+  keys.push_back(StringKey(
+      "tls.certFile", kRestart, [](auto& c) -> auto& { return c.tls.cert_file; }));
+  keys.push_back(StringKey(
+      "tls.keyFile", kRestart, [](auto& c) -> auto& { return c.tls.key_file; }));
+  keys.push_back(StringKey(
+      "tls.clientCaFile", kRestart, [](auto& c) -> auto& { return c.tls.client_ca_file; }));
   return keys;
 }
 
@@ -424,7 +467,7 @@ const ConfigKey* FindConfigKey(absl::string_view name) {
 
 const std::vector<std::string>& SectionNames() {
   static const std::vector<std::string>* const names = new std::vector<std::string>(
-      {"retention", "limits", "ingest", "prometheus", "sbp", "upstream"});
+      {"retention", "limits", "ingest", "prometheus", "sbp", "upstream", "auth", "tls"});
   return *names;
 }
 

@@ -108,8 +108,42 @@ struct UpstreamConfig {
   int64_t max_pairs_per_report = 65'536;  // key upstream.maxPairsPerReport: a window is split
   int64_t max_queued_windows = 10'000;    // key upstream.maxQueuedWindows: unacknowledged, all runs
   int64_t close_timeout_ms = 10'000;      // key upstream.closeTimeoutMs: a run's final acks
+  // The parent's security (client side of README "Security").
+  bool tls = false;        // key upstream.tls: TLS with system roots even without caFile
+  std::string ca_file;     // key upstream.caFile: PEM roots for the parent's certificate
+  std::string cert_file;   // key upstream.certFile: this daemon's client certificate (mTLS)
+  std::string key_file;    // key upstream.keyFile: its private key (a secret file)
+  std::string token_file;  // key upstream.tokenFile: the parent's ingest token
 
   bool operator==(const UpstreamConfig&) const = default;
+};
+
+// Bearer tokens (README "Security"). Auth is on when either token file is
+// set: every gRPC call and every HTTP route except /healthz and /readyz (and
+// /metrics while metricsOpen) then needs "authorization: Bearer <token>".
+// The ingest token may do everything; the query token may only read.
+struct AuthConfig {
+  std::string ingest_token_file;  // key auth.ingestTokenFile: Ingest, Control (and Query)
+  std::string query_token_file;   // key auth.queryTokenFile: Query and the HTTP read routes
+  bool metrics_open = true;       // key auth.metricsOpen: /metrics without a token
+  // key auth.sbpOpen: SBK's SBP service without a token (SBK cannot send one);
+  // while false and auth is on, SBP calls need the ingest token.
+  bool sbp_open = false;
+
+  bool enabled() const { return !ingest_token_file.empty() || !query_token_file.empty(); }
+  bool operator==(const AuthConfig&) const = default;
+};
+
+// TLS for the gRPC TCP listener and the HTTP listener (the Unix socket stays
+// plaintext: its file mode decides who connects).
+struct TlsConfig {
+  std::string cert_file;       // key tls.certFile: PEM certificate chain ("" no TLS)
+  std::string key_file;        // key tls.keyFile: its private key (a secret file)
+  std::string client_ca_file;  // key tls.clientCaFile: mutual TLS: clients need a certificate
+                               // signed by these roots ("" no client certificates)
+
+  bool enabled() const { return !cert_file.empty(); }
+  bool operator==(const TlsConfig&) const = default;
 };
 
 struct DaemonConfig {
@@ -142,6 +176,8 @@ struct DaemonConfig {
   PrometheusConfig prometheus;
   SbpConfig sbp;
   UpstreamConfig upstream;
+  AuthConfig auth;
+  TlsConfig tls;
 };
 
 // Field-by-field equality, LatencyConfig and ChannelOptions included

@@ -79,7 +79,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(std::string host, int port,
-                                                                    std::vector<HttpRoute> routes) {
+                                                                    std::vector<HttpRoute> routes,
+                                                                    const HttpTls& tls) {
   if (host.empty()) return absl::InvalidArgumentError("metrics server: empty host");
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
@@ -93,7 +94,21 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(std::string 
   }
   std::string first_path = routes.front().path;
 
-  auto server = std::make_unique<httplib::Server>();
+  std::unique_ptr<httplib::Server> server;
+  if (tls.enabled()) {
+    auto https = std::make_unique<httplib::SSLServer>(
+        tls.cert_file.c_str(), tls.key_file.c_str(),
+        tls.client_ca_file.empty() ? nullptr : tls.client_ca_file.c_str());
+    if (!https->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "HTTPS: cannot load the certificate ", tls.cert_file, ", its key ", tls.key_file,
+          tls.client_ca_file.empty() ? "" : absl::StrCat(" or the client CA ", tls.client_ca_file),
+          " (PEM files; the key must match the certificate)"));
+    }
+    server = std::move(https);
+  } else {
+    server = std::make_unique<httplib::Server>();
+  }
   server->new_task_queue = [] { return new httplib::ThreadPool(kHandlerThreads); };
   server->set_socket_options(ListenerSocketOptions);
   server->set_keep_alive_timeout(kKeepAliveSeconds);
@@ -103,7 +118,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(std::string 
       ".*", [routes = std::move(routes)](const httplib::Request& req, httplib::Response& res) {
         for (const HttpRoute& route : routes) {
           if (req.path != route.path) continue;
-          HttpRequest request{req.path, {}};
+          HttpRequest request{req.path, {}, req.get_header_value("Authorization")};
           for (const auto& [key, value] : req.params) request.params[key] = value;
           HttpResponse r = route.handler(request);
           res.status = r.status;
@@ -135,8 +150,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(std::string 
                                                BindFailureReason(host, port)));
   }
 
-  std::unique_ptr<MetricsServer> metrics(
-      new MetricsServer(std::move(server), std::move(host), bound_port, std::move(first_path)));
+  std::unique_ptr<MetricsServer> metrics(new MetricsServer(
+      std::move(server), std::move(host), bound_port, std::move(first_path), tls.enabled()));
   MetricsServer* self = metrics.get();
   self->listener_ = std::thread([self] {
     self->server_->listen_after_bind();
@@ -146,8 +161,12 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(std::string 
 }
 
 MetricsServer::MetricsServer(std::unique_ptr<httplib::Server> server, std::string host, int port,
-                             std::string path)
-    : server_(std::move(server)), host_(std::move(host)), port_(port), path_(std::move(path)) {}
+                             std::string path, bool https)
+    : server_(std::move(server)),
+      host_(std::move(host)),
+      port_(port),
+      path_(std::move(path)),
+      https_(https) {}
 
 MetricsServer::~MetricsServer() { Stop(); }
 
@@ -164,7 +183,7 @@ void MetricsServer::Stop() {
 }
 
 std::string MetricsServer::Url() const {
-  return absl::StrCat("http://", HostPort(host_, port_), path_);
+  return absl::StrCat(https_ ? "https://" : "http://", HostPort(host_, port_), path_);
 }
 
 }  // namespace perld::http

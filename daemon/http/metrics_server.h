@@ -53,6 +53,17 @@ struct HttpResponse {
 struct HttpRequest {
   std::string path;
   std::map<std::string, std::string> params;  // query parameters (the last of repeated ones)
+  std::string authorization;                  // the Authorization header ("" when absent)
+};
+
+// HTTPS (OpenSSL through cpp-httplib): PEM files; the caller has checked
+// that the key file grants nothing to others. client_ca_file: mutual TLS.
+struct HttpTls {
+  std::string cert_file;  // "" serves plain HTTP
+  std::string key_file;
+  std::string client_ca_file;
+
+  bool enabled() const { return !cert_file.empty(); }
 };
 
 // One exact path and its handler (run on a server pool thread).
@@ -75,8 +86,10 @@ class MetricsServer {
       std::string host, int port, std::string path, std::function<std::string()> render);
   // Serves several exact paths (GET); any other path answers 404. Url()
   // names the first route.
+  // With `tls` enabled it serves HTTPS; InvalidArgument when the
+  // certificate, key or client CA cannot be loaded.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
-      std::string host, int port, std::vector<HttpRoute> routes);
+      std::string host, int port, std::vector<HttpRoute> routes, const HttpTls& tls = {});
 
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -88,17 +101,18 @@ class MetricsServer {
   const std::string& host() const { return host_; }
   int port() const { return port_; }  // the bound port, also when started with 0
   const std::string& path() const { return path_; }
-  // "http://HOST:PORT/PATH" (IPv6 hosts in brackets).
+  // "http://HOST:PORT/PATH" or "https://..." (IPv6 hosts in brackets).
   std::string Url() const;
 
  private:
   MetricsServer(std::unique_ptr<httplib::Server> server, std::string host, int port,
-                std::string path);
+                std::string path, bool https);
 
   std::unique_ptr<httplib::Server> server_;
   std::string host_;
   int port_;
   std::string path_;
+  bool https_;
   std::thread listener_;
   std::atomic<bool> listener_done_{false};  // set by the listener thread as it returns
   bool stopped_ = false;                    // owner thread only

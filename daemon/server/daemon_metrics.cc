@@ -60,13 +60,14 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
                              const service::IngestStats& ingest_stats,
                              const service::GrpcCallStats& grpc,
                              const service::CurrentConfig& config,
-                             const UpstreamForwarder* upstream)
+                             const UpstreamForwarder* upstream, const service::CallAuth* auth)
     : manager_(manager),
       ingest_runs_(ingest_runs),
       ingest_stats_(ingest_stats),
       grpc_(grpc),
       config_(config),
       upstream_(upstream),
+      auth_(auth),
       start_unix_ms_(absl::ToUnixMillis(absl::Now())),
       start_mono_ns_(MonotonicNanos()) {}
 
@@ -184,6 +185,13 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
           "Clients whose own distribution no longer fitted ingest.clientBreakdownMaxMemoryMB "
           "(they keep their counters).",
           breakdown.drops());
+  if (auth_ != nullptr) {
+    out.Family("perld_auth_refused_total", MetricType::kCounter,
+               "gRPC calls and HTTP requests refused by auth (README \"Security\"), by the gRPC "
+               "code they got (HTTP 401 counts as UNAUTHENTICATED, 403 as PERMISSION_DENIED).");
+    out.Sample(Labels().Add("code", "UNAUTHENTICATED"), absl::StrCat(auth_->unauthenticated()));
+    out.Sample(Labels().Add("code", "PERMISSION_DENIED"), absl::StrCat(auth_->permission_denied()));
+  }
   if (upstream_ != nullptr) {
     const UpstreamForwarder::Counters u = upstream_->counters();
     const Labels node = Labels().Add("node", upstream_->node_id());

@@ -23,6 +23,7 @@
 #include "daemon/http/run_metrics.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/upstream_forwarder.h"
+#include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/grpc_call_stats.h"
 #include "daemon/service/ingest_runs.h"
@@ -34,7 +35,8 @@ class DaemonMetrics {
  public:
   DaemonMetrics(const runs::RunManager& manager, const service::IngestRuns& ingest_runs,
                 const service::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
-                const service::CurrentConfig& config, const UpstreamForwarder* upstream = nullptr);
+                const service::CurrentConfig& config, const UpstreamForwarder* upstream = nullptr,
+                const service::CallAuth* auth = nullptr);
 
   // Renders the whole exposition into `buffer` (replacing its text, keeping
   // its capacity: a scraper's repeated ~1 MB texts cost no regrowth).
@@ -66,6 +68,7 @@ class DaemonMetrics {
   const service::GrpcCallStats& grpc_;
   const service::CurrentConfig& config_;
   const UpstreamForwarder* const upstream_;  // null: no upstream
+  const service::CallAuth* const auth_;      // null: no auth families
   const int64_t start_unix_ms_;
   const int64_t start_mono_ns_;
   std::mutex render_mu_;                 // one scrape renders at a time (the cache)

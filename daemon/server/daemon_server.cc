@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -25,8 +26,10 @@
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
 #include "daemon/server/run_csv_writer.h"
+#include "daemon/server/server_security.h"
 #include "daemon/server/upstream_forwarder.h"
 #include "daemon/service/bench_jobs.h"
+#include "daemon/service/call_auth.h"
 #include "daemon/service/control_service.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/ingest_runs.h"
@@ -79,6 +82,66 @@ std::string JoinHostPort(const std::string& host, int port) {
                                              : absl::StrCat(host, ":", port);
 }
 
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+// One line on what protects the listeners, and a warning for every listener
+// beyond loopback that lacks TLS or auth (never a secret, only which files).
+void LogSecurity(const config::DaemonConfig& config) {
+  const config::AuthConfig& auth = config.auth;
+  if (auth.enabled()) {
+    log::Info("auth: bearer tokens required (ingest token ",
+              auth.ingest_token_file.empty() ? "none" : "from " + auth.ingest_token_file,
+              ", query token ",
+              auth.query_token_file.empty() ? "none" : "from " + auth.query_token_file,
+              "; /metrics ", auth.metrics_open ? "open" : "needs a token", "; SBP ",
+              auth.sbp_open ? "open to anyone (auth.sbpOpen)" : "needs the ingest token", ")");
+  }
+  if (config.tls.enabled()) {
+    log::Info("tls: the gRPC TCP and HTTP listeners serve TLS with ", config.tls.cert_file,
+              config.tls.client_ca_file.empty()
+                  ? ""
+                  : absl::StrCat("; client certificates signed by ", config.tls.client_ca_file,
+                                 " are required"));
+  }
+  for (const auto& [name, address] :
+       {std::pair<const char*, const std::string&>{"gRPC", config.grpc_listen},
+        std::pair<const char*, const std::string&>{"HTTP", config.http_listen}}) {
+    std::string host;
+    int port = 0;
+    if (!SplitHostPort(address, &host, &port).ok() || IsLoopbackHost(host)) continue;
+    if (!config.tls.enabled()) {
+      log::Warning(name, " listens beyond loopback on ", address, " without TLS",
+                   auth.enabled() ? ": tokens and data cross the network in clear text" : "");
+    }
+    if (!auth.enabled()) {
+      log::Warning(name, " listens beyond loopback on ", address,
+                   " without auth: anyone who reaches it may read",
+                   std::string_view(name) == "gRPC" ? ", start runs and write into them" : " runs");
+    }
+  }
+}
+
+// `route` behind `auth` (HTTP routes only read: Access::kRead).
+http::HttpRoute Guarded(const service::CallAuth& auth, http::HttpRoute route) {
+  if (!auth.enabled()) return route;
+  route.handler = [&auth, handler = std::move(route.handler)](const http::HttpRequest& request) {
+    switch (auth.Check(request.authorization, service::Access::kRead)) {
+      case service::AuthVerdict::kAllowed:
+        return handler(request);
+      case service::AuthVerdict::kPermissionDenied:
+        return http::HttpResponse{403, "this token may not read\n"};
+      case service::AuthVerdict::kUnauthenticated:
+        break;
+    }
+    return http::HttpResponse{401,
+                              "this perld requires a token: send 'Authorization: Bearer <token>' "
+                              "(the live page: open /#token=<token>)\n"};
+  };
+  return route;
+}
+
 // Logs run lifecycle events (dispatcher thread).
 class RunLog final : public runs::RunObserver {
  public:
@@ -105,6 +168,7 @@ struct DaemonServer::Parts {
   RunLog run_log;
   std::unique_ptr<state::RunHistory> history;
   std::unique_ptr<RunCsvWriter> csv;
+  std::unique_ptr<service::CallAuth> auth;
   std::unique_ptr<UpstreamForwarder> upstream;  // null: no upstream.target
   std::unique_ptr<runs::RunManager> manager;
   std::unique_ptr<service::BenchJobs> jobs;
@@ -137,6 +201,25 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   log::SetLevel(ToLogLevel(config.log_level));
   auto p = std::make_unique<Parts>(config);
 
+  // Security material first: a token or key file others can read, or a
+  // certificate that does not load, stops the start before anything listens.
+  absl::StatusOr<std::unique_ptr<service::CallAuth>> auth = service::CallAuth::Create(config.auth);
+  if (!auth.ok()) return auth.status();
+  p->auth = std::move(*auth);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> grpc_credentials =
+      GrpcServerCredentials(config.tls);
+  if (!grpc_credentials.ok()) return grpc_credentials.status();
+  absl::StatusOr<http::HttpTls> https = HttpsFiles(config.tls);
+  if (!https.ok()) return https.status();
+  std::shared_ptr<grpc::Channel> upstream_channel;
+  if (!config.upstream.target.empty()) {
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        client::OpenChannel(config.upstream.target, UpstreamSecurity(config.upstream));
+    if (!channel.ok()) return channel.status();
+    upstream_channel = std::move(*channel);
+  }
+  LogSecurity(config);
+
   // The state directory first: an unusable one stops the start.
   state::StateStoreOptions store_options;
   store_options.log = [](std::string_view line) { log::Error("state: ", std::string(line)); };
@@ -167,21 +250,22 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   p->csv = std::make_unique<RunCsvWriter>(p->current);
   p->manager->AddObserver(p->csv.get());
   if (!config.upstream.target.empty()) {
-    p->upstream = std::make_unique<UpstreamForwarder>(config.upstream);
+    p->upstream = std::make_unique<UpstreamForwarder>(config.upstream, upstream_channel);
     p->manager->AddObserver(p->upstream.get());
   }
   p->manager->Start();
   p->jobs = std::make_unique<service::BenchJobs>(*p->manager, *p->clock, p->current);
   p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats);
-  p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current,
+  p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current, *p->auth,
                                                      p->ingest_runs.get());
-  p->control =
-      std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs, p->current);
-  p->ingest =
-      std::make_unique<service::IngestService>(*p->ingest_runs, p->ingest_stats, p->current);
-  p->sbp = std::make_unique<service::SbpService>(*p->ingest_runs, p->current);
-  p->metrics = std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats,
-                                               p->grpc_stats, p->current, p->upstream.get());
+  p->control = std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs,
+                                                         p->current, *p->auth);
+  p->ingest = std::make_unique<service::IngestService>(*p->ingest_runs, p->ingest_stats, p->current,
+                                                       *p->auth);
+  p->sbp = std::make_unique<service::SbpService>(*p->ingest_runs, p->current, *p->auth);
+  p->metrics =
+      std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats, p->grpc_stats,
+                                      p->current, p->upstream.get(), p->auth.get());
 
   // gRPC: Query, Control, Ingest, health, reflection; TCP and optionally a
   // Unix socket.
@@ -189,7 +273,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(config.grpc_listen, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.AddListeningPort(config.grpc_listen, *grpc_credentials, &grpc_port);
   if (!config.grpc_unix.empty()) {
     builder.AddListeningPort("unix:" + config.grpc_unix, grpc::InsecureServerCredentials());
   }
@@ -278,8 +362,15 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
                                  ? http::HttpResponse{200, "ready\n"}
                                  : http::HttpResponse{503, "not ready\n"};
                     }});
+  // With auth on, every route but the probes and the page's static shell
+  // (its /api/* calls carry the token) needs a token; /metrics unless open.
+  for (http::HttpRoute& route : routes) {
+    const bool open = route.path == "/" || route.path == "/healthz" || route.path == "/readyz" ||
+                      (route.path == "/metrics" && config.auth.metrics_open);
+    if (!open) route = Guarded(*p->auth, std::move(route));
+  }
   absl::StatusOr<std::unique_ptr<http::MetricsServer>> http_server =
-      http::MetricsServer::Start(http_host, http_port, std::move(routes));
+      http::MetricsServer::Start(http_host, http_port, std::move(routes), *https);
   if (!http_server.ok()) {
     p->grpc->Shutdown();
     p->manager->Stop();

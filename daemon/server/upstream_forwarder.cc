@@ -32,8 +32,12 @@ std::string NodeId(const std::string& configured) {
 
 }  // namespace
 
-UpstreamForwarder::UpstreamForwarder(config::UpstreamConfig config)
-    : config_(std::move(config)), node_id_(NodeId(config_.node_id)), worker_([this] { Work(); }) {
+UpstreamForwarder::UpstreamForwarder(config::UpstreamConfig config,
+                                     std::shared_ptr<grpc::Channel> channel)
+    : config_(std::move(config)),
+      channel_(std::move(channel)),
+      node_id_(NodeId(config_.node_id)),
+      worker_([this] { Work(); }) {
   log::Info("upstream: forwarding every run's windows to ", config_.target, " as '", node_id_, "'");
 }
 
@@ -136,7 +140,7 @@ void UpstreamForwarder::Start(const runs::RunInfo& info) {
   open.set_client_name(absl::StrCat("perld ", node_id_, " run ", info.id));
   open.set_mode(v1::IngestOpen::MODE_WINDOWS);
   auto sender =
-      std::make_unique<client::IngestSender>(config_.target, std::move(open), kMaxUnackedPerStream);
+      std::make_unique<client::IngestSender>(channel_, std::move(open), kMaxUnackedPerStream);
   runs_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> senders(senders_mu_);
   senders_[info.id] = std::move(sender);

@@ -53,9 +53,10 @@ class UpstreamForwarder final : public runs::RunObserver {
     uint64_t queued = 0;           // windows waiting now
   };
 
-  // REQUIRES: !config.target.empty(). The node id is config.node_id, else
-  // $PERLD_NODE_ID, else the host name.
-  explicit UpstreamForwarder(config::UpstreamConfig config);
+  // REQUIRES: !config.target.empty(); `channel` reaches it (OpenChannel with
+  // the upstream's TLS and token, see UpstreamSecurity). The node id is
+  // config.node_id, else $PERLD_NODE_ID, else the host name.
+  UpstreamForwarder(config::UpstreamConfig config, std::shared_ptr<grpc::Channel> channel);
   ~UpstreamForwarder() override;  // Stop()
   UpstreamForwarder(const UpstreamForwarder&) = delete;
   UpstreamForwarder& operator=(const UpstreamForwarder&) = delete;
@@ -83,6 +84,7 @@ class UpstreamForwarder final : public runs::RunObserver {
   void End(runs::RunId id);
 
   const config::UpstreamConfig config_;
+  const std::shared_ptr<grpc::Channel> channel_;
   const std::string node_id_;
 
   std::mutex mu_;

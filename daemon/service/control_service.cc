@@ -9,8 +9,10 @@
 
 namespace perld::service {
 
-grpc::Status ControlService::StartBench(grpc::ServerContext*, const v1::StartBenchRequest* request,
+grpc::Status ControlService::StartBench(grpc::ServerContext* context,
+                                        const v1::StartBenchRequest* request,
                                         v1::StartBenchResponse* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kWrite); !denied.ok()) return denied;
   int64_t interval_ms = 0;
   absl::StatusOr<bench::BenchOptions> options =
       BenchOptionsFromProto(request->options(), *config_.Get(), &interval_ms);
@@ -30,6 +32,7 @@ grpc::Status ControlService::StartBench(grpc::ServerContext*, const v1::StartBen
 grpc::Status ControlService::StopRun(grpc::ServerContext* context,
                                      const v1::StopRunRequest* request,
                                      v1::StopRunResponse* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kWrite); !denied.ok()) return denied;
   absl::StatusOr<runs::RunId> id = manager_.registry().Resolve(request->run());
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<runs::RunInfo> info = manager_.registry().Info(*id);

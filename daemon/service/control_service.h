@@ -7,6 +7,7 @@
 
 #include "daemon/runs/run_registry.h"
 #include "daemon/service/bench_jobs.h"
+#include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/ingest_runs.h"
 #include "perld/v1/perld.grpc.pb.h"
@@ -15,9 +16,10 @@ namespace perld::service {
 
 class ControlService final : public v1::Control::Service {
  public:
+  // Every call needs Access::kWrite from `auth`.
   ControlService(runs::RunManager& manager, BenchJobs& jobs, IngestRuns& ingest,
-                 const CurrentConfig& config)
-      : manager_(manager), jobs_(jobs), ingest_(ingest), config_(config) {}
+                 const CurrentConfig& config, const CallAuth& auth)
+      : manager_(manager), jobs_(jobs), ingest_(ingest), config_(config), auth_(auth) {}
 
   grpc::Status StartBench(grpc::ServerContext* context, const v1::StartBenchRequest* request,
                           v1::StartBenchResponse* response) override;
@@ -29,6 +31,7 @@ class ControlService final : public v1::Control::Service {
   BenchJobs& jobs_;
   IngestRuns& ingest_;
   const CurrentConfig& config_;
+  const CallAuth& auth_;
 };
 
 }  // namespace perld::service

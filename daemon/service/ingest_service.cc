@@ -49,6 +49,7 @@ grpc::Status Refused(IngestStats& stats, Refusal r, grpc::StatusCode code,
 grpc::Status IngestService::Stream(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kWrite); !denied.ok()) return denied;
   const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
   OpenStream open_stream(stats_);
   if (open_stream.count() > config->ingest.max_streams) {

@@ -8,6 +8,7 @@
 // Threads: gRPC's sync server threads, one per open stream.
 #pragma once
 
+#include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/ingest_runs.h"
 #include "daemon/service/ingest_stats.h"
@@ -17,8 +18,10 @@ namespace perld::service {
 
 class IngestService final : public v1::Ingest::Service {
  public:
-  IngestService(IngestRuns& runs, IngestStats& stats, const CurrentConfig& config)
-      : runs_(runs), stats_(stats), config_(config) {}
+  // Every stream needs Access::kWrite from `auth` before its first read.
+  IngestService(IngestRuns& runs, IngestStats& stats, const CurrentConfig& config,
+                const CallAuth& auth)
+      : runs_(runs), stats_(stats), config_(config), auth_(auth) {}
 
   grpc::Status Stream(
       grpc::ServerContext* context,
@@ -28,6 +31,7 @@ class IngestService final : public v1::Ingest::Service {
   IngestRuns& runs_;
   IngestStats& stats_;
   const CurrentConfig& config_;
+  const CallAuth& auth_;
 };
 
 }  // namespace perld::service

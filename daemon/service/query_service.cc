@@ -10,8 +10,10 @@
 
 namespace perld::service {
 
-grpc::Status QueryService::ListRuns(grpc::ServerContext*, const v1::ListRunsRequest* request,
+grpc::Status QueryService::ListRuns(grpc::ServerContext* context,
+                                    const v1::ListRunsRequest* request,
                                     v1::ListRunsResponse* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
   runs::RunFilter filter;
   filter.state = FromProto(request->state());
   if (!filter.state && request->state() != v1::RUN_STATE_UNSPECIFIED) {
@@ -23,8 +25,9 @@ grpc::Status QueryService::ListRuns(grpc::ServerContext*, const v1::ListRunsRequ
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetRun(grpc::ServerContext*, const v1::GetRunRequest* request,
+grpc::Status QueryService::GetRun(grpc::ServerContext* context, const v1::GetRunRequest* request,
                                   v1::GetRunResponse* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
   absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<runs::RunView> view = registry_.Get(*id);
@@ -35,9 +38,10 @@ grpc::Status QueryService::GetRun(grpc::ServerContext*, const v1::GetRunRequest*
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetPercentiles(grpc::ServerContext*,
+grpc::Status QueryService::GetPercentiles(grpc::ServerContext* context,
                                           const v1::GetPercentilesRequest* request,
                                           v1::GetPercentilesResponse* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
   absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
   if (!id.ok()) return ToGrpcStatus(id.status());
   std::vector<double> percents(request->percentiles().begin(), request->percentiles().end());
@@ -70,9 +74,10 @@ grpc::Status QueryService::GetPercentiles(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetWindowHistory(grpc::ServerContext*,
+grpc::Status QueryService::GetWindowHistory(grpc::ServerContext* context,
                                             const v1::GetWindowHistoryRequest* request,
                                             v1::GetWindowHistoryResponse* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
   absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<std::vector<runs::WindowRecord>> history = registry_.History(*id);
@@ -86,8 +91,10 @@ grpc::Status QueryService::GetWindowHistory(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetClients(grpc::ServerContext*, const v1::GetClientsRequest* request,
+grpc::Status QueryService::GetClients(grpc::ServerContext* context,
+                                      const v1::GetClientsRequest* request,
                                       v1::GetClientsResponse* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
   if (ingest_runs_ == nullptr) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no remote runs in this server");
   }
@@ -118,6 +125,7 @@ grpc::Status QueryService::GetClients(grpc::ServerContext*, const v1::GetClients
 grpc::Status QueryService::WatchRun(grpc::ServerContext* context,
                                     const v1::WatchRunRequest* request,
                                     grpc::ServerWriter<v1::WatchRunResponse>* writer) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
   absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
   if (!id.ok()) return ToGrpcStatus(id.status());
   const int64_t max_watchers = config_.Get()->limits.max_watchers;

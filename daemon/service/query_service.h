@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "daemon/runs/run_registry.h"
+#include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/ingest_runs.h"
 #include "perld/v1/perld.grpc.pb.h"
@@ -23,9 +24,10 @@ class QueryService final : public v1::Query::Service {
   static constexpr int64_t kWatchPollMs = 200;
 
   // `ingest_runs` answers GetClients (null: UNIMPLEMENTED).
-  QueryService(const runs::RunRegistry& registry, const CurrentConfig& config,
+  // Every call needs Access::kRead from `auth`.
+  QueryService(const runs::RunRegistry& registry, const CurrentConfig& config, const CallAuth& auth,
                const IngestRuns* ingest_runs = nullptr)
-      : registry_(registry), config_(config), ingest_runs_(ingest_runs) {}
+      : registry_(registry), config_(config), auth_(auth), ingest_runs_(ingest_runs) {}
 
   // Ends every open watch at its next wake-up (shutdown after the drain).
   void CancelWatches() { cancel_watches_.store(true, std::memory_order_relaxed); }
@@ -49,6 +51,7 @@ class QueryService final : public v1::Query::Service {
  private:
   const runs::RunRegistry& registry_;
   const CurrentConfig& config_;
+  const CallAuth& auth_;
   const IngestRuns* const ingest_runs_;
   std::atomic<int> watchers_{0};
   std::atomic<bool> cancel_watches_{false};

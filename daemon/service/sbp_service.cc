@@ -144,8 +144,8 @@ grpc::internal::RpcServiceMethod* Unary(const char* name, SbpService* service,
 
 }  // namespace
 
-SbpService::SbpService(IngestRuns& runs, const CurrentConfig& config)
-    : runs_(runs), config_(config) {
+SbpService::SbpService(IngestRuns& runs, const CurrentConfig& config, const CallAuth& auth)
+    : runs_(runs), config_(config), auth_(auth) {
   // The order and names of SBK's sbp.proto; the paths gRPC routes by.
   AddMethod(Unary("/Service/getVersion", this, &SbpService::getVersion));
   AddMethod(Unary("/Service/isVersionSupported", this, &SbpService::isVersionSupported));
@@ -165,21 +165,24 @@ SbpService::SbpService(IngestRuns& runs, const CurrentConfig& config)
   AddMethod(Unary("/Service/closeClient", this, &SbpService::closeClient));
 }
 
-grpc::Status SbpService::getVersion(grpc::ServerContext*, const google::protobuf::Empty*,
+grpc::Status SbpService::getVersion(grpc::ServerContext* context, const google::protobuf::Empty*,
                                     ::Version* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
   response->set_major(kMajor);
   response->set_minor(kMinor);
   return grpc::Status::OK;
 }
 
-grpc::Status SbpService::isVersionSupported(grpc::ServerContext*, const ::Version* request,
+grpc::Status SbpService::isVersionSupported(grpc::ServerContext* context, const ::Version* request,
                                             google::protobuf::BoolValue* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
   response->set_value(request->major() == kMajor);
   return grpc::Status::OK;
 }
 
-grpc::Status SbpService::getConfig(grpc::ServerContext*, const google::protobuf::Empty*,
+grpc::Status SbpService::getConfig(grpc::ServerContext* context, const google::protobuf::Empty*,
                                    ::Config* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
   const std::shared_ptr<const config::DaemonConfig> c = config_.Get();
   response->set_storagename(c->sbp.storage_name);
   response->set_action(static_cast<::EnumAction>(c->sbp.action));
@@ -194,6 +197,7 @@ grpc::Status SbpService::getConfig(grpc::ServerContext*, const google::protobuf:
 
 grpc::Status SbpService::registerClient(grpc::ServerContext* context, const ::Config* request,
                                         ::ClientID* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
   const std::shared_ptr<const config::DaemonConfig> c = config_.Get();
   if (!runs_.accepting()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
@@ -234,6 +238,7 @@ grpc::Status SbpService::registerClient(grpc::ServerContext* context, const ::Co
 grpc::Status SbpService::streamLatencies(grpc::ServerContext* context,
                                          grpc::ServerReader<::MessageLatenciesRecord>* reader,
                                          google::protobuf::Empty*) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
   const std::shared_ptr<const config::DaemonConfig> c = config_.Get();
   ::MessageLatenciesRecord record;
   if (!reader->Read(&record)) return grpc::Status::OK;  // an empty stream: nothing to apply
@@ -286,16 +291,19 @@ grpc::Status SbpService::streamLatencies(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status SbpService::reportClientFailure(grpc::ServerContext*, const ::ClientFailure* request,
+grpc::Status SbpService::reportClientFailure(grpc::ServerContext* context,
+                                             const ::ClientFailure* request,
                                              google::protobuf::Empty*) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
   failures_.fetch_add(1, std::memory_order_relaxed);
   log::Warning("sbp: client ", request->clientid(), " reported a failure in ", request->component(),
                ": ", request->message());
   return grpc::Status::OK;
 }
 
-grpc::Status SbpService::closeClient(grpc::ServerContext*, const ::ClientID* request,
+grpc::Status SbpService::closeClient(grpc::ServerContext* context, const ::ClientID* request,
                                      google::protobuf::Empty*) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
   std::lock_guard<std::mutex> lock(mu_);
   if (registered_.erase(request->id()) == 0) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,

@@ -53,6 +53,7 @@
 #include <map>
 #include <mutex>
 
+#include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/ingest_runs.h"
 #include "sbp/sbp.pb.h"
@@ -64,7 +65,8 @@ class SbpService final : public grpc::Service {
   static constexpr int32_t kMajor = 4;
   static constexpr int32_t kMinor = 0;
 
-  SbpService(IngestRuns& runs, const CurrentConfig& config);
+  // Every call needs Access::kSbp from `auth`.
+  SbpService(IngestRuns& runs, const CurrentConfig& config, const CallAuth& auth);
 
   // The handlers (called by gRPC through the registered methods).
   grpc::Status getVersion(grpc::ServerContext* context, const google::protobuf::Empty* request,
@@ -89,6 +91,7 @@ class SbpService final : public grpc::Service {
  private:
   IngestRuns& runs_;
   const CurrentConfig& config_;
+  const CallAuth& auth_;
   std::atomic<uint64_t> failures_{0};
 
   std::mutex mu_;

@@ -72,11 +72,12 @@ def generate_stubs(out):
 class Daemon:
     """perld on port 0; .grpc and .http are the addresses it printed."""
 
-    def __init__(self, perld, state, config=None, extra=()):
+    def __init__(self, perld, state, config=None, extra=(), log=None):
+        """log: a path that receives the daemon's stderr (default: discarded)."""
         cmd = [perld, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
                "--state-dir", state] + (["--config", config] if config else []) + list(extra)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True)
+        self.log = open(log, "w") if log else subprocess.DEVNULL
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.grpc = self.http = None
         deadline = time.time() + 30
         while (self.grpc is None or self.http is None) and time.time() < deadline:

@@ -74,14 +74,18 @@ TEST(ConfigReloadTest, RestartKeysKeepTheRunningValue) {
 }
 
 // Every key classified once: the restart set is exactly the listeners, the
-// Unix socket, the state directory, the recorder thread's idleNS and the gRPC message limit.
+// Unix socket, the state directory, the recorder thread's idleNS, the gRPC message limit,
+// the upstream and the security material (auth, tls).
 TEST(ConfigReloadTest, ClassifiesEveryKey) {
   const ReloadDecision d = DecideReload(DaemonConfig{}, testing::EveryKeyConfig());
   EXPECT_THAT(KeysOf(d.needs_restart),
               ElementsAre("grpcListen", "httpListen", "grpcUnix", "stateDir", "idleNS",
                           "limits.maxMessageBytes", "upstream.target", "upstream.nodeId",
                           "upstream.maxPairsPerReport", "upstream.maxQueuedWindows",
-                          "upstream.closeTimeoutMs"));
+                          "upstream.closeTimeoutMs", "upstream.tls", "upstream.caFile",
+                          "upstream.certFile", "upstream.keyFile", "upstream.tokenFile",
+                          "auth.ingestTokenFile", "auth.queryTokenFile", "auth.metricsOpen",
+                          "auth.sbpOpen", "tls.certFile", "tls.keyFile", "tls.clientCaFile"));
   EXPECT_EQ(d.applied.size() + d.needs_restart.size(), ConfigKeyNames().size());
   // `next` is the reloaded config with the restart keys at their running values.
   DaemonConfig expected = testing::EveryKeyConfig();
@@ -93,6 +97,8 @@ TEST(ConfigReloadTest, ClassifiesEveryKey) {
   expected.idle_ns = defaults.idle_ns;
   expected.limits.max_message_bytes = defaults.limits.max_message_bytes;
   expected.upstream = defaults.upstream;
+  expected.auth = defaults.auth;
+  expected.tls = defaults.tls;
   EXPECT_EQ(RenderEffectiveConfig(d.next), RenderEffectiveConfig(expected));
   EXPECT_TRUE(d.next == expected);
 }

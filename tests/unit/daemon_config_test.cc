@@ -234,6 +234,20 @@ TEST(DaemonConfigTest, CrossKeyRulesNameTheKeyTheFileGives) {
   EXPECT_EQ(ErrorOf("maxQs: 0\nqPerWorker: 0\n"),
             "perld.yaml:2: key 'qPerWorker': 0 needs maxQs > 0 (with maxQs 0 each worker has "
             "qPerWorker >= 1 queues)");
+  EXPECT_EQ(ErrorOf("tls:\n  certFile: a.pem\n"),
+            "perld.yaml:2: key 'tls.certFile': tls.certFile and tls.keyFile are given together");
+  EXPECT_EQ(ErrorOf("tls:\n  keyFile: a.key\n"),
+            "perld.yaml:2: key 'tls.keyFile': tls.certFile and tls.keyFile are given together");
+  EXPECT_EQ(ErrorOf("tls:\n  clientCaFile: ca.pem\n"),
+            "perld.yaml:2: key 'tls.clientCaFile': mutual TLS needs tls.certFile and tls.keyFile");
+  EXPECT_EQ(ErrorOf("upstream:\n  keyFile: a.key\n"),
+            "perld.yaml:2: key 'upstream.keyFile': upstream.certFile and upstream.keyFile are "
+            "given together");
+  EXPECT_EQ(ErrorOf("auth:\n  sbpOpen: yes\n"),
+            "perld.yaml:2: key 'auth.sbpOpen': expected true or false, got 'yes'");
+  EXPECT_EQ(ErrorOf("auth:\n  metricsOpen: \"true\"\n"),
+            "perld.yaml:2: key 'auth.metricsOpen': expected true or false, got the string "
+            "\"true\"");
   // A refused key does not also fail the rules it is part of.
   EXPECT_EQ(ErrorOf("minLatency: x\nmaxLatency: 100\n"),
             "perld.yaml:1: key 'minLatency': expected an integer, got 'x'");
@@ -429,6 +443,13 @@ TEST(DaemonConfigTest, ShippedExamplesLoad) {
       LoadConfigFile(std::string(PERLD_SOURCE_DIR) + "/config/examples/edge.yaml");
   ASSERT_TRUE(edge.ok()) << edge.status();
   EXPECT_EQ(edge->upstream.target, "perld-root:9717");
+  absl::StatusOr<DaemonConfig> tls =
+      LoadConfigFile(std::string(PERLD_SOURCE_DIR) + "/config/examples/tls.yaml");
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_TRUE(tls->tls.enabled());
+  EXPECT_FALSE(tls->tls.client_ca_file.empty());
+  EXPECT_TRUE(tls->auth.enabled());
+  EXPECT_FALSE(tls->auth.sbp_open);
 }
 
 }  // namespace

@@ -65,6 +65,20 @@ upstream:
   maxPairsPerReport: 4096
   maxQueuedWindows: 77
   closeTimeoutMs: 1500
+  tls: true
+  caFile: /etc/perld/root-ca.pem
+  certFile: /etc/perld/edge.pem
+  keyFile: /etc/perld/edge.key
+  tokenFile: /etc/perld/root.token
+auth:
+  ingestTokenFile: /etc/perld/ingest.token
+  queryTokenFile: /etc/perld/query.token
+  metricsOpen: false
+  sbpOpen: true
+tls:
+  certFile: /etc/perld/server.pem
+  keyFile: /etc/perld/server.key
+  clientCaFile: /etc/perld/clients-ca.pem
 )";
 
 inline DaemonConfig EveryKeyConfig() {
@@ -121,6 +135,18 @@ inline DaemonConfig EveryKeyConfig() {
   c.upstream.max_pairs_per_report = 4096;
   c.upstream.max_queued_windows = 77;
   c.upstream.close_timeout_ms = 1500;
+  c.upstream.tls = true;
+  c.upstream.ca_file = "/etc/perld/root-ca.pem";
+  c.upstream.cert_file = "/etc/perld/edge.pem";
+  c.upstream.key_file = "/etc/perld/edge.key";
+  c.upstream.token_file = "/etc/perld/root.token";
+  c.auth.ingest_token_file = "/etc/perld/ingest.token";
+  c.auth.query_token_file = "/etc/perld/query.token";
+  c.auth.metrics_open = false;
+  c.auth.sbp_open = true;
+  c.tls.cert_file = "/etc/perld/server.pem";
+  c.tls.key_file = "/etc/perld/server.key";
+  c.tls.client_ca_file = "/etc/perld/clients-ca.pem";
   return c;
 }
 

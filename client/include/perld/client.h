@@ -77,6 +77,14 @@ struct ClientOptions {
   int64_t max_pending_per_recorder = 1 << 16;  // timestamps in flight per Recorder
   int64_t max_unacked_messages = 256;          // messages awaiting their ack
   int batch_length = 4096;                     // raw: timestamps per message (upper bound)
+  // Security (see README "Security"): TLS when `tls` or any of ca_file /
+  // cert_file is set; a bearer token from token_file on every call. Secret
+  // files (token, key) must grant nothing to others.
+  bool tls = false;
+  std::string ca_file;     // PEM roots for the daemon's certificate ("" system roots)
+  std::string cert_file;   // PEM client certificate for mutual TLS (with key_file)
+  std::string key_file;    // its private key
+  std::string token_file;  // the daemon's ingest token
 };
 
 class Recorder {

@@ -1,0 +1,49 @@
+// Secure channels for perld's clients (the client library, perlctl, a
+// daemon forwarding upstream): TLS (server verification, optional client
+// certificate for mutual TLS) and a bearer token attached to every call.
+//
+// Secret files -- a token or a private key -- must be regular files that
+// grant nothing to "others" (mode & 007 == 0): a file anyone on the host can
+// read is refused with its path and mode, never its content. A token file
+// holds one token: surrounding whitespace (the trailing newline) is removed,
+// the rest must be non-empty printable ASCII without spaces.
+//
+// Threads: free functions, no shared state; the returned channel is
+// thread-safe as every grpc::Channel.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace perld::client {
+
+struct ChannelSecurity {
+  bool tls = false;        // TLS even without the files below (system roots)
+  std::string ca_file;     // PEM roots that sign the server's certificate; "" system roots
+  std::string cert_file;   // PEM client certificate (mutual TLS), with key_file
+  std::string key_file;    // PEM private key of cert_file (a secret file)
+  std::string token_file;  // bearer token sent as "authorization: Bearer <token>"
+
+  bool UsesTls() const { return tls || !ca_file.empty() || !cert_file.empty(); }
+};
+
+inline constexpr size_t kMaxSecretFileBytes = size_t{64} << 10;
+inline constexpr size_t kMaxPemFileBytes = size_t{1} << 20;
+
+// A secret file's content (see the header comment); `what` names it in errors.
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what);
+// A token file's token: ReadSecretFile, trimmed and checked.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path, const std::string& what);
+// A public PEM file (certificate, CA bundle): any mode, at most kMaxPemFileBytes.
+absl::StatusOr<std::string> ReadPemFile(const std::string& path, const std::string& what);
+
+// A channel to `target` (HOST:PORT or unix:PATH) with `security`; the
+// token, when given, rides on every call made through the channel.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& target,
+                                                           const ChannelSecurity& security);
+
+}  // namespace perld::client

@@ -1,0 +1,149 @@
+// CallAuth and the secret-file rules (README "Security"): which token may do
+// what, how a header is read, and which token files are refused.
+#include "daemon/service/call_auth.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "client/lib/secure_channel.h"
+
+namespace perld::service {
+namespace {
+
+class TempFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/call_auth_test.XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    for (const std::string& f : files_) std::remove(f.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string Write(const std::string& name, const std::string& text, mode_t mode) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    chmod(path.c_str(), mode);
+    files_.push_back(path);
+    return path;
+  }
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
+using SecretFileTest = TempFiles;
+using CallAuthTest = TempFiles;
+
+TEST_F(SecretFileTest, TokenIsTheTrimmedWord) {
+  const std::string path = Write("t", "  s3cr3t-Token_1\n\n", 0600);
+  absl::StatusOr<std::string> token = client::ReadTokenFile(path, "token");
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(*token, "s3cr3t-Token_1");
+  EXPECT_TRUE(client::ReadTokenFile(Write("g", "abc\n", 0640), "token").ok());  // group may read
+}
+
+TEST_F(SecretFileTest, RefusesFilesOthersCanAccessWithoutShowingTheirContent) {
+  for (const mode_t mode : {0644, 0604, 0602, 0601, 0666}) {
+    const std::string path = Write("open" + std::to_string(mode), "topsecretvalue\n", mode);
+    absl::StatusOr<std::string> token = client::ReadTokenFile(path, "auth.ingestTokenFile");
+    ASSERT_FALSE(token.ok()) << mode;
+    EXPECT_EQ(token.status().code(), absl::StatusCode::kPermissionDenied);
+    const std::string message(token.status().message());
+    EXPECT_NE(message.find("auth.ingestTokenFile"), std::string::npos) << message;
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find("grants access to others"), std::string::npos) << message;
+    EXPECT_EQ(message.find("topsecret"), std::string::npos) << message;
+  }
+}
+
+TEST_F(SecretFileTest, RefusesEmptyBadAndMissingTokens) {
+  EXPECT_FALSE(client::ReadTokenFile(Write("empty", " \n", 0600), "t").ok());
+  EXPECT_FALSE(client::ReadTokenFile(Write("two", "one two\n", 0600), "t").ok());
+  EXPECT_FALSE(client::ReadTokenFile(Write("ctl", "a\x01z\n", 0600), "t").ok());
+  EXPECT_FALSE(client::ReadTokenFile(dir_ + "/missing", "t").ok());
+  EXPECT_FALSE(client::ReadTokenFile(dir_, "t").ok());  // a directory
+  EXPECT_FALSE(client::ReadTokenFile(
+                   Write("big", std::string(client::kMaxSecretFileBytes + 1, 'a'), 0600), "t")
+                   .ok());
+  // A public PEM file may be world-readable.
+  EXPECT_TRUE(client::ReadPemFile(Write("ca", "-----BEGIN CERTIFICATE-----\n", 0644), "ca").ok());
+}
+
+TEST_F(CallAuthTest, OffAllowsEverything) {
+  absl::StatusOr<std::unique_ptr<CallAuth>> auth = CallAuth::Create(config::AuthConfig{});
+  ASSERT_TRUE(auth.ok()) << auth.status();
+  EXPECT_FALSE((*auth)->enabled());
+  for (const Access a : {Access::kRead, Access::kWrite, Access::kSbp}) {
+    EXPECT_EQ((*auth)->Check("", a), AuthVerdict::kAllowed);
+  }
+}
+
+TEST_F(CallAuthTest, IngestTokenDoesEverythingQueryTokenOnlyReads) {
+  config::AuthConfig config;
+  config.ingest_token_file = Write("ingest", "ingest-token\n", 0600);
+  config.query_token_file = Write("query", "query-token\n", 0400);
+  absl::StatusOr<std::unique_ptr<CallAuth>> created = CallAuth::Create(config);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const CallAuth& auth = **created;
+  EXPECT_TRUE(auth.enabled());
+  for (const Access a : {Access::kRead, Access::kWrite, Access::kSbp}) {
+    EXPECT_EQ(auth.Check("Bearer ingest-token", a), AuthVerdict::kAllowed);
+    EXPECT_EQ(auth.Check("bearer ingest-token", a), AuthVerdict::kAllowed);  // scheme: any case
+  }
+  EXPECT_EQ(auth.Check("Bearer query-token", Access::kRead), AuthVerdict::kAllowed);
+  EXPECT_EQ(auth.Check("Bearer query-token", Access::kWrite), AuthVerdict::kPermissionDenied);
+  EXPECT_EQ(auth.Check("Bearer query-token", Access::kSbp), AuthVerdict::kPermissionDenied);
+  EXPECT_EQ(auth.permission_denied(), 2u);
+  for (const char* bad :
+       {"", "Bearer", "Bearer ", "ingest-token", "Basic ingest-token", "Bearer ingest-token ",
+        "Bearer ingest-tokeN", "Bearer ingest-token2", "Bearer query"}) {
+    EXPECT_EQ(auth.Check(bad, Access::kRead), AuthVerdict::kUnauthenticated) << bad;
+  }
+  EXPECT_EQ(auth.unauthenticated(), 9u);
+}
+
+TEST_F(CallAuthTest, SbpOpenOpensOnlySbp) {
+  config::AuthConfig config;
+  config.ingest_token_file = Write("ingest", "ingest-token\n", 0600);
+  config.sbp_open = true;
+  absl::StatusOr<std::unique_ptr<CallAuth>> auth = CallAuth::Create(config);
+  ASSERT_TRUE(auth.ok()) << auth.status();
+  EXPECT_EQ((*auth)->Check("", Access::kSbp), AuthVerdict::kAllowed);
+  EXPECT_EQ((*auth)->Check("", Access::kWrite), AuthVerdict::kUnauthenticated);
+  EXPECT_EQ((*auth)->Check("", Access::kRead), AuthVerdict::kUnauthenticated);
+}
+
+TEST_F(CallAuthTest, QueryOnlyAuthReadsWithTheQueryTokenAndNobodyWrites) {
+  config::AuthConfig config;
+  config.query_token_file = Write("query", "query-token\n", 0600);
+  absl::StatusOr<std::unique_ptr<CallAuth>> auth = CallAuth::Create(config);
+  ASSERT_TRUE(auth.ok()) << auth.status();
+  EXPECT_EQ((*auth)->Check("Bearer query-token", Access::kRead), AuthVerdict::kAllowed);
+  EXPECT_EQ((*auth)->Check("Bearer query-token", Access::kWrite), AuthVerdict::kPermissionDenied);
+  EXPECT_EQ((*auth)->Check("", Access::kWrite), AuthVerdict::kUnauthenticated);
+}
+
+TEST_F(CallAuthTest, RefusesUnsafeOrIdenticalTokenFiles) {
+  config::AuthConfig open;
+  open.ingest_token_file = Write("ingest", "ingest-token\n", 0644);
+  absl::StatusOr<std::unique_ptr<CallAuth>> refused = CallAuth::Create(open);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("auth.ingestTokenFile"), std::string::npos);
+  EXPECT_EQ(refused.status().message().find("ingest-token"), std::string::npos);
+
+  config::AuthConfig same;
+  same.ingest_token_file = Write("a", "same-token\n", 0600);
+  same.query_token_file = Write("b", "same-token\n", 0600);
+  absl::StatusOr<std::unique_ptr<CallAuth>> identical = CallAuth::Create(same);
+  ASSERT_FALSE(identical.ok());
+  EXPECT_EQ(identical.status().message().find("same-token"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace perld::service
