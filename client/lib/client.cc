@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
@@ -13,6 +14,7 @@
 #include "client/lib/client_internal.h"
 #include "client/lib/ingest_sender.h"
 #include "client/lib/secure_channel.h"
+#include "client/lib/spool.h"
 #include "client/lib/wire_encoder.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/periodic_and_total_windows.h"
@@ -241,6 +243,49 @@ TimeStampProducer& client::ProducerOf(Recorder* recorder) {
   return *static_cast<TimeStampProducer*>(client::RecorderAccess::producer(recorder));
 }
 
+namespace {
+
+// The spool of `o`. A spool holding unacknowledged messages belongs to the
+// client that wrote them: its IngestOpen (kept as the spool's meta) must
+// name the same run, mode and unit, and its client id is taken over so the
+// daemon recognises the replay. An empty spool records `open`.
+absl::StatusOr<std::unique_ptr<client::Spool>> OpenSpool(const ClientOptions& o,
+                                                         v1::IngestOpen* open,
+                                                         std::string* client_id) {
+  client::Spool::Options so;
+  so.dir = o.spool_dir;
+  so.mode = o.spool_synced ? client::SpoolMode::kSynced : client::SpoolMode::kBatched;
+  so.batch_appends = o.spool_batch_appends;
+  so.batch_ms = o.spool_batch_ms;
+  so.max_bytes = o.spool_max_bytes;
+  so.segment_bytes = std::clamp<int64_t>(o.spool_max_bytes / 4, 4096, int64_t{64} << 20);
+  absl::StatusOr<std::unique_ptr<client::Spool>> spool = client::Spool::Open(so);
+  if (!spool.ok()) return spool.status();
+  if ((*spool)->last_key() == 0) {
+    if (absl::Status s = (*spool)->SetMeta(open->SerializeAsString()); !s.ok()) return s;
+    return spool;
+  }
+  v1::IngestOpen stored;
+  if (!stored.ParseFromString((*spool)->meta()) || stored.client_id().empty()) {
+    return absl::DataLossError(absl::StrCat("spool ", o.spool_dir,
+                                            ": unacknowledged messages without a readable meta "
+                                            "file; move the directory away to start over"));
+  }
+  if (stored.run_name() != open->run_name() || stored.mode() != open->mode() ||
+      stored.time_unit() != open->time_unit() ||
+      (!o.client_id.empty() && o.client_id != stored.client_id())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "spool ", o.spool_dir, " holds unacknowledged messages of run '", stored.run_name(),
+        "' (client '", stored.client_id(),
+        "'): resume it with the same run, mode and time unit, or move the directory away"));
+  }
+  open->set_client_id(stored.client_id());
+  *client_id = stored.client_id();
+  return spool;
+}
+
+}  // namespace
+
 std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* error) {
   auto fail = [&](const std::string& why) -> std::unique_ptr<Client> {
     if (error != nullptr) *error = why;
@@ -291,6 +336,13 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   open.set_client_name(impl->options.client_name);
   open.set_mode(o.mode == IngestMode::kRaw ? v1::IngestOpen::MODE_RAW
                                            : v1::IngestOpen::MODE_WINDOWS);
+  std::unique_ptr<client::Spool> spool;
+  if (!o.spool_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<client::Spool>> opened =
+        OpenSpool(o, &open, &impl->options.client_id);
+    if (!opened.ok()) return fail(std::string(opened.status().message()));
+    spool = std::move(*opened);
+  }
   client::ChannelSecurity security;
   security.tls = o.tls;
   security.ca_file = o.ca_file;
@@ -300,7 +352,7 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = client::OpenChannel(o.target, security);
   if (!channel.ok()) return fail(std::string(channel.status().message()));
   impl->sender = std::make_unique<client::IngestSender>(std::move(*channel), std::move(open),
-                                                        o.max_unacked_messages);
+                                                        o.max_unacked_messages, std::move(spool));
   impl->channels = std::move(*channels);
   impl->sink = std::make_unique<LocalSink>(std::move(*windows), latency.time_unit, o.mode,
                                            o.reporting_interval_ms * 1'000'000, o.batch_length,

@@ -52,11 +52,27 @@ const char* CodeName(grpc::StatusCode code) {
 }  // namespace
 
 IngestSender::IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open,
-                           int64_t max_unacked)
+                           int64_t max_unacked, std::unique_ptr<Spool> spool)
     : channel_(std::move(channel)),
       stub_(v1::Ingest::NewStub(channel_)),
-      max_unacked_(std::max<int64_t>(1, max_unacked)) {
+      max_unacked_(std::max<int64_t>(1, max_unacked)),
+      spool_(std::move(spool)) {
   *open_.mutable_open() = std::move(open);
+  if (spool_ != nullptr) {
+    // What a previous process spooled goes first, with its own sequences.
+    const absl::Status replay = spool_->ForEach([this](uint64_t key, std::string_view payload) {
+      auto message = std::make_shared<v1::IngestRequest>();
+      if (!message->ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+        error_ = "spool: a record does not hold an Ingest message";
+        return false;
+      }
+      outbox_.emplace_back(key, std::move(message));
+      ++spool_replayed_;
+      return true;
+    });
+    if (!replay.ok()) error_ = std::string(replay.message());
+    made_.store(spool_->last_key(), std::memory_order_relaxed);
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -85,6 +101,12 @@ int64_t IngestSender::RecordsOf(const v1::IngestRequest& message) {
 bool IngestSender::Enqueue(v1::IngestRequest message) {
   const uint64_t seq = made_.load(std::memory_order_relaxed) + 1;
   auto shared = std::make_shared<const v1::IngestRequest>(std::move(message));
+  if (spool_ != nullptr && !SpoolAppend(seq, *shared)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++unsent_;
+    unsent_records_ += RecordsOf(*shared);
+    return false;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   if (static_cast<int64_t>(outbox_.size()) >= max_unacked_) {
     ++full_waits_;
@@ -113,11 +135,33 @@ bool IngestSender::Enqueue(v1::IngestRequest message) {
   return true;
 }
 
+bool IngestSender::SpoolAppend(uint64_t seq, const v1::IngestRequest& message) {
+  const std::string bytes = message.SerializeAsString();
+  bool waited = false;
+  for (;;) {
+    const absl::Status s = spool_->Append(seq, bytes);
+    if (s.ok()) return true;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (s.code() != absl::StatusCode::kResourceExhausted) {
+      if (error_.empty()) error_ = std::string(s.message());  // a disk error is final
+      cv_.notify_all();
+      return false;
+    }
+    // Full: wait for acknowledgements to release segments (the recorder
+    // blocks, as on a full outbox), until stopped or given up.
+    if (!waited) ++spool_full_waits_;
+    waited = true;
+    if (!error_.empty() || stop_ || std::chrono::steady_clock::now() >= give_up_at_) return false;
+    cv_.wait_for(lock, std::chrono::milliseconds(20));
+  }
+}
+
 void IngestSender::ReleaseAckedLocked() {
   while (!outbox_.empty() && outbox_.front().first <= acked_) {
     acked_records_ += RecordsOf(*outbox_.front().second);
     outbox_.pop_front();
   }
+  if (spool_ != nullptr) spool_->Release(acked_);
 }
 
 void IngestSender::GiveUpAt(std::chrono::steady_clock::time_point deadline) {
@@ -154,6 +198,10 @@ FlushResult IngestSender::Close(std::chrono::milliseconds timeout) {
   FlushResult r = ResultLocked(made_.load(std::memory_order_relaxed));
   r.acked = closed_ && r.acked;
   if (!r.acked && r.error.empty()) r.error = "timed out";
+  // Everything acknowledged and the stream closed: nothing to replay.
+  if (r.acked && spool_ != nullptr) {
+    if (absl::Status s = spool_->Reset(); !s.ok()) r.error = std::string(s.message());
+  }
   return r;
 }
 
@@ -168,6 +216,8 @@ void IngestSender::FillCounters(Counters* out) const {
   out->acked_records = acked_records_;
   out->unsent_records = unsent_records_;
   out->last_stream_error = last_stream_error_;
+  out->spool_replayed = spool_replayed_;
+  out->spool_full_waits = spool_full_waits_;
 }
 
 void IngestSender::Run() {

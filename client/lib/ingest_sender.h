@@ -9,6 +9,13 @@
 // backoff (50 ms doubling to 2 s) and resends after the acknowledged
 // sequence. Final daemon errors stop the sender and are reported.
 //
+// With a Spool (durable mode), every message is appended to it before it
+// is queued (Enqueue waits while the spool is full: counted), released as
+// acknowledgements arrive, and the spool's records are the first messages
+// of a new sender: a restarted client replays what the daemon had not
+// acknowledged, with the same sequence numbers (the daemon drops the ones
+// it has). A clean Close empties the spool.
+//
 // Threads: Enqueue from one producer thread (the client's recorder thread);
 // WaitAcked/Close/counters from any thread.
 #pragma once
@@ -25,6 +32,7 @@
 #include <string>
 #include <thread>
 
+#include "client/lib/spool.h"
 #include "perld/client.h"
 #include "perld/v1/ingest.grpc.pb.h"
 
@@ -33,7 +41,8 @@ namespace perld::client {
 class IngestSender {
  public:
   // `channel`: see OpenChannel (secure_channel.h).
-  IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open, int64_t max_unacked);
+  IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open, int64_t max_unacked,
+               std::unique_ptr<Spool> spool = nullptr);
   ~IngestSender();  // stops (cancels the stream)
   IngestSender(const IngestSender&) = delete;
   IngestSender& operator=(const IngestSender&) = delete;
@@ -66,11 +75,15 @@ class IngestSender {
   grpc::Status Connect(bool* opened, bool* closed);
   FlushResult ResultLocked(uint64_t sequence) const;
   void ReleaseAckedLocked();
+  // Appends to the spool, waiting while it is full; false: not appended
+  // (a final spool error, stopped, or past GiveUpAt).
+  bool SpoolAppend(uint64_t seq, const v1::IngestRequest& message);
 
   v1::IngestRequest open_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Ingest::Stub> stub_;
   const int64_t max_unacked_;
+  const std::unique_ptr<Spool> spool_;  // null: memory only
 
   std::atomic<uint64_t> made_{0};
   std::atomic<int64_t> max_batch_length_{0};
@@ -86,6 +99,8 @@ class IngestSender {
   uint64_t reconnects_ = 0;
   uint64_t full_waits_ = 0;
   uint64_t unsent_ = 0;  // messages Enqueue gave up on (GiveUpAt)
+  uint64_t spool_replayed_ = 0;
+  uint64_t spool_full_waits_ = 0;
   std::chrono::steady_clock::time_point give_up_at_ = std::chrono::steady_clock::time_point::max();
   uint64_t run_id_ = 0;
   bool close_requested_ = false;

@@ -76,6 +76,11 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   const std::string mode_name = Take(&args, "mode").value_or("raw");
   const std::optional<std::string> distribution_out = Take(&args, "distribution-out");
   const std::optional<std::string> client_name = Take(&args, "name");
+  const std::optional<std::string> spool_dir = Take(&args, "spool");
+  const std::string spool_mode = Take(&args, "spool-mode").value_or("batched");
+  if (spool_mode != "batched" && spool_mode != "synced") {
+    throw LoadUsageError{"load: --spool-mode must be batched or synced"};
+  }
   if (mode_name != "raw" && mode_name != "windows") {
     throw LoadUsageError{"load: --mode must be raw or windows"};
   }
@@ -143,11 +148,18 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   options.max_latency = o.max_latency;
   options.reporting_interval_ms = int64_t{o.interval_seconds} * 1000;
   if (client_name) options.client_name = *client_name;
+  if (spool_dir) {
+    options.spool_dir = *spool_dir;
+    options.spool_synced = spool_mode == "synced";
+  }
   options.max_recorders = std::max(1, o.workers());
   options.max_pending_per_recorder = static_cast<int64_t>(o.channels.max_pending_per_worker);
   std::string error;
   std::unique_ptr<Client> client = Client::Create(options, &error);
-  if (client == nullptr) throw LoadUsageError{"load: " + error};
+  if (client == nullptr) {  // a refused spool, an unreadable token or key file, ...
+    std::cerr << "perlctl: load: " << error << "\n";
+    return 1;
+  }
 
   // The PerlBench workers, each through its own recorder handle.
   const int workers = o.workers();
@@ -236,6 +248,8 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
     j.Key("duplicates").Uint(counters.duplicates);
     j.Key("reconnects").Uint(counters.reconnects);
     j.Key("outboxFullWaits").Uint(counters.outbox_full_waits);
+    j.Key("spoolReplayed").Uint(counters.spool_replayed);
+    j.Key("spoolFullWaits").Uint(counters.spool_full_waits);
     j.Key("error").String(closed.error);
     j.EndObject();
     std::cout << j.str() << "\n";

@@ -2,7 +2,9 @@
 // option (workers, records/seconds/rate, size, time unit, range, pending
 // bound, clock) plus --run NAME, --mode raw|windows, --distribution-out FILE
 // (the client's own exact total as JSON: counters and the ascending
-// [latency, count] pairs), --name CLIENT_NAME and --label KEY=VALUE. The
+// [latency, count] pairs), --name CLIENT_NAME, --label KEY=VALUE and
+// --spool DIR [--spool-mode batched|synced] (the durable client spool: a
+// rerun on the same DIR after a crash replays what was not acknowledged). The
 // workers record through a perld::Client; several processes can join one
 // run. Exit 0 only when the daemon acknowledged every record; 1 otherwise.
 //

@@ -40,9 +40,55 @@ std::string RunName(const config::DaemonConfig& c) {
   return absl::StrCat("sbp:", c.sbp.storage_name, ":", ActionName(c.sbp.action));
 }
 
-// One SBP record as the run's remote window: counters copied, the unsorted
-// value -> count map sorted by value (equal values merged), then the checks
-// every remote window passes (ingest_codec.h).
+// The ingest open of SBP client `client` for the configured run.
+v1::IngestOpen OpenFor(const config::DaemonConfig& c, int64_t client, const std::string& peer) {
+  v1::IngestOpen open;
+  open.set_run_name(RunName(c));
+  (*open.mutable_labels())["class"] = c.sbp.storage_name;
+  (*open.mutable_labels())["action"] = ActionName(c.sbp.action);
+  open.set_time_unit(ToProto(c.latency.time_unit));
+  open.set_client_id(absl::StrCat("sbp-", client));
+  open.set_client_name(absl::StrCat("SBK client ", client, " (", peer, ")"));
+  open.set_mode(v1::IngestOpen::MODE_WINDOWS);
+  return open;
+}
+
+// Leaves the run when the stream handler returns, however it returns.
+class Joined {
+ public:
+  Joined(IngestRuns& runs, IngestRuns::Session session)
+      : runs_(runs), session_(std::move(session)) {}
+  ~Joined() { runs_.Leave(session_); }
+  Joined(const Joined&) = delete;
+  Joined& operator=(const Joined&) = delete;
+  IngestRuns::Session& session() { return session_; }
+
+ private:
+  IngestRuns& runs_;
+  IngestRuns::Session session_;
+};
+
+}  // namespace
+
+namespace {
+
+// A unary method `/Service/<name>` served by `handler`.
+template <typename Request, typename Response>
+grpc::internal::RpcServiceMethod* Unary(const char* name, SbpService* service,
+                                        grpc::Status (SbpService::*handler)(grpc::ServerContext*,
+                                                                            const Request*,
+                                                                            Response*)) {
+  return new grpc::internal::RpcServiceMethod(
+      name, grpc::internal::RpcMethod::NORMAL_RPC,
+      new grpc::internal::RpcMethodHandler<
+          SbpService, Request, Response, grpc::protobuf::MessageLite, grpc::protobuf::MessageLite>(
+          [handler](SbpService* s, grpc::ServerContext* context, const Request* request,
+                    Response* response) { return (s->*handler)(context, request, response); },
+          service));
+}
+
+}  // namespace
+
 absl::StatusOr<runs::RemoteWindow> SbpWindow(const ::MessageLatenciesRecord& r,
                                              const LatencyConfig& run, int64_t max_pairs) {
   const auto sequence = static_cast<uint64_t>(r.sequencenumber());
@@ -94,55 +140,6 @@ absl::StatusOr<runs::RemoteWindow> SbpWindow(const ::MessageLatenciesRecord& r,
   }
   return w;
 }
-
-// The ingest open of SBP client `client` for the configured run.
-v1::IngestOpen OpenFor(const config::DaemonConfig& c, int64_t client, const std::string& peer) {
-  v1::IngestOpen open;
-  open.set_run_name(RunName(c));
-  (*open.mutable_labels())["class"] = c.sbp.storage_name;
-  (*open.mutable_labels())["action"] = ActionName(c.sbp.action);
-  open.set_time_unit(ToProto(c.latency.time_unit));
-  open.set_client_id(absl::StrCat("sbp-", client));
-  open.set_client_name(absl::StrCat("SBK client ", client, " (", peer, ")"));
-  open.set_mode(v1::IngestOpen::MODE_WINDOWS);
-  return open;
-}
-
-// Leaves the run when the stream handler returns, however it returns.
-class Joined {
- public:
-  Joined(IngestRuns& runs, IngestRuns::Session session)
-      : runs_(runs), session_(std::move(session)) {}
-  ~Joined() { runs_.Leave(session_); }
-  Joined(const Joined&) = delete;
-  Joined& operator=(const Joined&) = delete;
-  IngestRuns::Session& session() { return session_; }
-
- private:
-  IngestRuns& runs_;
-  IngestRuns::Session session_;
-};
-
-}  // namespace
-
-namespace {
-
-// A unary method `/Service/<name>` served by `handler`.
-template <typename Request, typename Response>
-grpc::internal::RpcServiceMethod* Unary(const char* name, SbpService* service,
-                                        grpc::Status (SbpService::*handler)(grpc::ServerContext*,
-                                                                            const Request*,
-                                                                            Response*)) {
-  return new grpc::internal::RpcServiceMethod(
-      name, grpc::internal::RpcMethod::NORMAL_RPC,
-      new grpc::internal::RpcMethodHandler<
-          SbpService, Request, Response, grpc::protobuf::MessageLite, grpc::protobuf::MessageLite>(
-          [handler](SbpService* s, grpc::ServerContext* context, const Request* request,
-                    Response* response) { return (s->*handler)(context, request, response); },
-          service));
-}
-
-}  // namespace
 
 SbpService::SbpService(IngestRuns& runs, const CurrentConfig& config, const CallAuth& auth)
     : runs_(runs), config_(config), auth_(auth) {

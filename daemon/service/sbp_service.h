@@ -60,6 +60,12 @@
 
 namespace perld::service {
 
+// One SBP record as a run's remote window: counters copied, the unsorted
+// value -> count map sorted by value (equal values merged), then the checks
+// every remote window passes (ingest_codec.h). Errors name the record.
+absl::StatusOr<runs::RemoteWindow> SbpWindow(const ::MessageLatenciesRecord& r,
+                                             const LatencyConfig& run, int64_t max_pairs);
+
 class SbpService final : public grpc::Service {
  public:
   static constexpr int32_t kMajor = 4;

@@ -85,6 +85,18 @@ struct ClientOptions {
   std::string cert_file;   // PEM client certificate for mutual TLS (with key_file)
   std::string key_file;    // its private key
   std::string token_file;  // the daemon's ingest token
+  // Durable spool (README "Durable spool"): every message is written to
+  // files in spool_dir before it is sent and released once acknowledged; a
+  // client created again on the same directory (after a crash) first
+  // replays what the daemon had not acknowledged, under the same client id.
+  // synced: fdatasync per message; else group commits every
+  // spool_batch_appends messages or spool_batch_ms. Full (spool_max_bytes):
+  // the recorder waits for acknowledgements (Counters::spool_full_waits).
+  std::string spool_dir;  // "" no spool (memory only)
+  bool spool_synced = false;
+  int64_t spool_batch_appends = 64;
+  int64_t spool_batch_ms = 10;
+  int64_t spool_max_bytes = int64_t{1} << 30;
 };
 
 class Recorder {
@@ -112,6 +124,8 @@ struct Counters {
   int64_t acked_records = 0;       // records in the acknowledged messages
   int64_t unsent_records = 0;      // records in messages given up on (Abandon, Close deadline)
   std::string last_stream_error;   // why the last stream ended early ("" if none)
+  uint64_t spool_replayed = 0;     // messages replayed from the spool at Create
+  uint64_t spool_full_waits = 0;   // messages that waited for room in a full spool
 };
 
 struct FlushResult {

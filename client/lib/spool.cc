@@ -1,0 +1,581 @@
+#include "client/lib/spool.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/state/crc32c.h"
+
+namespace perld::client {
+namespace {
+
+constexpr size_t kWriteChunk = size_t{1} << 20;  // a buffer this full is written out
+constexpr size_t kReadChunk = size_t{4} << 20;
+
+void PutU32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+void PutU64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+uint64_t GetU64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i)
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+uint32_t RecordCrc(const char* key_bytes, std::string_view payload) {
+  return state::Crc32cExtend(state::Crc32c(std::string_view(key_bytes, 8)), payload);
+}
+
+absl::Status Errno(int err, const std::string& what) { return absl::ErrnoToStatus(err, what); }
+
+absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    const ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno(errno, absl::StrCat("spool: cannot write ", path));
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno(errno, absl::StrCat("spool: cannot open ", dir));
+  const int rc = fsync(fd);
+  const int err = errno;
+  close(fd);
+  if (rc != 0) return Errno(err, absl::StrCat("spool: cannot sync ", dir));
+  return absl::OkStatus();
+}
+
+std::string SegmentName(uint64_t first_key) {
+  char name[40];
+  std::snprintf(name, sizeof(name), "seg-%020" PRIu64 ".log", first_key);
+  return name;
+}
+
+// What a scan of one segment found: the valid prefix and its last key.
+struct Scan {
+  int64_t valid_bytes = 0;
+  int64_t file_bytes = 0;
+  uint64_t last_key = 0;
+  uint64_t records = 0;
+  bool torn = false;  // a record past valid_bytes is incomplete or wrong
+};
+
+// Reads `path` record by record, calling `visit` (may be empty) for each
+// valid one, whose key must exceed `after`. Stops at the first bad record.
+absl::StatusOr<Scan> ScanSegment(const std::string& path, uint64_t after, uint32_t max_record,
+                                 const std::function<bool(uint64_t, std::string_view)>& visit) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno(errno, absl::StrCat("spool: cannot open ", path));
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  struct stat st = {};
+  if (fstat(fd, &st) != 0) return Errno(errno, absl::StrCat("spool: cannot stat ", path));
+  Scan scan;
+  scan.file_bytes = st.st_size;
+  scan.last_key = after;
+  std::string buf;
+  size_t start = 0;  // unparsed bytes begin here in buf
+  int64_t offset = 0;
+  bool eof = false;
+  for (;;) {
+    // Parse every complete record in buf[start, end).
+    while (buf.size() - start >= Spool::kHeaderBytes) {
+      const char* h = buf.data() + start;
+      const uint32_t length = GetU32(h);
+      const uint32_t crc = GetU32(h + 4);
+      const uint64_t key = GetU64(h + 8);
+      if (length > max_record || key <= scan.last_key) {
+        scan.torn = true;
+        break;
+      }
+      if (buf.size() - start < Spool::kHeaderBytes + length) break;  // need more
+      const std::string_view payload(h + Spool::kHeaderBytes, length);
+      if (RecordCrc(h + 8, payload) != crc) {
+        scan.torn = true;
+        break;
+      }
+      scan.last_key = key;
+      ++scan.records;
+      const size_t size = Spool::kHeaderBytes + length;
+      start += size;
+      offset += static_cast<int64_t>(size);
+      scan.valid_bytes = offset;
+      if (visit && !visit(key, payload)) return scan;
+    }
+    if (scan.torn || eof) break;
+    buf.erase(0, start);
+    start = 0;
+    const size_t have = buf.size();
+    buf.resize(have + kReadChunk);
+    ssize_t n = 0;
+    do {
+      n = read(fd, buf.data() + have, kReadChunk);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return Errno(errno, absl::StrCat("spool: cannot read ", path));
+    buf.resize(have + static_cast<size_t>(n));
+    eof = n == 0;
+  }
+  if (scan.valid_bytes < scan.file_bytes) scan.torn = true;  // an incomplete tail
+  return scan;
+}
+
+}  // namespace
+
+Spool::Spool(Options options) : options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const Options& options) {
+  if (options.dir.empty()) return absl::InvalidArgumentError("spool: no directory");
+  if (options.batch_appends < 1 || options.batch_ms < 1) {
+    return absl::InvalidArgumentError("spool: batch_appends and batch_ms must be >= 1");
+  }
+  if (options.segment_bytes < 4096 || options.max_bytes < 2 * options.segment_bytes) {
+    return absl::InvalidArgumentError(
+        "spool: segment_bytes must be >= 4096 and max_bytes at least twice segment_bytes");
+  }
+  if (mkdir(options.dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Errno(errno, absl::StrCat("spool: cannot create ", options.dir));
+  }
+  std::unique_ptr<Spool> spool(new Spool(options));
+  if (absl::Status s = spool->Recover(); !s.ok()) return s;
+  if (options.mode == SpoolMode::kBatched) {
+    spool->flusher_ = std::thread([raw = spool.get()] { raw->FlusherLoop(); });
+  }
+  return spool;
+}
+
+absl::Status Spool::Recover() {
+  {
+    const std::string path = options_.dir + "/meta";
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      char chunk[4096];
+      ssize_t n = 0;
+      while ((n = read(fd, chunk, sizeof(chunk))) > 0) meta_.append(chunk, static_cast<size_t>(n));
+      close(fd);
+    }
+  }
+  std::vector<std::pair<uint64_t, std::string>> files;
+  DIR* dir = opendir(options_.dir.c_str());
+  if (dir == nullptr) return Errno(errno, absl::StrCat("spool: cannot read ", options_.dir));
+  // readdir on a stream this thread owns is safe (glibc: per-DIR state).
+  while (const dirent* entry = readdir(dir)) {  // NOLINT(concurrency-mt-unsafe)
+    uint64_t first = 0;
+    char tail = 0;
+    if (std::sscanf(entry->d_name, "seg-%20" SCNu64 ".lo%c", &first, &tail) == 2 && tail == 'g' &&
+        std::string_view(entry->d_name) == SegmentName(first)) {
+      files.emplace_back(first, options_.dir + "/" + entry->d_name);
+    }
+  }
+  closedir(dir);
+  std::sort(files.begin(), files.end());
+  uint64_t last = 0;
+  bool broken = false;
+  for (const auto& [first, path] : files) {
+    if (broken) {  // after a bad record nothing is trusted
+      struct stat st = {};
+      if (stat(path.c_str(), &st) == 0) truncated_bytes_ += static_cast<uint64_t>(st.st_size);
+      unlink(path.c_str());
+      continue;
+    }
+    absl::StatusOr<Scan> scan = ScanSegment(path, last, options_.max_record_bytes, {});
+    if (!scan.ok()) return scan.status();
+    if (scan->torn) {
+      truncated_bytes_ += static_cast<uint64_t>(scan->file_bytes - scan->valid_bytes);
+      if (truncate(path.c_str(), scan->valid_bytes) != 0) {
+        return Errno(errno, absl::StrCat("spool: cannot truncate the torn tail of ", path));
+      }
+      broken = true;
+    }
+    if (scan->records == 0) {
+      unlink(path.c_str());
+      continue;
+    }
+    records_recovered_ += scan->records;
+    segments_.push_back(Segment{first, scan->last_key, scan->valid_bytes, path});
+    last = scan->last_key;
+  }
+  if (!segments_.empty()) {
+    // What was read is made durable before it counts as such.
+    for (const Segment& s : segments_) {
+      const int fd = open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        fdatasync(fd);
+        close(fd);
+      }
+    }
+    fd_ = open(segments_.back().path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd_ < 0) return Errno(errno, absl::StrCat("spool: cannot open ", segments_.back().path));
+  }
+  if (absl::Status s = SyncDirectory(options_.dir); !s.ok()) return s;
+  durable_key_.store(last, std::memory_order_release);
+  buffered_last_key_ = last;
+  return absl::OkStatus();
+}
+
+Spool::~Spool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  flusher_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!buffer_.empty() && io_error_.ok()) (void)Flush(lock, /*sync=*/true);
+  std::lock_guard<std::mutex> io(io_mu_);
+  if (fd_ >= 0) close(fd_);
+}
+
+uint64_t Spool::last_key() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return buffered_last_key_;
+}
+
+int64_t Spool::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t total = 0;
+  for (const Segment& s : segments_) total += s.bytes;
+  return total;
+}
+
+absl::Status Spool::OpenActive(uint64_t first_key) {
+  const std::string path = options_.dir + "/" + SegmentName(first_key);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno(errno, absl::StrCat("spool: cannot create ", path));
+  if (absl::Status s = SyncDirectory(options_.dir); !s.ok()) {
+    close(fd);
+    return s;
+  }
+  if (fd_ >= 0) close(fd_);
+  fd_ = fd;
+  segments_.push_back(Segment{first_key, 0, 0, path});
+  return absl::OkStatus();
+}
+
+absl::Status Spool::Flush(std::unique_lock<std::mutex>& lock, bool sync) {
+  std::string out;
+  out.swap(buffer_);
+  const uint64_t upto = buffered_last_key_;
+  if (sync) appends_since_commit_ = 0;
+  const std::string path = segments_.empty() ? options_.dir : segments_.back().path;
+  std::unique_lock<std::mutex> io(io_mu_);
+  lock.unlock();
+  absl::Status status = WriteAll(fd_, out, path);
+  if (status.ok() && sync && fdatasync(fd_) != 0) {
+    status = Errno(errno, absl::StrCat("spool: cannot sync ", path));
+  }
+  io.unlock();
+  lock.lock();
+  if (!status.ok()) {
+    io_error_ = status;
+    synced_cv_.notify_all();
+    return status;
+  }
+  if (buffer_.empty() && buffer_.capacity() < out.capacity()) {
+    out.clear();
+    buffer_.swap(out);  // keep the larger allocation
+  }
+  if (sync) {
+    if (upto > durable_key_.load(std::memory_order_relaxed)) {
+      durable_key_.store(upto, std::memory_order_release);
+    }
+    commits_.fetch_add(1, std::memory_order_relaxed);
+    synced_cv_.notify_all();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Spool::Append(uint64_t key, std::string_view payload) {
+  if (key == 0) return absl::InvalidArgumentError("spool: key 0 is not a key");
+  uint64_t used = 0;
+  return AppendImpl(key, payload, &used);
+}
+
+absl::StatusOr<uint64_t> Spool::Append(std::string_view payload) {
+  uint64_t used = 0;
+  if (absl::Status s = AppendImpl(0, payload, &used); !s.ok()) return s;
+  return used;
+}
+
+absl::Status Spool::AppendImpl(uint64_t key, std::string_view payload, uint64_t* used) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!io_error_.ok()) return io_error_;
+  const bool next = key == 0;
+  if (next) key = buffered_last_key_ + 1;
+  if (key <= buffered_last_key_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spool: key ", key, " does not follow the last key ", buffered_last_key_));
+  }
+  if (payload.size() > options_.max_record_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("spool: a record of ", payload.size(),
+                                                   " bytes is over ", options_.max_record_bytes));
+  }
+  const int64_t size = static_cast<int64_t>(kHeaderBytes + payload.size());
+  int64_t total = 0;
+  for (const Segment& s : segments_) total += s.bytes;
+  if (total + size > options_.max_bytes) {
+    full_refusals_.fetch_add(1, std::memory_order_relaxed);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("spool: full (", total, " of ", options_.max_bytes, " bytes)"));
+  }
+  // A new segment when there is none or the active one is full: what the
+  // old one holds is written and synced first.
+  while (segments_.empty() || segments_.back().bytes >= options_.segment_bytes) {
+    if (!buffer_.empty()) {
+      if (absl::Status s = Flush(lock, /*sync=*/true); !s.ok()) return s;
+      continue;
+    }
+    std::lock_guard<std::mutex> io(io_mu_);
+    if (fd_ >= 0 && fdatasync(fd_) != 0) {
+      io_error_ = Errno(errno, "spool: cannot sync the closing segment");
+      return io_error_;
+    }
+    if (!segments_.empty() && segments_.back().last_key > durable_key_.load()) {
+      durable_key_.store(segments_.back().last_key, std::memory_order_release);
+    }
+    if (absl::Status s = OpenActive(next ? buffered_last_key_ + 1 : key); !s.ok()) {
+      io_error_ = s;
+      return s;
+    }
+  }
+  if (next) key = std::max(key, buffered_last_key_ + 1);  // others appended meanwhile
+  if (key <= buffered_last_key_) {                        // another appender took the key meanwhile
+    return absl::InvalidArgumentError(
+        absl::StrCat("spool: key ", key, " does not follow the last key ", buffered_last_key_));
+  }
+  char header[kHeaderBytes];
+  PutU32(header, static_cast<uint32_t>(payload.size()));
+  PutU64(header + 8, key);
+  PutU32(header + 4, RecordCrc(header + 8, payload));
+  buffer_.append(header, kHeaderBytes);
+  buffer_.append(payload.data(), payload.size());
+  Segment& active = segments_.back();
+  active.bytes += size;
+  active.last_key = key;
+  buffered_last_key_ = key;
+  *used = key;
+  ++appends_since_commit_;
+
+  if (options_.mode == SpoolMode::kBatched) {
+    if (appends_since_commit_ >= options_.batch_appends) return Flush(lock, /*sync=*/true);
+    if (buffer_.size() >= kWriteChunk) return Flush(lock, /*sync=*/false);
+    return absl::OkStatus();
+  }
+  // Synced: one thread syncs for everyone waiting (group commit).
+  while (durable_key_.load(std::memory_order_acquire) < key) {
+    if (!io_error_.ok()) return io_error_;
+    if (syncing_) {
+      synced_cv_.wait(lock);
+      continue;
+    }
+    syncing_ = true;
+    absl::Status s = Flush(lock, /*sync=*/true);
+    syncing_ = false;
+    synced_cv_.notify_all();
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Spool::Commit() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!io_error_.ok()) return io_error_;
+  if (buffered_last_key_ <= durable_key_.load(std::memory_order_acquire)) {
+    return absl::OkStatus();
+  }
+  return Flush(lock, /*sync=*/true);
+}
+
+void Spool::Release(uint64_t key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  while (segments_.size() > 1 && segments_.front().last_key <= key) {
+    unlink(segments_.front().path.c_str());
+    segments_.pop_front();
+  }
+}
+
+absl::Status Spool::SetMeta(const std::string& bytes) {
+  const std::string path = options_.dir + "/meta";
+  const std::string temp = path + ".tmp";
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno(errno, absl::StrCat("spool: cannot create ", temp));
+  absl::Status s = WriteAll(fd, bytes, temp);
+  if (s.ok() && fdatasync(fd) != 0) s = Errno(errno, absl::StrCat("spool: cannot sync ", temp));
+  close(fd);
+  if (s.ok() && rename(temp.c_str(), path.c_str()) != 0) {
+    s = Errno(errno, absl::StrCat("spool: cannot rename ", temp));
+  }
+  if (s.ok()) s = SyncDirectory(options_.dir);
+  if (s.ok()) meta_ = bytes;
+  return s;
+}
+
+absl::Status Spool::Reset() {
+  std::unique_lock<std::mutex> lock(mu_);
+  unlink((options_.dir + "/meta").c_str());
+  meta_.clear();
+  std::lock_guard<std::mutex> io(io_mu_);
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  for (const Segment& s : segments_) unlink(s.path.c_str());
+  segments_.clear();
+  buffer_.clear();
+  buffered_last_key_ = 0;
+  appends_since_commit_ = 0;
+  durable_key_.store(0, std::memory_order_release);
+  return SyncDirectory(options_.dir);
+}
+
+absl::Status Spool::ForEach(
+    const std::function<bool(uint64_t key, std::string_view payload)>& visit) {
+  std::vector<Segment> segments;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!buffer_.empty()) {
+      if (absl::Status s = Flush(lock, /*sync=*/false); !s.ok()) return s;
+    }
+    segments.assign(segments_.begin(), segments_.end());
+  }
+  bool more = true;
+  uint64_t after = 0;
+  for (const Segment& segment : segments) {
+    absl::StatusOr<Scan> scan = ScanSegment(segment.path, after, options_.max_record_bytes,
+                                            [&](uint64_t key, std::string_view payload) {
+                                              more = visit(key, payload);
+                                              return more;
+                                            });
+    if (!scan.ok()) return scan.status();
+    if (!more) break;
+    after = scan->last_key;
+  }
+  return absl::OkStatus();
+}
+
+Spool::Cursor::~Cursor() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::StatusOr<bool> Spool::Cursor::Next(uint64_t* key, std::string* payload) {
+  bool reread = false;  // a closed segment is read once more before it is left
+  for (;;) {
+    if (fd_ < 0) {  // the segment holding the first key above last_
+      std::string next_path;
+      {
+        std::lock_guard<std::mutex> lock(spool_.mu_);
+        for (const Segment& s : spool_.segments_) {
+          if (s.last_key > last_) {
+            next_path = s.path;
+            break;
+          }
+        }
+      }
+      if (next_path.empty()) return false;
+      fd_ = open(next_path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) return Errno(errno, absl::StrCat("spool: cannot open ", next_path));
+      path_ = next_path;
+      offset_ = 0;
+      buf_.clear();
+      buf_offset_ = 0;
+    }
+    // Make header + payload available in buf_ (reading ahead in large chunks).
+    auto have = [&](size_t n) -> absl::StatusOr<bool> {
+      const int64_t want_end = offset_ + static_cast<int64_t>(n);
+      if (buf_offset_ + static_cast<int64_t>(buf_.size()) >= want_end) return true;
+      buf_.erase(0, static_cast<size_t>(offset_ - buf_offset_));
+      buf_offset_ = offset_;
+      const size_t old = buf_.size();
+      buf_.resize(std::max(n, old + kReadChunk));
+      ssize_t got = 0;
+      do {
+        got = pread(fd_, buf_.data() + old, buf_.size() - old,
+                    buf_offset_ + static_cast<int64_t>(old));
+      } while (got < 0 && errno == EINTR);
+      if (got < 0) return Errno(errno, absl::StrCat("spool: cannot read ", path_));
+      buf_.resize(old + static_cast<size_t>(got));
+      return buf_.size() >= n;
+    };
+    absl::StatusOr<bool> header = have(kHeaderBytes);
+    if (!header.ok()) return header.status();
+    bool complete = *header;
+    uint32_t length = 0;
+    if (complete) {
+      const char* h = buf_.data() + (offset_ - buf_offset_);
+      length = GetU32(h);
+      if (length > spool_.options_.max_record_bytes) {
+        return absl::DataLossError(absl::StrCat("spool: a bad record in ", path_));
+      }
+      absl::StatusOr<bool> whole = have(kHeaderBytes + length);
+      if (!whole.ok()) return whole.status();
+      complete = *whole;
+    }
+    if (!complete) {
+      // Not written yet -- unless this segment is closed and a later one
+      // holds the next keys: then move on.
+      bool later = false;
+      {
+        std::lock_guard<std::mutex> lock(spool_.mu_);
+        later = !spool_.segments_.empty() && spool_.segments_.back().path != path_;
+      }
+      if (!later) return false;
+      if (!reread) {  // it may have been completed before it closed
+        reread = true;
+        continue;
+      }
+      reread = false;
+      close(fd_);
+      fd_ = -1;
+      continue;
+    }
+    const char* h = buf_.data() + (offset_ - buf_offset_);
+    const std::string_view body(h + kHeaderBytes, length);
+    if (RecordCrc(h + 8, body) != GetU32(h + 4)) {
+      return absl::DataLossError(absl::StrCat("spool: a record fails its CRC in ", path_));
+    }
+    offset_ += static_cast<int64_t>(kHeaderBytes + length);
+    const uint64_t k = GetU64(h + 8);
+    if (k <= last_) continue;  // before the cursor's start
+    last_ = k;
+    *key = k;
+    payload->assign(body.data(), body.size());
+    return true;
+  }
+}
+
+void Spool::FlusherLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto period = std::chrono::milliseconds(options_.batch_ms);
+  while (!stop_) {
+    flusher_cv_.wait_for(lock, period, [this] { return stop_; });
+    if (stop_) break;
+    if (io_error_.ok() && buffered_last_key_ > durable_key_.load(std::memory_order_acquire)) {
+      (void)Flush(lock, /*sync=*/true);
+    }
+  }
+}
+
+}  // namespace perld::client

@@ -1,0 +1,162 @@
+// Spool: a durable, file-backed FIFO of keyed records -- the client's
+// unacknowledged Ingest messages (key = sequence number), appended before
+// they are sent, released once acknowledged, replayed in order after a
+// reconnect or a restart of the client process.
+//
+// Layout: DIR/seg-<first key, 20 digits>.log, appended in key order. A
+// record is a 16-byte header -- u32 payload length, u32 CRC32C of (key,
+// payload), u64 key, little-endian -- and the payload. Keys strictly
+// increase across the spool.
+//
+// Durability (Options::mode):
+//   kSynced  -- Append returns once the record is on the device (fdatasync).
+//               Concurrent appenders share one fdatasync (group commit).
+//   kBatched -- Append returns once the record is buffered; a group commit
+//               (write + fdatasync) runs every batch_appends appends and at
+//               least every batch_ms (a flusher thread), and at Commit().
+//   durable_key() is the highest key known to be on the device.
+//
+// Recovery (Open): every segment is read; the first record whose header is
+// incomplete, whose length is impossible, whose CRC fails or whose key does
+// not increase ends the spool: the file is truncated there (a torn tail
+// after a crash) and any later segment is removed; both are counted
+// (truncated_bytes(), and a torn tail is never returned as data).
+//
+// Bound: max_bytes of segment files. An Append that would pass it fails
+// with RESOURCE_EXHAUSTED and is counted (full_refusals()): the caller
+// decides (the IngestSender waits for acknowledgements to release room).
+// Release(key) deletes every closed segment whose records all have keys
+// <= key; the active segment stays (it holds the last key).
+//
+// Threads: every method may be called from any thread; Append and Commit
+// from several at once. ForEach reads the files and must not run
+// concurrently with Release.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "absl/status/statusor.h"
+
+namespace perld::client {
+
+enum class SpoolMode { kSynced, kBatched };
+
+class Spool {
+ public:
+  struct Options {
+    std::string dir;  // created if missing (mode 0700)
+    SpoolMode mode = SpoolMode::kBatched;
+    int64_t batch_appends = 1024;  // kBatched: commit after this many appends
+    int64_t batch_ms = 10;         // kBatched: and at least this often
+    int64_t max_bytes = int64_t{1} << 30;
+    int64_t segment_bytes = int64_t{64} << 20;  // a segment closes past this size
+    uint32_t max_record_bytes = 64u << 20;
+  };
+  static constexpr size_t kHeaderBytes = 16;
+
+  static absl::StatusOr<std::unique_ptr<Spool>> Open(const Options& options);
+  ~Spool();  // commits what is buffered
+  Spool(const Spool&) = delete;
+  Spool& operator=(const Spool&) = delete;
+
+  // Appends `payload` under `key` (> last_key()). See the header comment.
+  absl::Status Append(uint64_t key, std::string_view payload);
+  // Appends `payload` under the next key (last_key() + 1), which it returns.
+  absl::StatusOr<uint64_t> Append(std::string_view payload);
+  // Writes and syncs everything appended so far.
+  absl::Status Commit();
+  // Deletes the closed segments whose keys are all <= `key`.
+  void Release(uint64_t key);
+  // Deletes every record (all acknowledged) and the meta: the spool starts
+  // over at key 1.
+  absl::Status Reset();
+  // A small blob stored beside the records (DIR/meta, replaced atomically
+  // and durably): the client keeps its IngestOpen there. "" when none.
+  const std::string& meta() const { return meta_; }
+  absl::Status SetMeta(const std::string& bytes);
+  // Calls `visit` for every record in key order until it returns false.
+  absl::Status ForEach(const std::function<bool(uint64_t key, std::string_view payload)>& visit);
+
+  // Tails the spool: the records with keys above `after`, in order, as they
+  // reach the files (a batched spool writes at least every batch_ms). One
+  // thread per cursor; the spool must outlive it and Release must not drop
+  // the segment it reads.
+  class Cursor {
+   public:
+    explicit Cursor(Spool& spool, uint64_t after = 0) : spool_(spool), last_(after) {}
+    ~Cursor();
+    Cursor(const Cursor&) = delete;
+    Cursor& operator=(const Cursor&) = delete;
+    // The next record into *key/*payload: true, or false when none has
+    // reached the files yet.
+    absl::StatusOr<bool> Next(uint64_t* key, std::string* payload);
+
+   private:
+    Spool& spool_;
+    uint64_t last_;
+    std::string path_;  // the segment being read ("" none)
+    int fd_ = -1;
+    int64_t offset_ = 0;
+    std::string buf_;  // read-ahead of path_ from buf_offset_
+    int64_t buf_offset_ = 0;
+  };
+
+  uint64_t last_key() const;  // 0 when the spool never held a record
+  uint64_t durable_key() const { return durable_key_.load(std::memory_order_acquire); }
+  int64_t bytes() const;  // in segment files, buffered included
+  uint64_t records_recovered() const { return records_recovered_; }
+  uint64_t truncated_bytes() const { return truncated_bytes_; }
+  uint64_t full_refusals() const { return full_refusals_.load(std::memory_order_relaxed); }
+  uint64_t commits() const { return commits_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Segment {
+    uint64_t first_key = 0;
+    uint64_t last_key = 0;
+    int64_t bytes = 0;
+    std::string path;
+  };
+  explicit Spool(Options options);
+  absl::Status Recover();
+  absl::Status OpenActive(uint64_t first_key);  // mu_ and io_mu_ held
+  // Moves the buffer to the file (io_mu_ taken before mu_ is released, so
+  // writes keep their order) and, with `sync`, fdatasyncs it.
+  absl::Status Flush(std::unique_lock<std::mutex>& lock, bool sync);
+  void FlusherLoop();
+  // key 0: the next key. Returns the key used through `used`.
+  absl::Status AppendImpl(uint64_t key, std::string_view payload, uint64_t* used);
+
+  const Options options_;
+  mutable std::mutex mu_;  // the buffer, segments and counters below
+  std::condition_variable synced_cv_;
+  std::deque<Segment> segments_;  // ascending; back() is the active one
+  std::string buffer_;            // appended, not yet written
+  uint64_t buffered_last_key_ = 0;
+  int64_t appends_since_commit_ = 0;
+  bool syncing_ = false;  // a thread runs a group commit
+  bool stop_ = false;
+  absl::Status io_error_;  // sticky: the spool refuses appends after a write failure
+
+  std::mutex io_mu_;  // the active file descriptor and its writes
+  int fd_ = -1;
+
+  std::atomic<uint64_t> durable_key_{0};
+  std::atomic<uint64_t> full_refusals_{0};
+  std::atomic<uint64_t> commits_{0};
+  std::string meta_;  // set at Open and by SetMeta (owner thread)
+  uint64_t records_recovered_ = 0;
+  uint64_t truncated_bytes_ = 0;
+  std::condition_variable flusher_cv_;
+  std::thread flusher_;
+};
+
+}  // namespace perld::client
