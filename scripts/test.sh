@@ -5,7 +5,8 @@
 #
 # Build trees: build/release (all tests, benchmarks compiled but not run),
 # build/asan (Debug, contract assertions on: all tests), build/tsan (only the
-# concurrency tests: labels stress and concurrency). ccache makes reruns cheap.
+# concurrency tests: labels stress and concurrency), build/fuzz (clang-14
+# libFuzzer targets, each run about 60 s). ccache makes reruns cheap.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -45,5 +46,14 @@ cmake --build build/tsan -j "$jobs"
 
 step "tsan tests"
 ctest --test-dir build/tsan --output-on-failure -j "$jobs" --timeout 900
+
+step "fuzz build (clang-14 libFuzzer + ASan/UBSan: decoders and loaders only)"
+cmake -S "$root" -B "$root/build/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DPERLD_SANITIZE=fuzzer -DPERLD_BUILD_TESTS=ON \
+  -DPERLD_FUZZ_SECONDS="${PERLD_FUZZ_SECONDS:-60}" >/dev/null
+cmake --build build/fuzz -j "$jobs" --target fuzz_config fuzz_state fuzz_ingest fuzz_sbp fuzz_spool
+
+step "fuzz runs (each target ${PERLD_FUZZ_SECONDS:-60} s from its checked-in corpus)"
+ctest --test-dir build/fuzz --output-on-failure -j "$jobs" --timeout 900
 
 step "done: all configurations passed"

@@ -21,8 +21,10 @@
 namespace perld::client {
 namespace {
 
-constexpr size_t kWriteChunk = size_t{1} << 20;  // a buffer this full is written out
-constexpr size_t kReadChunk = size_t{4} << 20;
+// Batched: a buffer this full is written by the appender itself.
+constexpr size_t kMaxBuffered = size_t{8} << 20;
+constexpr size_t kReadChunk = size_t{4} << 20;      // a scan's read-ahead, at most
+constexpr size_t kCursorChunk = size_t{256} << 10;  // a cursor's read-ahead
 
 void PutU32(char* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
@@ -43,20 +45,33 @@ uint64_t GetU64(const char* p) {
   return v;
 }
 
+// The record's CRC covers the payload, then the 8 key bytes: the payload's
+// part is computed before the appender takes the lock.
+uint32_t PayloadCrc(std::string_view payload) { return state::Crc32c(payload); }
+uint32_t WithKey(uint32_t payload_crc, const char* key_bytes) {
+  return state::Crc32cExtend(payload_crc, std::string_view(key_bytes, 8));
+}
 uint32_t RecordCrc(const char* key_bytes, std::string_view payload) {
-  return state::Crc32cExtend(state::Crc32c(std::string_view(key_bytes, 8)), payload);
+  return WithKey(PayloadCrc(payload), key_bytes);
 }
 
 absl::Status Errno(int err, const std::string& what) { return absl::ErrnoToStatus(err, what); }
 
-absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
+// Writes all of `data` at *offset, advancing it.
+absl::Status WriteAt(int fd, std::string_view data, int64_t* offset, const std::string& path) {
   while (!data.empty()) {
-    const ssize_t n = write(fd, data.data(), data.size());
+    const ssize_t n = pwrite(fd, data.data(), data.size(), *offset);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Errno(errno, absl::StrCat("spool: cannot write ", path));
     data.remove_prefix(static_cast<size_t>(n));
+    *offset += n;
   }
   return absl::OkStatus();
+}
+
+absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  int64_t offset = 0;
+  return WriteAt(fd, data, &offset, path);
 }
 
 absl::Status SyncDirectory(const std::string& dir) {
@@ -132,10 +147,14 @@ absl::StatusOr<Scan> ScanSegment(const std::string& path, uint64_t after, uint32
     buf.erase(0, start);
     start = 0;
     const size_t have = buf.size();
-    buf.resize(have + kReadChunk);
+    // At most what is left of the file: a small segment costs a small buffer.
+    const size_t chunk = static_cast<size_t>(
+        std::clamp<int64_t>(scan.file_bytes - offset - static_cast<int64_t>(have), 16,
+                            static_cast<int64_t>(kReadChunk)));
+    buf.resize(have + chunk);
     ssize_t n = 0;
     do {
-      n = read(fd, buf.data() + have, kReadChunk);
+      n = read(fd, buf.data() + have, chunk);
     } while (n < 0 && errno == EINTR);
     if (n < 0) return Errno(errno, absl::StrCat("spool: cannot read ", path));
     buf.resize(have + static_cast<size_t>(n));
@@ -190,6 +209,8 @@ absl::Status Spool::Recover() {
     if (std::sscanf(entry->d_name, "seg-%20" SCNu64 ".lo%c", &first, &tail) == 2 && tail == 'g' &&
         std::string_view(entry->d_name) == SegmentName(first)) {
       files.emplace_back(first, options_.dir + "/" + entry->d_name);
+    } else if (std::string_view(entry->d_name).rfind("free-", 0) == 0) {
+      unlink((options_.dir + "/" + entry->d_name).c_str());  // an earlier life's spare file
     }
   }
   closedir(dir);
@@ -217,6 +238,7 @@ absl::Status Spool::Recover() {
       continue;
     }
     records_recovered_ += scan->records;
+    total_bytes_ += scan->valid_bytes;
     segments_.push_back(Segment{first, scan->last_key, scan->valid_bytes, path});
     last = scan->last_key;
   }
@@ -229,8 +251,9 @@ absl::Status Spool::Recover() {
         close(fd);
       }
     }
-    fd_ = open(segments_.back().path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    fd_ = open(segments_.back().path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd_ < 0) return Errno(errno, absl::StrCat("spool: cannot open ", segments_.back().path));
+    write_offset_ = segments_.back().bytes;
   }
   if (absl::Status s = SyncDirectory(options_.dir); !s.ok()) return s;
   durable_key_.store(last, std::memory_order_release);
@@ -248,7 +271,22 @@ Spool::~Spool() {
   std::unique_lock<std::mutex> lock(mu_);
   if (!buffer_.empty() && io_error_.ok()) (void)Flush(lock, /*sync=*/true);
   std::lock_guard<std::mutex> io(io_mu_);
-  if (fd_ >= 0) close(fd_);
+  if (fd_ >= 0) {
+    (void)CloseActive();
+  }
+  for (const std::string& path : free_) unlink(path.c_str());
+}
+
+absl::Status Spool::CloseActive() {
+  // A recycled file holds an earlier life's bytes past the valid end: cut
+  // them, durably, so a closed segment ends at its last record.
+  absl::Status status;
+  if (ftruncate(fd_, write_offset_) != 0 || fsync(fd_) != 0) {
+    status = Errno(errno, "spool: cannot close a segment at its end");
+  }
+  close(fd_);
+  fd_ = -1;
+  return status;
 }
 
 uint64_t Spool::last_key() const {
@@ -258,21 +296,33 @@ uint64_t Spool::last_key() const {
 
 int64_t Spool::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  int64_t total = 0;
-  for (const Segment& s : segments_) total += s.bytes;
-  return total;
+  return total_bytes_;
 }
 
 absl::Status Spool::OpenActive(uint64_t first_key) {
+  if (fd_ >= 0) {
+    if (absl::Status s = CloseActive(); !s.ok()) return s;
+  }
   const std::string path = options_.dir + "/" + SegmentName(first_key);
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+  int fd = -1;
+  // A released segment's file is overwritten in place: its pages are in
+  // the page cache and its blocks allocated, so writing it costs a copy.
+  while (fd < 0 && !free_.empty()) {
+    if (rename(free_.front().c_str(), path.c_str()) == 0) {
+      fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    } else {
+      unlink(free_.front().c_str());
+    }
+    free_.pop_front();
+  }
+  if (fd < 0) fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Errno(errno, absl::StrCat("spool: cannot create ", path));
   if (absl::Status s = SyncDirectory(options_.dir); !s.ok()) {
     close(fd);
     return s;
   }
-  if (fd_ >= 0) close(fd_);
   fd_ = fd;
+  write_offset_ = 0;
   segments_.push_back(Segment{first_key, 0, 0, path});
   return absl::OkStatus();
 }
@@ -280,12 +330,13 @@ absl::Status Spool::OpenActive(uint64_t first_key) {
 absl::Status Spool::Flush(std::unique_lock<std::mutex>& lock, bool sync) {
   std::string out;
   out.swap(buffer_);
+  buffer_.swap(spare_);  // an emptied earlier buffer: appends go on without regrowing
   const uint64_t upto = buffered_last_key_;
   if (sync) appends_since_commit_ = 0;
   const std::string path = segments_.empty() ? options_.dir : segments_.back().path;
   std::unique_lock<std::mutex> io(io_mu_);
   lock.unlock();
-  absl::Status status = WriteAll(fd_, out, path);
+  absl::Status status = WriteAt(fd_, out, &write_offset_, path);
   if (status.ok() && sync && fdatasync(fd_) != 0) {
     status = Errno(errno, absl::StrCat("spool: cannot sync ", path));
   }
@@ -296,9 +347,9 @@ absl::Status Spool::Flush(std::unique_lock<std::mutex>& lock, bool sync) {
     synced_cv_.notify_all();
     return status;
   }
-  if (buffer_.empty() && buffer_.capacity() < out.capacity()) {
+  if (spare_.capacity() < out.capacity()) {
     out.clear();
-    buffer_.swap(out);  // keep the larger allocation
+    spare_.swap(out);  // the next Flush hands it to the appenders
   }
   if (sync) {
     if (upto > durable_key_.load(std::memory_order_relaxed)) {
@@ -323,6 +374,7 @@ absl::StatusOr<uint64_t> Spool::Append(std::string_view payload) {
 }
 
 absl::Status Spool::AppendImpl(uint64_t key, std::string_view payload, uint64_t* used) {
+  const uint32_t payload_crc = PayloadCrc(payload);  // outside the lock
   std::unique_lock<std::mutex> lock(mu_);
   if (!io_error_.ok()) return io_error_;
   const bool next = key == 0;
@@ -336,12 +388,10 @@ absl::Status Spool::AppendImpl(uint64_t key, std::string_view payload, uint64_t*
                                                    " bytes is over ", options_.max_record_bytes));
   }
   const int64_t size = static_cast<int64_t>(kHeaderBytes + payload.size());
-  int64_t total = 0;
-  for (const Segment& s : segments_) total += s.bytes;
-  if (total + size > options_.max_bytes) {
+  if (total_bytes_ + size > options_.max_bytes) {
     full_refusals_.fetch_add(1, std::memory_order_relaxed);
     return absl::ResourceExhaustedError(
-        absl::StrCat("spool: full (", total, " of ", options_.max_bytes, " bytes)"));
+        absl::StrCat("spool: full (", total_bytes_, " of ", options_.max_bytes, " bytes)"));
   }
   // A new segment when there is none or the active one is full: what the
   // old one holds is written and synced first.
@@ -371,19 +421,22 @@ absl::Status Spool::AppendImpl(uint64_t key, std::string_view payload, uint64_t*
   char header[kHeaderBytes];
   PutU32(header, static_cast<uint32_t>(payload.size()));
   PutU64(header + 8, key);
-  PutU32(header + 4, RecordCrc(header + 8, payload));
+  PutU32(header + 4, WithKey(payload_crc, header + 8));
   buffer_.append(header, kHeaderBytes);
   buffer_.append(payload.data(), payload.size());
   Segment& active = segments_.back();
   active.bytes += size;
+  total_bytes_ += size;
   active.last_key = key;
   buffered_last_key_ = key;
   *used = key;
   ++appends_since_commit_;
 
   if (options_.mode == SpoolMode::kBatched) {
-    if (appends_since_commit_ >= options_.batch_appends) return Flush(lock, /*sync=*/true);
-    if (buffer_.size() >= kWriteChunk) return Flush(lock, /*sync=*/false);
+    // The group commit runs on the flusher thread, beside the appenders; an
+    // appender writes (without a sync) only when the flusher falls behind.
+    if (appends_since_commit_ == options_.batch_appends) flusher_cv_.notify_one();
+    if (buffer_.size() >= kMaxBuffered) return Flush(lock, /*sync=*/false);
     return absl::OkStatus();
   }
   // Synced: one thread syncs for everyone waiting (group commit).
@@ -414,7 +467,14 @@ absl::Status Spool::Commit() {
 void Spool::Release(uint64_t key) {
   std::lock_guard<std::mutex> lock(mu_);
   while (segments_.size() > 1 && segments_.front().last_key <= key) {
-    unlink(segments_.front().path.c_str());
+    const std::string& path = segments_.front().path;
+    std::string spare = absl::StrCat(options_.dir, "/free-", ++free_count_, ".log");
+    if (free_.size() < kMaxFreeSegments && rename(path.c_str(), spare.c_str()) == 0) {
+      free_.push_back(std::move(spare));
+    } else {
+      unlink(path.c_str());
+    }
+    total_bytes_ -= segments_.front().bytes;
     segments_.pop_front();
   }
 }
@@ -442,8 +502,13 @@ absl::Status Spool::Reset() {
   std::lock_guard<std::mutex> io(io_mu_);
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
+  write_offset_ = 0;
+  // Spare files go too: a later life's keys restart at 1, below theirs.
+  for (const std::string& path : free_) unlink(path.c_str());
+  free_.clear();
   for (const Segment& s : segments_) unlink(s.path.c_str());
   segments_.clear();
+  total_bytes_ = 0;
   buffer_.clear();
   buffered_last_key_ = 0;
   appends_since_commit_ = 0;
@@ -499,17 +564,18 @@ absl::StatusOr<bool> Spool::Cursor::Next(uint64_t* key, std::string* payload) {
       if (fd_ < 0) return Errno(errno, absl::StrCat("spool: cannot open ", next_path));
       path_ = next_path;
       offset_ = 0;
+      segment_last_ = 0;
       buf_.clear();
       buf_offset_ = 0;
     }
-    // Make header + payload available in buf_ (reading ahead in large chunks).
+    // Bytes [offset_, offset_ + n) in buf_, reading ahead in large chunks.
     auto have = [&](size_t n) -> absl::StatusOr<bool> {
       const int64_t want_end = offset_ + static_cast<int64_t>(n);
       if (buf_offset_ + static_cast<int64_t>(buf_.size()) >= want_end) return true;
       buf_.erase(0, static_cast<size_t>(offset_ - buf_offset_));
       buf_offset_ = offset_;
       const size_t old = buf_.size();
-      buf_.resize(std::max(n, old + kReadChunk));
+      buf_.resize(std::max(n, old + kCursorChunk));
       ssize_t got = 0;
       do {
         got = pread(fd_, buf_.data() + old, buf_.size() - old,
@@ -519,29 +585,32 @@ absl::StatusOr<bool> Spool::Cursor::Next(uint64_t* key, std::string* payload) {
       buf_.resize(old + static_cast<size_t>(got));
       return buf_.size() >= n;
     };
+    // A record continues the segment when it is complete, sane, passes its
+    // CRC and its key rises; anything else at offset_ is not written yet
+    // (or, in a file being reused, an earlier life's bytes).
+    bool valid = false;
+    uint32_t length = 0;
     absl::StatusOr<bool> header = have(kHeaderBytes);
     if (!header.ok()) return header.status();
-    bool complete = *header;
-    uint32_t length = 0;
-    if (complete) {
+    if (*header) {
       const char* h = buf_.data() + (offset_ - buf_offset_);
       length = GetU32(h);
-      if (length > spool_.options_.max_record_bytes) {
-        return absl::DataLossError(absl::StrCat("spool: a bad record in ", path_));
+      if (length <= spool_.options_.max_record_bytes && GetU64(h + 8) > segment_last_) {
+        absl::StatusOr<bool> whole = have(kHeaderBytes + length);
+        if (!whole.ok()) return whole.status();
+        h = buf_.data() + (offset_ - buf_offset_);
+        valid =
+            *whole && RecordCrc(h + 8, std::string_view(h + kHeaderBytes, length)) == GetU32(h + 4);
       }
-      absl::StatusOr<bool> whole = have(kHeaderBytes + length);
-      if (!whole.ok()) return whole.status();
-      complete = *whole;
     }
-    if (!complete) {
-      // Not written yet -- unless this segment is closed and a later one
-      // holds the next keys: then move on.
-      bool later = false;
+    if (!valid) {
+      buf_.resize(static_cast<size_t>(offset_ - buf_offset_));  // read it again next time
+      bool closed = false;
       {
         std::lock_guard<std::mutex> lock(spool_.mu_);
-        later = !spool_.segments_.empty() && spool_.segments_.back().path != path_;
+        closed = spool_.segments_.empty() || spool_.segments_.back().path != path_;
       }
-      if (!later) return false;
+      if (!closed) return false;
       if (!reread) {  // it may have been completed before it closed
         reread = true;
         continue;
@@ -552,16 +621,13 @@ absl::StatusOr<bool> Spool::Cursor::Next(uint64_t* key, std::string* payload) {
       continue;
     }
     const char* h = buf_.data() + (offset_ - buf_offset_);
-    const std::string_view body(h + kHeaderBytes, length);
-    if (RecordCrc(h + 8, body) != GetU32(h + 4)) {
-      return absl::DataLossError(absl::StrCat("spool: a record fails its CRC in ", path_));
-    }
     offset_ += static_cast<int64_t>(kHeaderBytes + length);
     const uint64_t k = GetU64(h + 8);
+    segment_last_ = k;
     if (k <= last_) continue;  // before the cursor's start
     last_ = k;
     *key = k;
-    payload->assign(body.data(), body.size());
+    payload->assign(h + kHeaderBytes, length);
     return true;
   }
 }
@@ -570,7 +636,8 @@ void Spool::FlusherLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   const auto period = std::chrono::milliseconds(options_.batch_ms);
   while (!stop_) {
-    flusher_cv_.wait_for(lock, period, [this] { return stop_; });
+    flusher_cv_.wait_for(
+        lock, period, [this] { return stop_ || appends_since_commit_ >= options_.batch_appends; });
     if (stop_) break;
     if (io_error_.ok() && buffered_last_key_ > durable_key_.load(std::memory_order_acquire)) {
       (void)Flush(lock, /*sync=*/true);

@@ -4,16 +4,18 @@
 // reconnect or a restart of the client process.
 //
 // Layout: DIR/seg-<first key, 20 digits>.log, appended in key order. A
-// record is a 16-byte header -- u32 payload length, u32 CRC32C of (key,
-// payload), u64 key, little-endian -- and the payload. Keys strictly
-// increase across the spool.
+// record is a 16-byte header -- u32 payload length, u32 CRC32C of the
+// payload followed by the 8 key bytes, u64 key, little-endian -- and the
+// payload. Keys strictly increase across the spool.
 //
 // Durability (Options::mode):
 //   kSynced  -- Append returns once the record is on the device (fdatasync).
 //               Concurrent appenders share one fdatasync (group commit).
 //   kBatched -- Append returns once the record is buffered; a group commit
-//               (write + fdatasync) runs every batch_appends appends and at
-//               least every batch_ms (a flusher thread), and at Commit().
+//               (write + fdatasync) runs on a flusher thread once
+//               batch_appends appends are waiting and at least every
+//               batch_ms, and at Commit(). Appenders never wait for a sync
+//               (they write 8 MiB of buffer themselves if the flusher lags).
 //   durable_key() is the highest key known to be on the device.
 //
 // Recovery (Open): every segment is read; the first record whose header is
@@ -25,8 +27,12 @@
 // Bound: max_bytes of segment files. An Append that would pass it fails
 // with RESOURCE_EXHAUSTED and is counted (full_refusals()): the caller
 // decides (the IngestSender waits for acknowledgements to release room).
-// Release(key) deletes every closed segment whose records all have keys
-// <= key; the active segment stays (it holds the last key).
+// Release(key) retires every closed segment whose records all have keys
+// <= key (the active segment stays: it holds the last key); up to two
+// retired files are kept and overwritten by the next segments, which is
+// why a segment's file may hold stale bytes past its last record until it
+// closes (then it is cut at its end, durably) -- a reader stops at the
+// first record that does not continue the keys.
 //
 // Threads: every method may be called from any thread; Append and Commit
 // from several at once. ForEach reads the files and must not run
@@ -106,7 +112,8 @@ class Spool {
     std::string path_;  // the segment being read ("" none)
     int fd_ = -1;
     int64_t offset_ = 0;
-    std::string buf_;  // read-ahead of path_ from buf_offset_
+    uint64_t segment_last_ = 0;  // the last key read in path_
+    std::string buf_;            // read-ahead of path_ from buf_offset_
     int64_t buf_offset_ = 0;
   };
 
@@ -128,6 +135,7 @@ class Spool {
   explicit Spool(Options options);
   absl::Status Recover();
   absl::Status OpenActive(uint64_t first_key);  // mu_ and io_mu_ held
+  absl::Status CloseActive();                   // io_mu_ held; fd_ >= 0
   // Moves the buffer to the file (io_mu_ taken before mu_ is released, so
   // writes keep their order) and, with `sync`, fdatasyncs it.
   absl::Status Flush(std::unique_lock<std::mutex>& lock, bool sync);
@@ -140,7 +148,9 @@ class Spool {
   std::condition_variable synced_cv_;
   std::deque<Segment> segments_;  // ascending; back() is the active one
   std::string buffer_;            // appended, not yet written
+  std::string spare_;             // empty, with capacity: the next buffer_
   uint64_t buffered_last_key_ = 0;
+  int64_t total_bytes_ = 0;  // the segments' bytes, buffered included
   int64_t appends_since_commit_ = 0;
   bool syncing_ = false;  // a thread runs a group commit
   bool stop_ = false;
@@ -148,6 +158,14 @@ class Spool {
 
   std::mutex io_mu_;  // the active file descriptor and its writes
   int fd_ = -1;
+  int64_t write_offset_ = 0;  // where the next write goes in fd_
+
+  // Released segments' files kept for reuse (mu_): overwriting a file whose
+  // pages are cached and blocks allocated is several times faster than
+  // growing a new one. Removed at Reset, Open and destruction.
+  static constexpr size_t kMaxFreeSegments = 2;
+  std::deque<std::string> free_;
+  uint64_t free_count_ = 0;
 
   std::atomic<uint64_t> durable_key_{0};
   std::atomic<uint64_t> full_refusals_{0};
