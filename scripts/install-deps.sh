@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # Installs everything perld needs to build, test and benchmark on Debian 12.
 # Idempotent; must run as root (or with sudo available). Safe to re-run.
+#   --build-only   only what building the release needs (the container
+#                  image's build stage): no test, browser or fuzz tooling.
 set -euo pipefail
-PACKAGES=(
-  build-essential cmake ninja-build ccache git time procps
-  clang clang-format clang-tidy libclang-rt-14-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libabsl-dev
-  libconcurrentqueue-dev libcpp-httplib-dev prometheus
+BUILD_PACKAGES=(
+  build-essential cmake ninja-build ccache git pkg-config dpkg-dev file
+  libabsl-dev libconcurrentqueue-dev libcpp-httplib-dev libssl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libyaml-cpp-dev libsqlite3-dev libsystemd-dev pkg-config
+  libyaml-cpp-dev libsqlite3-dev libsystemd-dev
+)
+TEST_PACKAGES=(
+  time procps clang clang-format clang-tidy libclang-rt-14-dev
+  libgtest-dev libgmock-dev libbenchmark-dev prometheus
   python3-grpcio python3-grpc-tools
   chromium chromium-driver python3-selenium
-  systemd dpkg-dev yamllint openssl libssl-dev
+  systemd yamllint openssl
 )
+PACKAGES=("${BUILD_PACKAGES[@]}")
+if [ "${1:-}" != "--build-only" ]; then
+  PACKAGES+=("${TEST_PACKAGES[@]}")
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
