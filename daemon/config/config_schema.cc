@@ -352,6 +352,9 @@ std::vector<ConfigKey> BuildKeys() {
       "ingest.maxClientMemoryBytes", kLive, int64_t{1} << 20, kTiB,
       [](auto& c) -> auto& { return c.ingest.max_client_memory_bytes; }));
   keys.push_back(IntKey(
+      "ingest.maxMemoryBytes", kLive, int64_t{1} << 20, kTiB,
+      [](auto& c) -> auto& { return c.ingest.max_memory_bytes; }));
+  keys.push_back(IntKey(
       "ingest.clientTimeoutMs", kLive, 0, 86'400'000,
       [](auto& c) -> auto& { return c.ingest.client_timeout_ms; }));
   keys.push_back(IntKey(

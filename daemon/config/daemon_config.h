@@ -53,6 +53,10 @@ struct IngestConfig {
   // yet merged (a stream over it waits for the recorder; one report larger
   // than it is refused).
   int64_t max_client_memory_bytes = int64_t{256} << 20;
+  // key ingest.maxMemoryBytes: every client's windows received and not yet
+  // merged, all runs together (over it streams wait; one report larger than
+  // it is refused).
+  int64_t max_memory_bytes = int64_t{1} << 30;
   // key ingest.clientTimeoutMs: how long a client whose stream broke without
   // a close keeps its run open for a reconnect.
   int64_t client_timeout_ms = 30'000;

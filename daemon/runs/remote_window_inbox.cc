@@ -6,6 +6,9 @@ namespace perld::runs {
 
 void RemoteWindowInbox::Push(RemoteWindow window) {
   if (window.charge) window.charge->fetch_add(window.bytes(), std::memory_order_relaxed);
+  if (window.total_charge) {
+    window.total_charge->fetch_add(window.bytes(), std::memory_order_relaxed);
+  }
   queued_.fetch_add(1, std::memory_order_relaxed);
   auto* node = new Node{std::move(window), head_.load(std::memory_order_relaxed)};
   // release: the recorder's acquire exchange sees the window complete.

@@ -33,7 +33,8 @@ namespace perld::runs {
 struct RemoteWindow {
   LatencyCounters counters;
   std::vector<LatencyBucket> buckets;  // ascending, each count >= 1, sum == counters.valid
-  std::shared_ptr<std::atomic<int64_t>> charge;  // the client's queued bytes; may be null
+  std::shared_ptr<std::atomic<int64_t>> charge;        // the client's queued bytes; may be null
+  std::shared_ptr<std::atomic<int64_t>> total_charge;  // every client's; may be null
   int32_t client = -1;      // the client's index in its run (>= 0), for per-window client counts
   int64_t end_unix_ms = 0;  // the client's own window end (wall clock); 0: unknown, never late
 
@@ -44,7 +45,7 @@ struct RemoteWindow {
 
 class RemoteWindowInbox {
  public:
-  // Any thread. Charges the window's bytes to window.charge.
+  // Any thread. Charges the window's bytes to window.charge and total_charge.
   void Push(RemoteWindow window);
   // Recorder thread. Hands every queued window to `merge` in push order per
   // pushing thread, releases its charge, and returns how many were taken.
@@ -59,6 +60,7 @@ class RemoteWindowInbox {
       RemoteWindow& w = done->window;
       merge(w);
       if (w.charge) w.charge->fetch_sub(w.bytes(), std::memory_order_relaxed);
+      if (w.total_charge) w.total_charge->fetch_sub(w.bytes(), std::memory_order_relaxed);
       queued_.fetch_sub(1, std::memory_order_relaxed);
       ++n;
     }

@@ -42,6 +42,14 @@ std::string RenderIngestExposition(const IngestStats& stats) {
   Counter(&out, "perld_ingest_memory_waits_total",
           "Window reports that waited for the recorder (ingest.maxClientMemoryBytes).",
           stats.memory_waits);
+  Counter(&out, "perld_ingest_global_memory_waits_total",
+          "Window reports that waited because every client's queued windows reached "
+          "ingest.maxMemoryBytes.",
+          stats.global_memory_waits);
+  Family(&out, "perld_ingest_queued_window_bytes", "gauge",
+         "Windows received and not yet merged, all clients (ingest.maxMemoryBytes bounds it).");
+  absl::StrAppend(&out, "perld_ingest_queued_window_bytes ",
+                  stats.queued_window_bytes->load(std::memory_order_relaxed), "\n");
   Family(&out, "perld_ingest_refused_total", "counter",
          "Ingest messages or streams refused, by reason.");
   for (size_t i = 0; i < IngestStats::kRefusals; ++i) {

@@ -382,8 +382,18 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
                         absl::StrCat("ingest.maxClientMemoryBytes: window ", sequence, " needs ",
                                      bytes, " bytes, the limit is ", session.max_memory_bytes)));
     }
+    const int64_t max_total = config_.Get()->ingest.max_memory_bytes;
+    if (bytes > max_total) {
+      return Refuse(stats_, Refusal::kMemory,
+                    absl::ResourceExhaustedError(
+                        absl::StrCat("ingest.maxMemoryBytes: window ", sequence, " needs ", bytes,
+                                     " bytes, the limit for all clients is ", max_total)));
+    }
     // Backpressure: wait for the recorder to merge this client's earlier
-    // windows before queueing more than its share.
+    // windows before queueing more than its share, and every client's
+    // before queueing more than all of them may hold. (Two streams may pass
+    // the total check at once: it is exceeded by at most one report each.)
+    std::atomic<int64_t>& total = *stats_.queued_window_bytes;
     if (c.charge->load(std::memory_order_relaxed) + bytes > session.max_memory_bytes) {
       stats_.memory_waits.fetch_add(1, std::memory_order_relaxed);
       while (c.charge->load(std::memory_order_relaxed) + bytes > session.max_memory_bytes) {
@@ -391,9 +401,17 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }
+    if (total.load(std::memory_order_relaxed) + bytes > max_total) {
+      stats_.global_memory_waits.fetch_add(1, std::memory_order_relaxed);
+      while (total.load(std::memory_order_relaxed) + bytes > max_total) {
+        if (context->IsCancelled()) return absl::CancelledError("stream cancelled");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
     const int64_t pairs = static_cast<int64_t>(w->buckets.size());
     c.totals->AddWindow(w->counters, w->buckets, absl::ToUnixMillis(absl::Now()));
     w->charge = c.charge;
+    w->total_charge = stats_.queued_window_bytes;
     w->client = c.index;
     session.run->inbox->Push(*std::move(w));
     c.applied = sequence;

@@ -26,6 +26,8 @@ const char* IngestStats::RefusalName(Refusal r) {
       return "streams";
     case Refusal::kClientMemory:
       return "client_memory";
+    case Refusal::kMemory:
+      return "memory";
     case Refusal::kSuperseded:
       return "superseded";
     case Refusal::kShutdown:

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 namespace perld::service {
 
@@ -26,6 +27,7 @@ class IngestStats {
     kClientsPerRun,  // RESOURCE_EXHAUSTED: ingest.maxClientsPerRun
     kStreams,        // RESOURCE_EXHAUSTED: ingest.maxStreams
     kClientMemory,   // RESOURCE_EXHAUSTED: ingest.maxClientMemoryBytes
+    kMemory,         // RESOURCE_EXHAUSTED: ingest.maxMemoryBytes
     kSuperseded,     // ABORTED: a newer stream of the same client took over
     kShutdown,       // UNAVAILABLE: the daemon is shutting down
     kCount
@@ -37,16 +39,20 @@ class IngestStats {
   void Refused(Refusal r) { refused_[static_cast<size_t>(r)].fetch_add(1, kRelaxed); }
   uint64_t refused(Refusal r) const { return refused_[static_cast<size_t>(r)].load(kRelaxed); }
 
-  std::atomic<int64_t> streams_open{0};   // gauge
-  std::atomic<uint64_t> streams{0};       // streams opened (an `open` accepted)
-  std::atomic<uint64_t> resumed{0};       // opens of a client id already known to the run
-  std::atomic<uint64_t> batches{0};       // TimestampBatch messages applied
-  std::atomic<uint64_t> timestamps{0};    // timestamps in them
-  std::atomic<uint64_t> windows{0};       // WindowReport messages applied
-  std::atomic<uint64_t> pairs{0};         // latency/count pairs in them
-  std::atomic<uint64_t> duplicates{0};    // messages recognised as resent, not applied
-  std::atomic<uint64_t> clients_gone{0};  // clients that left without a close (timed out)
-  std::atomic<uint64_t> memory_waits{0};  // window pushes that waited for the recorder
+  std::atomic<int64_t> streams_open{0};          // gauge
+  std::atomic<uint64_t> streams{0};              // streams opened (an `open` accepted)
+  std::atomic<uint64_t> resumed{0};              // opens of a client id already known to the run
+  std::atomic<uint64_t> batches{0};              // TimestampBatch messages applied
+  std::atomic<uint64_t> timestamps{0};           // timestamps in them
+  std::atomic<uint64_t> windows{0};              // WindowReport messages applied
+  std::atomic<uint64_t> pairs{0};                // latency/count pairs in them
+  std::atomic<uint64_t> duplicates{0};           // messages recognised as resent, not applied
+  std::atomic<uint64_t> clients_gone{0};         // clients that left without a close (timed out)
+  std::atomic<uint64_t> memory_waits{0};         // window pushes that waited for the recorder
+  std::atomic<uint64_t> global_memory_waits{0};  // ... because of ingest.maxMemoryBytes
+  // Every client's windows queued and not yet merged (RemoteWindow::total_charge).
+  std::shared_ptr<std::atomic<int64_t>> queued_window_bytes =
+      std::make_shared<std::atomic<int64_t>>(0);
 
  private:
   static constexpr std::memory_order kRelaxed = std::memory_order_relaxed;

@@ -85,7 +85,8 @@ def main():
         config = os.path.join(tmp, "perld.yaml")
         with open(config, "w") as f:
             f.write(f"reportingIntervalMs: 200\ningest:\n  maxStreams: {MAX_STREAMS}\n"
-                    "  clientTimeoutMs: 1000\n  maxClientsPerRun: 4096\n")
+                    "  clientTimeoutMs: 1000\n  maxClientsPerRun: 4096\n"
+                    "  maxClientMemoryBytes: 8388608\n  maxMemoryBytes: 1048576\n")
         d = Daemon(args.perld, os.path.join(tmp, "state"), config)
         try:
             channel = grpc.insecure_channel(d.grpc)
@@ -130,6 +131,11 @@ def main():
                                                              "c", **kw))
                 check(code == grpc.StatusCode.INVALID_ARGUMENT,
                       f"an absurd range ({name}): INVALID_ARGUMENT ({detail})")
+
+            wide = list(range(1, 100_001))  # 100,000 pairs: 1.6 MB queued, over 1 MiB
+            code, detail = call_status(stub, ipb, opener("bad", "huge"), win(1, wide, [1] * len(wide)))
+            check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "ingest.maxMemoryBytes" in detail,
+                  f"a window over the global memory limit: RESOURCE_EXHAUSTED ({detail[:90]})")
 
             # --- a good client keeps streaming through everything below ----------
             good = IngestStream(stub, ipb, opener("good", "g", mode=ipb.IngestOpen.MODE_RAW), 600)
@@ -179,6 +185,12 @@ def main():
                        if line.startswith("perld_ingest_refused_total") and 'reason="streams"' in line]
             check(refused and float(refused[0].split()[-1]) >= results["refused"],
                   f"the refusals are counted ({refused})")
+            memory = [line for line in metrics.splitlines()
+                      if line.startswith("perld_ingest_refused_total") and 'reason="memory"' in line]
+            check(memory and float(memory[0].split()[-1]) == 1,
+                  f"the global memory refusal is counted ({memory})")
+            check("perld_ingest_queued_window_bytes 0" in metrics,
+                  "perld_ingest_queued_window_bytes: nothing left queued")
 
             # --- slow HTTP clients -------------------------------------------------
             host, port = d.http.rsplit(":", 1)

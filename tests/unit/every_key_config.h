@@ -48,6 +48,7 @@ ingest:
   maxClientsPerRun: 5
   maxStreams: 6
   maxClientMemoryBytes: 2097152
+  maxMemoryBytes: 3145728
   clientTimeoutMs: 700
   clientBreakdownMaxMemoryMB: 12
 prometheus:
@@ -121,6 +122,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.ingest.max_clients_per_run = 5;
   c.ingest.max_streams = 6;
   c.ingest.max_client_memory_bytes = 2'097'152;
+  c.ingest.max_memory_bytes = 3'145'728;
   c.ingest.client_timeout_ms = 700;
   c.ingest.client_breakdown_max_memory_mb = 12;
   c.prometheus.names = MetricNames::kBoth;
