@@ -1,5 +1,7 @@
 #include "daemon/config/config_loader.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -50,6 +53,44 @@ std::string Suggestion(const std::string& unknown) {
   return best.empty() ? "" : absl::StrCat(" (did you mean '", best, "'?)");
 }
 
+// yaml-cpp 0.7 can loop forever building nodes on some malformed input
+// (found by fuzz_config: 367 bytes grew the heap without end). A first pass
+// through the event parser counts nodes and stops past kMaxYamlNodes -- far
+// above any real configuration -- before LoadAll builds anything.
+constexpr int kMaxYamlNodes = 100'000;
+
+struct TooManyNodes {
+  YAML::Mark mark;
+};
+
+class NodeCounter final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { Count(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Count(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Count(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Count(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Count(const YAML::Mark& mark) {
+    if (++nodes_ > kMaxYamlNodes) throw TooManyNodes{mark};
+  }
+  int nodes_ = 0;
+};
+
 class Loader {
  public:
   explicit Loader(const std::string& display_name) : display_(display_name) {}
@@ -62,7 +103,16 @@ class Loader {
     }
     std::vector<YAML::Node> documents;
     try {
+      std::istringstream stream(text);
+      YAML::Parser parser(stream);
+      NodeCounter counter;
+      while (parser.HandleNextDocument(counter)) {
+      }
       documents = YAML::LoadAll(text);
+    } catch (const TooManyNodes& e) {
+      return absl::InvalidArgumentError(absl::StrCat(display_, ":", LineOf(e.mark.line),
+                                                     ": malformed YAML: more than ", kMaxYamlNodes,
+                                                     " nodes (not a configuration file)"));
     } catch (const YAML::Exception& e) {
       return absl::InvalidArgumentError(
           absl::StrCat(display_, ":", LineOf(e.mark.line), ": malformed YAML: ", e.msg));

@@ -117,7 +117,12 @@ absl::StatusOr<runs::RemoteWindow> SbpWindow(const ::MessageLatenciesRecord& r,
   size_t kept = 0;  // a value listed twice: its counts add up
   for (size_t i = 0; i < buckets.size(); ++i) {
     if (kept > 0 && buckets[kept - 1].latency == buckets[i].latency) {
-      buckets[kept - 1].count += buckets[i].count;
+      if (__builtin_add_overflow(buckets[kept - 1].count, buckets[i].count,
+                                 &buckets[kept - 1].count)) {
+        return absl::InvalidArgumentError(absl::StrCat("window ", sequence,
+                                                       ": the counts of latency ",
+                                                       buckets[i].latency, " overflow int64"));
+      }
     } else {
       buckets[kept++] = buckets[i];
     }

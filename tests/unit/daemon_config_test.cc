@@ -331,6 +331,16 @@ TEST(DaemonConfigTest, HostileInputIsRefusedWithoutThrowing) {
   }
 }
 
+// Found by fuzz_config: yaml-cpp 0.7 built nodes without end on these 367
+// bytes; the loader refuses them after a bounded node count.
+TEST(DaemonConfigTest, YamlThatNeverEndsIsRefused) {
+  absl::StatusOr<DaemonConfig> config =
+      LoadConfigFile(std::string(PERLD_SOURCE_DIR) +
+                     "/tests/fuzz/corpus/config/regression-yaml-cpp-endless-nodes.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("more than 100000 nodes"));
+}
+
 TEST(DaemonConfigTest, LoadConfigFileReportsUnreadableFiles) {
   absl::StatusOr<DaemonConfig> missing = LoadConfigFile("/nonexistent/perld.yaml");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
