@@ -353,7 +353,8 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
     return Refuse(stats_, Refusal::kMalformed,
                   absl::InvalidArgumentError("a MODE_RAW client sent a WindowReport"));
   }
-  const int64_t max_pairs = config_.Get()->ingest.max_pairs_per_report;
+  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();  // one read per report
+  const int64_t max_pairs = config->ingest.max_pairs_per_report;
   std::lock_guard<std::mutex> apply(c.apply_mu);
   if (c.generation.load(std::memory_order_relaxed) != session.generation) {
     return Refuse(stats_, Refusal::kSuperseded,
@@ -382,7 +383,7 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
                         absl::StrCat("ingest.maxClientMemoryBytes: window ", sequence, " needs ",
                                      bytes, " bytes, the limit is ", session.max_memory_bytes)));
     }
-    const int64_t max_total = config_.Get()->ingest.max_memory_bytes;
+    const int64_t max_total = config->ingest.max_memory_bytes;
     if (bytes > max_total) {
       return Refuse(stats_, Refusal::kMemory,
                     absl::ResourceExhaustedError(
