@@ -297,6 +297,7 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   if (o.max_recorders < 1 || o.max_recorders > 4096) return fail("max_recorders: 1..4096");
   if (o.batch_length < 1) return fail("batch_length: must be >= 1");
   if (o.max_unacked_messages < 1) return fail("max_unacked_messages: must be >= 1");
+  if (o.max_undurable_bytes < 1) return fail("max_undurable_bytes: must be >= 1");
   LatencyConfig latency = LatencyConfig::ForUnit(ToCore(o.time_unit));
   if (o.min_latency) latency.min_latency = *o.min_latency;
   if (o.max_latency) latency.max_latency = *o.max_latency;
@@ -352,7 +353,8 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = client::OpenChannel(o.target, security);
   if (!channel.ok()) return fail(std::string(channel.status().message()));
   impl->sender = std::make_unique<client::IngestSender>(std::move(*channel), std::move(open),
-                                                        o.max_unacked_messages, std::move(spool));
+                                                        o.max_unacked_messages,
+                                                        o.max_undurable_bytes, std::move(spool));
   impl->channels = std::move(*channels);
   impl->sink = std::make_unique<LocalSink>(std::move(*windows), latency.time_unit, o.mode,
                                            o.reporting_interval_ms * 1'000'000, o.batch_length,

@@ -52,10 +52,12 @@ const char* CodeName(grpc::StatusCode code) {
 }  // namespace
 
 IngestSender::IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open,
-                           int64_t max_unacked, std::unique_ptr<Spool> spool)
+                           int64_t max_unacked, int64_t max_undurable_bytes,
+                           std::unique_ptr<Spool> spool)
     : channel_(std::move(channel)),
       stub_(v1::Ingest::NewStub(channel_)),
       max_unacked_(std::max<int64_t>(1, max_unacked)),
+      max_undurable_bytes_(std::max<int64_t>(1, max_undurable_bytes)),
       spool_(std::move(spool)) {
   *open_.mutable_open() = std::move(open);
   if (spool_ != nullptr) {
@@ -66,6 +68,7 @@ IngestSender::IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpe
         error_ = "spool: a record does not hold an Ingest message";
         return false;
       }
+      outbox_bytes_ += static_cast<int64_t>(payload.size());
       outbox_.emplace_back(key, std::move(message));
       ++spool_replayed_;
       return true;
@@ -108,11 +111,9 @@ bool IngestSender::Enqueue(v1::IngestRequest message) {
     return false;
   }
   std::unique_lock<std::mutex> lock(mu_);
-  if (static_cast<int64_t>(outbox_.size()) >= max_unacked_) {
+  if (!RoomLocked()) {
     ++full_waits_;
-    const auto room = [&] {
-      return static_cast<int64_t>(outbox_.size()) < max_unacked_ || !error_.empty() || stop_;
-    };
+    const auto room = [&] { return RoomLocked() || !error_.empty() || stop_; };
     // GiveUpAt may come while this waits: the deadline is re-read each wake.
     while (!room()) {
       if (give_up_at_ == std::chrono::steady_clock::time_point::max()) {
@@ -129,6 +130,7 @@ bool IngestSender::Enqueue(v1::IngestRequest message) {
     unsent_records_ += RecordsOf(*shared);
     return false;
   }
+  outbox_bytes_ += static_cast<int64_t>(shared->ByteSizeLong());
   outbox_.emplace_back(seq, std::move(shared));
   made_.store(seq, std::memory_order_relaxed);
   cv_.notify_all();
@@ -156,12 +158,25 @@ bool IngestSender::SpoolAppend(uint64_t seq, const v1::IngestRequest& message) {
   }
 }
 
-void IngestSender::ReleaseAckedLocked() {
-  while (!outbox_.empty() && outbox_.front().first <= acked_) {
-    acked_records_ += RecordsOf(*outbox_.front().second);
+bool IngestSender::RoomLocked() const {
+  const uint64_t made = made_.load(std::memory_order_relaxed);
+  return static_cast<int64_t>(made - std::min(acked_, made)) < max_unacked_ &&
+         outbox_bytes_ < max_undurable_bytes_;
+}
+
+void IngestSender::ReleaseDurableLocked() {
+  // Records of newly acknowledged messages (all still in the outbox).
+  while (counted_ < acked_ && !outbox_.empty() && counted_ + 1 >= outbox_.front().first) {
+    const uint64_t at = counted_ + 1 - outbox_.front().first;
+    if (at >= outbox_.size()) break;
+    acked_records_ += RecordsOf(*outbox_[at].second);
+    ++counted_;
+  }
+  while (!outbox_.empty() && outbox_.front().first <= durable_) {
+    outbox_bytes_ -= static_cast<int64_t>(outbox_.front().second->ByteSizeLong());
     outbox_.pop_front();
   }
-  if (spool_ != nullptr) spool_->Release(acked_);
+  if (spool_ != nullptr) spool_->Release(durable_);
 }
 
 void IngestSender::GiveUpAt(std::chrono::steady_clock::time_point deadline) {
@@ -209,6 +224,7 @@ void IngestSender::FillCounters(Counters* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   out->messages = made_.load(std::memory_order_relaxed);
   out->acked_sequence = acked_;
+  out->durable_sequence = durable_;
   out->duplicates = duplicates_;
   out->reconnects = reconnects_;
   out->outbox_full_waits = full_waits_;
@@ -283,9 +299,11 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
     const v1::IngestOpened& o = response.opened();
     run_id_ = o.run_id();
     max_batch_length_.store(o.max_batch_length(), std::memory_order_relaxed);
-    acked_ = std::max(acked_, o.acked_sequence());
-    ReleaseAckedLocked();
-    next_to_send = acked_ + 1;
+    // What the daemon has applied now: after a daemon crash it resumed from
+    // a checkpoint and may have applied less than it acknowledged before
+    // (never less than what it declared durable).
+    acked_ = o.acked_sequence();
+    next_to_send = std::max(acked_, durable_) + 1;
   }
   cv_.notify_all();
 
@@ -296,8 +314,10 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
       if (!r.has_ack()) continue;
       std::lock_guard<std::mutex> lock(mu_);
       acked_ = std::max(acked_, r.ack().acked_sequence());
+      durable_ = std::max(durable_, r.ack().has_durable_sequence() ? r.ack().durable_sequence()
+                                                                   : r.ack().acked_sequence());
       duplicates_ = r.ack().duplicates();
-      ReleaseAckedLocked();
+      ReleaseDurableLocked();
       cv_.notify_all();
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -319,14 +339,13 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
       if (stop_ || broken.load(std::memory_order_relaxed)) break;
       const uint64_t made = made_.load(std::memory_order_relaxed);
       if (next_to_send <= made) {
-        for (const auto& [seq, message] : outbox_) {
-          if (seq == next_to_send) {
-            next = message;
-            break;
-          }
+        // The outbox holds consecutive sequences from its front.
+        if (!outbox_.empty() && next_to_send >= outbox_.front().first) {
+          const uint64_t at = next_to_send - outbox_.front().first;
+          if (at < outbox_.size()) next = outbox_[at].second;
         }
-        if (next == nullptr) {  // acknowledged meanwhile (a duplicate ack)
-          next_to_send = std::max(next_to_send + 1, acked_ + 1);
+        if (next == nullptr) {  // released meanwhile (durable)
+          next_to_send = std::max(next_to_send + 1, durable_ + 1);
           continue;
         }
       } else {

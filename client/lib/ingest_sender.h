@@ -3,9 +3,14 @@
 //
 // The local recorder thread Enqueue()s messages with consecutive sequence
 // numbers into a bounded outbox; the sender thread opens the stream, learns
-// the acknowledged sequence, drops what is acknowledged, (re)sends the rest in
-// order and keeps sending as messages arrive; a reader thread per connection
-// takes the acks and releases the outbox. A broken stream reconnects with
+// the sequence the daemon has applied, (re)sends the rest in order and keeps
+// sending as messages arrive; a reader thread per connection takes the acks.
+// A message leaves the outbox (and the spool) only once the daemon reports
+// it durable (IngestAck.durable_sequence: a committed checkpoint holds it),
+// so a daemon that crashes and resumes from its checkpoint gets every later
+// message again. Bounds: at most max_unacked messages beyond the applied
+// sequence in flight, and at most max_undurable_bytes in the outbox; at
+// either Enqueue waits (counted). A broken stream reconnects with
 // backoff (50 ms doubling to 2 s) and resends after the acknowledged
 // sequence. Final daemon errors stop the sender and are reported.
 //
@@ -42,7 +47,7 @@ class IngestSender {
  public:
   // `channel`: see OpenChannel (secure_channel.h).
   IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open, int64_t max_unacked,
-               std::unique_ptr<Spool> spool = nullptr);
+               int64_t max_undurable_bytes, std::unique_ptr<Spool> spool = nullptr);
   ~IngestSender();  // stops (cancels the stream)
   IngestSender(const IngestSender&) = delete;
   IngestSender& operator=(const IngestSender&) = delete;
@@ -74,7 +79,8 @@ class IngestSender {
   // the daemon accepted the open, `closed` when it acknowledged the close.
   grpc::Status Connect(bool* opened, bool* closed);
   FlushResult ResultLocked(uint64_t sequence) const;
-  void ReleaseAckedLocked();
+  void ReleaseDurableLocked();
+  bool RoomLocked() const;
   // Appends to the spool, waiting while it is full; false: not appended
   // (a final spool error, stopped, or past GiveUpAt).
   bool SpoolAppend(uint64_t seq, const v1::IngestRequest& message);
@@ -83,6 +89,7 @@ class IngestSender {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Ingest::Stub> stub_;
   const int64_t max_unacked_;
+  const int64_t max_undurable_bytes_;
   const std::unique_ptr<Spool> spool_;  // null: memory only
 
   std::atomic<uint64_t> made_{0};
@@ -90,11 +97,14 @@ class IngestSender {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<uint64_t, Message>> outbox_;  // unacknowledged, ascending
+  std::deque<std::pair<uint64_t, Message>> outbox_;  // not yet durable, ascending
+  int64_t outbox_bytes_ = 0;
   int64_t acked_records_ = 0;
   int64_t unsent_records_ = 0;
   std::string last_stream_error_;
-  uint64_t acked_ = 0;
+  uint64_t acked_ = 0;    // applied by the daemon (may go back after a daemon crash)
+  uint64_t durable_ = 0;  // held by a daemon checkpoint
+  uint64_t counted_ = 0;  // messages whose records acked_records_ counts
   uint64_t duplicates_ = 0;
   uint64_t reconnects_ = 0;
   uint64_t full_waits_ = 0;

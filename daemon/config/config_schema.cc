@@ -360,6 +360,8 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "ingest.clientBreakdownMaxMemoryMB", kLive, 0, 1 << 20,
       [](auto& c) -> auto& { return c.ingest.client_breakdown_max_memory_mb; }));
+  keys.push_back(BoolKey(
+      "ingest.checkpoints", kLive, [](auto& c) -> auto& { return c.ingest.checkpoints; }));
   // prometheus:
   keys.push_back(EnumKey<MetricNames>(
       "prometheus.names", kLive,

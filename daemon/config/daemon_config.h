@@ -63,6 +63,10 @@ struct IngestConfig {
   // key ingest.clientBreakdownMaxMemoryMB: every windows client's own exact
   // distribution together (Query.GetClients); 0 keeps counters only.
   int64_t client_breakdown_max_memory_mb = 256;
+  // key ingest.checkpoints: new ingest runs are checkpointed to the state
+  // database at every closed window, and a message is acknowledged durable
+  // only once a checkpoint holds it (a crashed perld resumes the run).
+  bool checkpoints = true;
 
   bool operator==(const IngestConfig&) const = default;
 };

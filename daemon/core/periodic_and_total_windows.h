@@ -96,6 +96,14 @@ class PeriodicAndTotalWindows {
   // before to report it.
   void CloseTotal(int64_t now, WindowReport* out);
 
+  // Carries a total restored from elsewhere (a daemon checkpoint) into the
+  // run total, as if it were an earlier total segment: the final kTotal
+  // counts it. REQUIRES: `ascending` strictly ascending, counts >= 1 summing
+  // to counters.valid (LatencyRecorder::CheckBuckets).
+  void SeedTotal(const LatencyCounters& counters, std::span<const LatencyBucket> ascending) {
+    run_total_.Add(counters, ascending);
+  }
+
   bool HasPendingReports() const { return !pending_.empty(); }
   // Early (IsFull) reports in the order they were produced.
   std::vector<WindowReport> TakePendingReports();

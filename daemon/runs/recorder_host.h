@@ -46,6 +46,8 @@ class RecorderHost final : public RecorderWork {
 
   void Attach(std::shared_ptr<RunRecorder> run);
   void Finish(RunId id);
+  // Closes the run's periodic window now (a checkpoint cut), if attached.
+  void Cut(RunId id);
   // Drain never blocks from now on (call before stopping the recorder).
   void Close();
 
@@ -58,7 +60,7 @@ class RecorderHost final : public RecorderWork {
 
  private:
   struct Command {
-    enum class Kind { kAttach, kFinish };
+    enum class Kind { kAttach, kFinish, kCut };
     Kind kind = Kind::kAttach;
     RunId id = 0;
     std::shared_ptr<RunRecorder> run;

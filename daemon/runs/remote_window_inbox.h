@@ -37,6 +37,14 @@ struct RemoteWindow {
   std::shared_ptr<std::atomic<int64_t>> total_charge;  // every client's; may be null
   int32_t client = -1;      // the client's index in its run (>= 0), for per-window client counts
   int64_t end_unix_ms = 0;  // the client's own window end (wall clock); 0: unknown, never late
+  // The client's message sequence this window carries (0: none). The
+  // recorder notes, per client, the last sequence merged into each periodic
+  // window it closes (WindowRecord::applied): a consistent cut for
+  // checkpoints, since a message is merged whole or not at all.
+  uint64_t sequence = 0;
+  // A raw client's timestamp batch aggregated by its stream handler: merged
+  // like a window but not counted as a remote report.
+  bool raw = false;
 
   int64_t bytes() const {
     return static_cast<int64_t>(sizeof(RemoteWindow) + buckets.capacity() * sizeof(LatencyBucket));

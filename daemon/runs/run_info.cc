@@ -1,5 +1,7 @@
 #include "daemon/runs/run_info.h"
 
+#include <utility>
+
 #include "daemon/runs/window_record.h"
 
 namespace perld::runs {
@@ -58,6 +60,11 @@ const char* WindowKindName(WindowRecord::Kind kind) {
       return "total";
   }
   return "periodic";
+}
+
+PercentileSet PercentilesOf(const RunSpec& spec) {
+  absl::StatusOr<PercentileSet> set = PercentileSet::Create(spec.latency.percentiles);
+  return set.ok() ? *std::move(set) : PercentileSet::Default();
 }
 
 }  // namespace perld::runs

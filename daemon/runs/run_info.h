@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "daemon/core/latency_config.h"
+#include "daemon/core/latency_percentiles.h"
 #include "daemon/core/latency_recorder.h"
 
 namespace perld::runs {
@@ -57,5 +58,9 @@ struct RunInfo {
 
   bool operator==(const RunInfo&) const = default;
 };
+
+// The run's percentile set (its spec's percents; SBK's default when they do
+// not form a valid set).
+PercentileSet PercentilesOf(const RunSpec& spec);
 
 }  // namespace perld::runs

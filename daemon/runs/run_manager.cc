@@ -52,6 +52,7 @@ void RunManager::Stop() {
 }
 
 absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
+  if (setup.resume) setup.spec = setup.resume->info.spec;
   RunSpec& spec = setup.spec;
   if (absl::Status s = spec.latency.Normalize(); !s.ok()) return s;
   if (spec.reporting_interval_ms < 1) {
@@ -63,7 +64,11 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
   std::shared_ptr<TimeStampChannels> channels = std::move(*made);
 
   const int64_t ns_per_unit = NanosPerUnit(spec.latency.time_unit);
-  const int64_t start_ns = MonotonicNanos();
+  const int64_t now_ns = MonotonicNanos();
+  const int64_t now_unix_ms = NowUnixMs();
+  // A resumed run started in the past: its monotonic start lies that far back.
+  const int64_t start_ns =
+      setup.resume ? now_ns - (now_unix_ms - setup.resume->info.start_unix_ms) * 1'000'000 : now_ns;
   absl::StatusOr<PeriodicAndTotalWindows> windows =
       setup.aggregate && spec.latency.time_unit == TimeUnit::kNs
           ? PeriodicAndTotalWindows::CreateHybrid(spec.latency, start_ns / ns_per_unit)
@@ -71,6 +76,18 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
   if (!windows.ok()) return windows.status();
   spec.periodic_recorder = windows->periodic().kind();
   spec.total_recorder = windows->total().kind();
+  RecorderResume recorder_resume;
+  if (setup.resume) {
+    const RunResume& r = *setup.resume;
+    if (absl::Status s = LatencyRecorder::CheckBuckets(
+            r.base, r.base_distribution, spec.latency.min_latency, spec.latency.max_latency);
+        !s.ok()) {
+      return absl::DataLossError(absl::StrCat("run ", r.info.id, ": checkpoint: ", s.message()));
+    }
+    windows->SeedTotal(r.base, r.base_distribution);
+    recorder_resume = r.recorder;
+    recorder_resume.now_ns = now_ns;
+  }
 
   RunInfo info;
   {
@@ -80,20 +97,34 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "limits.maxRunningRuns: ", options_.max_running_runs, " runs are running already"));
     }
-    info.id = next_id_++;
+    if (setup.resume) {
+      info = setup.resume->info;
+      if (info.id >= next_id_ || pending_.contains(info.id) || registry_.Info(info.id).ok()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("run ", info.id, " cannot resume: its id is taken"));
+      }
+    } else {
+      info.id = next_id_++;
+      info.start_unix_ms = now_unix_ms;
+    }
     info.spec = spec;
     info.state = RunState::kRunning;
-    info.start_unix_ms = NowUnixMs();
     pending_[info.id].judge = std::move(setup.judge);
     pending_[info.id].channels = channels;
     // Registered and announced under the lock: a run is visible before any
     // of its windows can be dispatched, and ids are announced in order.
-    registry_.AddRunning(info);
+    if (setup.resume) {
+      registry_.AddResumed(info, std::move(setup.resume->history), setup.resume->base,
+                           setup.resume->base_distribution);
+    } else {
+      registry_.AddRunning(info);
+    }
     for (RunObserver* o : observers_) o->OnRunStarted(info);
   }
-  auto run = std::make_shared<RunRecorder>(
-      info.id, std::move(*windows), spec.latency.time_unit, spec.reporting_interval_ms * 1'000'000,
-      start_ns, info.start_unix_ms, channels, &outbox_, std::move(setup.inbox));
+  auto run = std::make_shared<RunRecorder>(info.id, std::move(*windows), spec.latency.time_unit,
+                                           spec.reporting_interval_ms * 1'000'000, start_ns,
+                                           info.start_unix_ms, channels, &outbox_,
+                                           std::move(setup.inbox), std::move(recorder_resume));
   host_.Attach(std::move(run));
   return CreatedRun{info.id, std::move(channels), info};
 }

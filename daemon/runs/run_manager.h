@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +43,7 @@
 #include "daemon/runs/remote_window_inbox.h"
 #include "daemon/runs/run_info.h"
 #include "daemon/runs/run_observer.h"
+#include "daemon/runs/run_recorder.h"
 #include "daemon/runs/run_registry.h"
 
 namespace perld::runs {
@@ -49,6 +51,16 @@ namespace perld::runs {
 // Decides a run's final state from its total; sets `reason` when failed.
 // Runs on the dispatcher thread. Null: the run finished.
 using RunJudge = std::function<RunState(const WindowRecord& total, std::string* reason)>;
+
+// A run resumed from a daemon checkpoint (state/checkpoint.h): it keeps its
+// id, start time and history, and its total continues from `base`.
+struct RunResume {
+  RunInfo info;                                  // as stored (id, start_unix_ms, spec)
+  std::vector<WindowRecord> history;             // its stored windows, oldest first
+  LatencyCounters base;                          // the checkpointed total
+  std::vector<LatencyBucket> base_distribution;  // ascending
+  RecorderResume recorder;                       // window numbering and client cut
+};
 
 struct RunSetup {
   RunSpec spec;             // name, labels, source, latency config, interval
@@ -61,6 +73,9 @@ struct RunSetup {
   // pages for nanosecond runs (exactLatency* keys), PerL's array/map policy
   // for ms and us runs. False: PerL's policy for every unit.
   bool aggregate = false;
+  // Set: resume this run instead of creating a new one (spec is taken from
+  // resume->info).
+  std::optional<RunResume> resume;
 };
 
 // Timestamps a run's producers could not hand over at the pending bound:
@@ -97,7 +112,8 @@ class RunManager {
   // Stops the recorder and dispatcher. REQUIRES: every run has ended.
   void Stop();
 
-  // Validates the spec (latency config, channel topology), assigns an id,
+  // Validates the spec (latency config, channel topology), assigns an id
+  // (or keeps setup.resume's, REQUIRES below Options::first_id),
   // builds the windows by the recorder policy, registers and attaches the
   // run. ResourceExhausted at max_running_runs, Unavailable after
   // StopAccepting, InvalidArgument for a bad configuration.
@@ -105,6 +121,9 @@ class RunManager {
   // Ends a run. REQUIRES: every producer of the run has stopped sending and
   // been joined. Idempotent.
   void EndRun(RunId id);
+  // Closes the run's periodic window now, off its interval (a checkpoint
+  // cut); nothing when the run is not attached.
+  void CutWindow(RunId id) { host_.Cut(id); }
   // True once the run's end was dispatched (total stored, state final).
   bool WaitEnded(RunId id, absl::Duration timeout);
 

@@ -7,7 +7,7 @@ namespace perld::runs {
 RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit unit,
                          int64_t interval_ns, int64_t start_ns, int64_t start_unix_ms,
                          std::shared_ptr<TimeStampChannels> channels, RecorderOutbox* outbox,
-                         std::shared_ptr<RemoteWindowInbox> inbox)
+                         std::shared_ptr<RemoteWindowInbox> inbox, RecorderResume resume)
     : id_(id),
       windows_(std::move(windows)),
       ns_per_unit_(NanosPerUnit(unit)),
@@ -19,7 +19,16 @@ RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit uni
       inbox_(std::move(inbox)),
       window_start_ns_(start_ns),
       last_tick_ns_(start_ns),
-      next_report_ns_(start_ns + interval_ns) {}
+      next_report_ns_(start_ns + interval_ns),
+      periodic_seq_(resume.periodic_seq),
+      segment_seq_(resume.segment_seq),
+      client_applied_(std::move(resume.client_applied)) {
+  if (resume.now_ns > 0) {
+    window_start_ns_ = resume.now_ns;
+    last_tick_ns_ = resume.now_ns;
+    next_report_ns_ = resume.now_ns + interval_ns;
+  }
+}
 
 void RunRecorder::Accept(const TimeStamp* batch, size_t n) {
   windows_.RecordBatch(batch, n, last_tick_ns_ / ns_per_unit_);
@@ -30,7 +39,12 @@ void RunRecorder::Accept(const TimeStamp* batch, size_t n) {
 
 size_t RunRecorder::DrainInbox() {
   return inbox_->Drain([this](const RemoteWindow& w) {
-    CountRemote(w);
+    if (w.client >= 0 && w.sequence > 0) {
+      const auto index = static_cast<size_t>(w.client);
+      if (index >= client_applied_.size()) client_applied_.resize(index + 1, 0);
+      client_applied_[index] = w.sequence;  // before the merge: an early close includes w
+    }
+    if (!w.raw) CountRemote(w);
     // The handler validated the window against the run's range, so the merge
     // cannot fail; a failure would leave the windows unchanged.
     static_cast<void>(windows_.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
@@ -110,6 +124,7 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
       w.seq = ++periodic_seq_;
       w.remote = window_remote_;
       window_remote_ = {};
+      if (inbox_ != nullptr) w.applied = client_applied_;
       break;
     case WindowReport::Scope::kTotalSegment:
       w.kind = WindowRecord::Kind::kTotalSegment;

@@ -27,13 +27,24 @@
 
 namespace perld::runs {
 
+// Where a resumed run (restored from a daemon checkpoint) continues.
+struct RecorderResume {
+  // > 0: the run resumes now (monotonic ns): its first window starts here,
+  // while the run's start lies in the past (the constructor's start_ns).
+  int64_t now_ns = 0;
+  int64_t periodic_seq = 0;              // the last periodic window published before
+  int64_t segment_seq = 0;               // the last total segment published before
+  std::vector<uint64_t> client_applied;  // per client index (WindowRecord::applied)
+};
+
 class RunRecorder final : public TimeStampSink {
  public:
   // `start_ns` is the run's start on the monotonic clock, `start_unix_ms`
   // the same instant on the wall clock. REQUIRES: interval_ns >= 1.
   RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit unit, int64_t interval_ns,
               int64_t start_ns, int64_t start_unix_ms, std::shared_ptr<TimeStampChannels> channels,
-              RecorderOutbox* outbox, std::shared_ptr<RemoteWindowInbox> inbox = nullptr);
+              RecorderOutbox* outbox, std::shared_ptr<RemoteWindowInbox> inbox = nullptr,
+              RecorderResume resume = {});
 
   RunId id() const { return id_; }
 
@@ -46,6 +57,13 @@ class RunRecorder final : public TimeStampSink {
   // Recorder thread. Closes the last partial window (if it saw anything) and
   // publishes the run total. REQUIRES: the channels are fully drained.
   void Finish(int64_t now_ns);
+  // Recorder thread. Drains what is queued, then closes the periodic window
+  // now, off its interval (a checkpoint cut); the interval schedule stays.
+  void Cut(int64_t now_ns) {
+    while (Drain(PollMode::kAll) > 0) {
+    }
+    CloseWindow(now_ns);
+  }
 
   // TimeStampSink (recorder thread).
   void Accept(const TimeStamp* batch, size_t n) override;
@@ -80,6 +98,8 @@ class RunRecorder final : public TimeStampSink {
   WindowRecord::Remote window_remote_;
   WindowRecord::Remote run_remote_;
   std::vector<int64_t> client_last_window_;
+  // Per client index, the last message sequence merged (inbox runs only).
+  std::vector<uint64_t> client_applied_;
 };
 
 }  // namespace perld::runs

@@ -54,11 +54,6 @@ absl::Status FillFrom(const WindowRecord& w, const PercentileIndex& index, const
   return absl::OkStatus();
 }
 
-PercentileSet PercentilesOf(const RunSpec& spec) {
-  absl::StatusOr<PercentileSet> set = PercentileSet::Create(spec.latency.percentiles);
-  return set.ok() ? *std::move(set) : PercentileSet::Default();
-}
-
 }  // namespace
 
 // An exclusive lock that wakes the watchers (WaitForEvents) when released:
@@ -136,6 +131,27 @@ void RunRegistry::AddRunning(const RunInfo& info) {
   runs_[info.id] = std::move(entry);
 }
 
+void RunRegistry::AddResumed(const RunInfo& info, std::vector<WindowRecord> history,
+                             const LatencyCounters& base,
+                             std::span<const LatencyBucket> ascending) {
+  ChangeLock lock(mu_, changed_);
+  auto entry = std::make_unique<Entry>(info);
+  for (WindowRecord& w : history) {
+    if (w.kind == WindowRecord::Kind::kPeriodic) entry->latest = w;
+    Append(*entry, std::move(w));
+  }
+  entry->live.Add(base, ascending);
+  WindowRecord& t = entry->live_total;
+  t.run_id = info.id;
+  t.kind = WindowRecord::Kind::kTotal;
+  t.start_unix_ms = info.start_unix_ms;
+  t.end_unix_ms = info.start_unix_ms;
+  t.exact_total = entry->live.exact();
+  entry->live.Snapshot(entry->percentiles, 0, 0, &t.snapshot);
+  bytes_ += entry->Bytes();
+  runs_[info.id] = std::move(entry);
+}
+
 std::vector<RunId> RunRegistry::Restore(const RunInfo& info, std::vector<WindowRecord> windows,
                                         std::optional<WindowRecord> total) {
   ChangeLock lock(mu_, changed_);
@@ -158,6 +174,8 @@ std::vector<RunId> RunRegistry::Restore(const RunInfo& info, std::vector<WindowR
 void RunRegistry::Append(Entry& e, WindowRecord window) {
   window.distribution.clear();
   window.distribution.shrink_to_fit();
+  window.applied.clear();
+  window.applied.shrink_to_fit();
   e.bytes += RecordBytes(window);
   e.history.push_back(std::move(window));
   ++e.events;

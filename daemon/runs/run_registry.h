@@ -31,6 +31,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,11 @@ class RunRegistry {
 
   // A new running run. REQUIRES: a fresh id.
   void AddRunning(const RunInfo& info);
+  // A running run resumed from a daemon checkpoint: its stored history, and
+  // its total so far (`base`, `ascending`) as the start of its live total.
+  // REQUIRES: a fresh id; `ascending` as RunTotal::Add requires.
+  void AddResumed(const RunInfo& info, std::vector<WindowRecord> history,
+                  const LatencyCounters& base, std::span<const LatencyBucket> ascending);
   // A run loaded from storage (ended, with its history and total).
   std::vector<RunId> Restore(const RunInfo& info, std::vector<WindowRecord> windows,
                              std::optional<WindowRecord> total);

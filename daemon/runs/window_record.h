@@ -60,6 +60,11 @@ struct WindowRecord {
     bool operator==(const Remote&) const = default;
   };
   Remote remote;
+  // kPeriodic windows of runs fed through a RemoteWindowInbox: per client
+  // index, the last message sequence merged into this window or an earlier
+  // one (0: none yet). The run's windows up to this one hold exactly those
+  // messages. Not stored in the history.
+  std::vector<uint64_t> applied;
 
   bool operator==(const WindowRecord&) const = default;
 };

@@ -25,6 +25,7 @@
 #include "daemon/log/log.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
+#include "daemon/server/ingest_checkpointer.h"
 #include "daemon/server/run_csv_writer.h"
 #include "daemon/server/server_security.h"
 #include "daemon/server/upstream_forwarder.h"
@@ -161,6 +162,10 @@ class RunLog final : public runs::RunObserver {
 
 struct DaemonServer::Parts {
   explicit Parts(const config::DaemonConfig& config) : current(config) {}
+  // The store's commit callbacks reach ingest_runs: let them finish first.
+  ~Parts() {
+    if (history != nullptr) history->store().Flush().IgnoreError();
+  }
 
   service::CurrentConfig current;
   std::optional<TscClock> tsc;
@@ -176,6 +181,7 @@ struct DaemonServer::Parts {
   std::unique_ptr<service::ControlService> control;
   service::IngestStats ingest_stats;
   std::unique_ptr<service::IngestRuns> ingest_runs;
+  std::unique_ptr<IngestCheckpointer> checkpointer;
   std::unique_ptr<service::IngestService> ingest;
   std::unique_ptr<service::SbpService> sbp;
   service::GrpcCallStats grpc_stats;
@@ -244,8 +250,19 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   options.max_running_runs = config.limits.max_running_runs;
   options.first_id = p->history->NextRunId();
   p->manager = std::make_unique<runs::RunManager>(options);
-  if (absl::Status s = p->history->Restore(p->manager->registry()); !s.ok()) return s;
+  absl::StatusOr<std::vector<state::StoredRun>> resumable =
+      p->history->Restore(p->manager->registry());
+  if (!resumable.ok()) return resumable.status();
+  p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats);
+  runs::RunManager* manager = p->manager.get();
+  p->checkpointer = std::make_unique<IngestCheckpointer>(
+      *p->ingest_runs, p->history->store(), [manager](runs::RunId id) { manager->CutWindow(id); });
+  IngestCheckpointer* checkpointer = p->checkpointer.get();
+  p->ingest_runs->SetCloseHook([checkpointer](runs::RunId id, int index, uint64_t last) {
+    checkpointer->OnClientClosed(id, index, last);
+  });
   p->manager->AddObserver(p->history.get());
+  p->manager->AddObserver(p->checkpointer.get());
   p->manager->AddObserver(&p->run_log);
   p->csv = std::make_unique<RunCsvWriter>(p->current);
   p->manager->AddObserver(p->csv.get());
@@ -254,8 +271,17 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
     p->manager->AddObserver(p->upstream.get());
   }
   p->manager->Start();
+  // Ingest runs the daemon was running when it stopped resume from their
+  // checkpoints before any client can connect.
+  for (state::StoredRun& run : *resumable) {
+    p->checkpointer->Seed(run.info, *run.checkpoint);
+    absl::Status resumed = p->ingest_runs->Resume(run.info, run.windows, *run.checkpoint);
+    if (!resumed.ok()) {
+      p->checkpointer->OnRunEnded(run.info, {});
+      p->history->Abandon(p->manager->registry(), std::move(run), resumed.ToString());
+    }
+  }
   p->jobs = std::make_unique<service::BenchJobs>(*p->manager, *p->clock, p->current);
-  p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats);
   p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current, *p->auth,
                                                      p->ingest_runs.get());
   p->control = std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs,

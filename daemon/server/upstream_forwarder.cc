@@ -18,6 +18,8 @@ namespace {
 
 // Unacknowledged messages one stream may hold before the worker waits.
 constexpr int64_t kMaxUnackedPerStream = 256;
+// Windows one stream keeps until the root reports them durable.
+constexpr int64_t kMaxUndurableBytesPerStream = int64_t{256} << 20;
 
 // upstream.nodeId when set, else $PERLD_NODE_ID (a Kubernetes DaemonSet sets
 // it from spec.nodeName), else the host name.
@@ -139,8 +141,8 @@ void UpstreamForwarder::Start(const runs::RunInfo& info) {
   open.set_client_id(absl::StrCat(node_id_, "/", info.id));
   open.set_client_name(absl::StrCat("perld ", node_id_, " run ", info.id));
   open.set_mode(v1::IngestOpen::MODE_WINDOWS);
-  auto sender =
-      std::make_unique<client::IngestSender>(channel_, std::move(open), kMaxUnackedPerStream);
+  auto sender = std::make_unique<client::IngestSender>(
+      channel_, std::move(open), kMaxUnackedPerStream, kMaxUndurableBytesPerStream);
   runs_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> senders(senders_mu_);
   senders_[info.id] = std::move(sender);

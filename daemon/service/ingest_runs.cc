@@ -22,8 +22,7 @@ struct IngestRuns::Client {
   std::string id;
   std::string name;
   v1::IngestOpen::Mode mode = v1::IngestOpen::MODE_UNSPECIFIED;
-  int index = 0;      // join order in the run (0, 1, ...)
-  int producer = -1;  // raw clients: the run's channel producer it sends through
+  int index = 0;  // join order in the run (0, 1, ...)
   // The stream that owns the client now; bumped (under mu_) by a takeover.
   std::atomic<uint64_t> generation{0};
   // Bytes of this client's windows queued and not yet merged.
@@ -33,10 +32,18 @@ struct IngestRuns::Client {
   uint64_t applied = 0;                  // apply_mu: highest contiguous sequence applied
   uint64_t duplicates = 0;               // apply_mu
   std::vector<TimeStamp> scratch;        // apply_mu: decoded batch
+  std::vector<LatencyBucket> buckets;    // apply_mu: a batch's latencies being aggregated
   std::unique_ptr<ClientTotals> totals;  // apply_mu: the client's own share
+
+  // What the client's stream acknowledges; written after apply_mu's work
+  // and by MarkDurable.
+  mutable std::mutex progress_mu;
+  mutable std::condition_variable progress_cv;
+  Progress progress;  // progress_mu
 
   grpc::ServerContext* stream = nullptr;  // mu_: the attached stream, if any
   bool closed = false;                    // mu_: sent IngestClose
+  uint64_t closed_at = 0;                 // mu_: the close's last sequence
   int64_t gone_deadline_ns = 0;           // mu_: > 0 while detached without a close
   bool gone = false;                      // mu_: timed out
 };
@@ -48,13 +55,14 @@ struct IngestRuns::Run {
   int max_clients = 0;
   std::shared_ptr<TimeStampChannels> channels;
   std::shared_ptr<runs::RemoteWindowInbox> inbox;
+  bool aggregate = false;            // created by a windows client: SBM's recorders
+  bool checkpointed = false;         // messages become durable by checkpoints
   std::atomic<bool> stopped{false};  // Control.StopRun, or shutdown
   std::string stop_cause;            // mu_: why it was stopped
 
   // mu_:
   std::map<std::string, std::unique_ptr<Client>> clients;
-  int raw_clients = 0;  // producers handed out
-  int attached = 0;     // streams attached (handlers between Join and Leave)
+  int attached = 0;  // streams attached (handlers between Join and Leave)
   bool ending = false;
   // Why the run failed (clients gone without closing); set before EndRun,
   // read by the judge on the dispatcher thread after it.
@@ -94,6 +102,25 @@ IngestRuns::~IngestRuns() {
   reaper_.join();
 }
 
+runs::RunSetup IngestRuns::SetupFor(const std::shared_ptr<Run>& run,
+                                    const config::DaemonConfig& config) {
+  runs::RunSetup setup;
+  // Every message reaches the recorder through the inbox (whole, with its
+  // sequence); the channels carry nothing and keep one idle producer.
+  setup.channels = config.channels;
+  setup.channels.max_qs = 0;
+  setup.channels.q_per_worker = 1;
+  setup.producers = 1;
+  setup.inbox = run->inbox;
+  setup.aggregate = run->aggregate;
+  setup.judge = [run](const runs::WindowRecord&, std::string* reason) {
+    if (run->failure.empty()) return runs::RunState::kFinished;
+    *reason = run->failure;
+    return runs::RunState::kFailed;
+  };
+  return setup;
+}
+
 absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
     const v1::IngestOpen& open, runs::RunSource source, const LatencyConfig& latency,
     const config::DaemonConfig& config) {
@@ -102,8 +129,12 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
   run->latency = latency;
   run->max_clients = static_cast<int>(config.ingest.max_clients_per_run);
   run->inbox = std::make_shared<runs::RemoteWindowInbox>();
+  // A run opened by a windows client aggregates remote windows (SBM's
+  // recorders); a raw run records with PerL's policy, as a local run does.
+  run->aggregate = open.mode() == v1::IngestOpen::MODE_WINDOWS;
+  run->checkpointed = source == runs::RunSource::kIngest && config.ingest.checkpoints;
 
-  runs::RunSetup setup;
+  runs::RunSetup setup = SetupFor(run, config);
   setup.spec.name = open.run_name();
   setup.spec.labels = {open.labels().begin(), open.labels().end()};
   setup.spec.source = source;
@@ -113,28 +144,10 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
                                          : config.reporting_interval_ms;
   setup.spec.parameters = absl::StrCat("ingest: up to ", run->max_clients, " clients; created by '",
                                        open.client_name(), "' (", open.client_id(), ")");
-  // One queue per client, blocking at the pending bound: a remote timestamp
-  // is never dropped, the stream is slowed instead.
-  setup.channels = config.channels;
-  setup.channels.max_qs = 0;
-  setup.channels.q_per_worker = 1;
-  setup.channels.overflow = OverflowPolicy::kBlock;
-  setup.producers = run->max_clients;
-  setup.inbox = run->inbox;
-  // A run opened by a windows client aggregates remote windows (SBM's
-  // recorders); a raw run records timestamps as a local run does.
-  setup.aggregate = open.mode() == v1::IngestOpen::MODE_WINDOWS;
-  setup.judge = [run](const runs::WindowRecord&, std::string* reason) {
-    if (run->failure.empty()) return runs::RunState::kFinished;
-    *reason = run->failure;
-    return runs::RunState::kFailed;
-  };
   absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
   if (!created.ok()) return created.status();
   run->id = created->id;
   run->channels = created->channels;
-  // Producers are handed to raw clients in join order; until then the
-  // recorder polls none of them (a windows run's slots cost nothing).
   run->channels->SetActiveWorkers(0);
   return run;
 }
@@ -239,10 +252,6 @@ absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
       c->name = open.client_name();
       c->mode = open.mode();
       c->index = static_cast<int>(run->clients.size());
-      if (open.mode() == v1::IngestOpen::MODE_RAW) {
-        c->producer = run->raw_clients++;
-        run->channels->ActivateWorker(c->producer);
-      }
       budget_->SetLimit(config->ingest.client_breakdown_max_memory_mb << 20);
       c->totals = std::make_unique<ClientTotals>(budget_);
       client = c.get();
@@ -287,13 +296,14 @@ absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
 }
 
 absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& session,
-                                                           const v1::TimestampBatch& batch) {
+                                                           const v1::TimestampBatch& batch,
+                                                           grpc::ServerContext* context) {
   Client& c = *session.client;
   if (c.mode != v1::IngestOpen::MODE_RAW) {
     return Refuse(stats_, Refusal::kMalformed,
                   absl::InvalidArgumentError("a MODE_WINDOWS client sent a TimestampBatch"));
   }
-  const int64_t max_batch = config_.Get()->ingest.max_batch_length;
+  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();  // one read per batch
   std::lock_guard<std::mutex> apply(c.apply_mu);
   if (c.generation.load(std::memory_order_relaxed) != session.generation) {
     return Refuse(stats_, Refusal::kSuperseded,
@@ -313,22 +323,24 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& sessio
                   absl::OutOfRangeError(absl::StrCat("sequence gap: expected ", c.applied + 1,
                                                      ", got ", batch.sequence())));
   } else {
-    if (absl::Status s = DecodeBatch(batch, max_batch, &c.scratch); !s.ok()) {
+    if (absl::Status s = DecodeBatch(batch, config->ingest.max_batch_length, &c.scratch); !s.ok()) {
       return Refuse(stats_, RefusalOf(s, Refusal::kBatchLength), s);
     }
-    TimeStampProducer& producer = session.run->channels->producer(c.producer);
-    int64_t records = 0;
-    for (const TimeStamp& ts : c.scratch) {
-      producer.Send(ts.start, ts.end, ts.records, ts.bytes);
-      records += ts.records;
+    const LatencyConfig& run = session.run->latency;
+    runs::RemoteWindow w =
+        WindowOfTimestamps(c.scratch, run.min_latency, run.max_latency, &c.buckets);
+    w.raw = true;
+    const int64_t records = w.counters.records;
+    if (absl::Status s = Queue(session, c, std::move(w), batch.sequence(), *config, context);
+        !s.ok()) {
+      return s;
     }
-    producer.Flush();
     c.totals->AddBatch(static_cast<int64_t>(c.scratch.size()), records,
                        absl::ToUnixMillis(absl::Now()));
-    c.applied = batch.sequence();
     stats_.batches.fetch_add(1, std::memory_order_relaxed);
     stats_.timestamps.fetch_add(c.scratch.size(), std::memory_order_relaxed);
   }
+  Advanced(session, c);
   out.acked_sequence = c.applied;
   out.duplicates = c.duplicates;
   return out;
@@ -354,7 +366,6 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
                   absl::InvalidArgumentError("a MODE_RAW client sent a WindowReport"));
   }
   const std::shared_ptr<const config::DaemonConfig> config = config_.Get();  // one read per report
-  const int64_t max_pairs = config->ingest.max_pairs_per_report;
   std::lock_guard<std::mutex> apply(c.apply_mu);
   if (c.generation.load(std::memory_order_relaxed) != session.generation) {
     return Refuse(stats_, Refusal::kSuperseded,
@@ -374,54 +385,76 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
                   absl::OutOfRangeError(
                       absl::StrCat("sequence gap: expected ", c.applied + 1, ", got ", sequence)));
   } else {
-    absl::StatusOr<runs::RemoteWindow> w = build(session.run->latency, max_pairs);
+    absl::StatusOr<runs::RemoteWindow> w =
+        build(session.run->latency, config->ingest.max_pairs_per_report);
     if (!w.ok()) return Refuse(stats_, RefusalOf(w.status(), Refusal::kPairs), w.status());
-    const int64_t bytes = w->bytes();
-    if (bytes > session.max_memory_bytes) {
-      return Refuse(stats_, Refusal::kClientMemory,
-                    absl::ResourceExhaustedError(
-                        absl::StrCat("ingest.maxClientMemoryBytes: window ", sequence, " needs ",
-                                     bytes, " bytes, the limit is ", session.max_memory_bytes)));
-    }
-    const int64_t max_total = config->ingest.max_memory_bytes;
-    if (bytes > max_total) {
-      return Refuse(stats_, Refusal::kMemory,
-                    absl::ResourceExhaustedError(
-                        absl::StrCat("ingest.maxMemoryBytes: window ", sequence, " needs ", bytes,
-                                     " bytes, the limit for all clients is ", max_total)));
-    }
-    // Backpressure: wait for the recorder to merge this client's earlier
-    // windows before queueing more than its share, and every client's
-    // before queueing more than all of them may hold. (Two streams may pass
-    // the total check at once: it is exceeded by at most one report each.)
-    std::atomic<int64_t>& total = *stats_.queued_window_bytes;
-    if (c.charge->load(std::memory_order_relaxed) + bytes > session.max_memory_bytes) {
-      stats_.memory_waits.fetch_add(1, std::memory_order_relaxed);
-      while (c.charge->load(std::memory_order_relaxed) + bytes > session.max_memory_bytes) {
-        if (context->IsCancelled()) return absl::CancelledError("stream cancelled");
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-    }
-    if (total.load(std::memory_order_relaxed) + bytes > max_total) {
-      stats_.global_memory_waits.fetch_add(1, std::memory_order_relaxed);
-      while (total.load(std::memory_order_relaxed) + bytes > max_total) {
-        if (context->IsCancelled()) return absl::CancelledError("stream cancelled");
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-    }
     const int64_t pairs = static_cast<int64_t>(w->buckets.size());
     c.totals->AddWindow(w->counters, w->buckets, absl::ToUnixMillis(absl::Now()));
-    w->charge = c.charge;
-    w->total_charge = stats_.queued_window_bytes;
-    w->client = c.index;
-    session.run->inbox->Push(*std::move(w));
-    c.applied = sequence;
+    if (absl::Status s = Queue(session, c, *std::move(w), sequence, *config, context); !s.ok()) {
+      return s;
+    }
     stats_.windows.fetch_add(1, std::memory_order_relaxed);
     stats_.pairs.fetch_add(static_cast<uint64_t>(pairs), std::memory_order_relaxed);
   }
+  Advanced(session, c);
   out.acked_sequence = c.applied;
   out.duplicates = c.duplicates;
   return out;
+}
+
+absl::Status IngestRuns::Queue(const Session& session, Client& c, runs::RemoteWindow w,
+                               uint64_t sequence, const config::DaemonConfig& config,
+                               grpc::ServerContext* context) {
+  const int64_t bytes = w.bytes();
+  if (bytes > session.max_memory_bytes) {
+    return Refuse(stats_, Refusal::kClientMemory,
+                  absl::ResourceExhaustedError(
+                      absl::StrCat("ingest.maxClientMemoryBytes: message ", sequence, " needs ",
+                                   bytes, " bytes, the limit is ", session.max_memory_bytes)));
+  }
+  const int64_t max_total = config.ingest.max_memory_bytes;
+  if (bytes > max_total) {
+    return Refuse(stats_, Refusal::kMemory,
+                  absl::ResourceExhaustedError(
+                      absl::StrCat("ingest.maxMemoryBytes: message ", sequence, " needs ", bytes,
+                                   " bytes, the limit for all clients is ", max_total)));
+  }
+  // Backpressure: wait for the recorder to merge this client's earlier
+  // messages before queueing more than its share, and every client's before
+  // queueing more than all of them may hold. (Two streams may pass the total
+  // check at once: it is exceeded by at most one message each.)
+  std::atomic<int64_t>& total = *stats_.queued_window_bytes;
+  if (c.charge->load(std::memory_order_relaxed) + bytes > session.max_memory_bytes) {
+    stats_.memory_waits.fetch_add(1, std::memory_order_relaxed);
+    while (c.charge->load(std::memory_order_relaxed) + bytes > session.max_memory_bytes) {
+      if (context->IsCancelled()) return absl::CancelledError("stream cancelled");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  if (total.load(std::memory_order_relaxed) + bytes > max_total) {
+    stats_.global_memory_waits.fetch_add(1, std::memory_order_relaxed);
+    while (total.load(std::memory_order_relaxed) + bytes > max_total) {
+      if (context->IsCancelled()) return absl::CancelledError("stream cancelled");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  w.charge = c.charge;
+  w.total_charge = stats_.queued_window_bytes;
+  w.client = c.index;
+  w.sequence = sequence;
+  session.run->inbox->Push(std::move(w));
+  c.applied = sequence;
+  return absl::OkStatus();
+}
+
+void IngestRuns::Advanced(const Session& session, Client& c) const {
+  {
+    std::lock_guard<std::mutex> lock(c.progress_mu);
+    c.progress.applied = c.applied;
+    c.progress.duplicates = c.duplicates;
+    if (!session.run->checkpointed) c.progress.durable = c.applied;
+  }
+  c.progress_cv.notify_all();
 }
 
 absl::StatusOr<IngestRuns::Applied> IngestRuns::Close(const Session& session,
@@ -442,9 +475,148 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::Close(const Session& session,
     out.acked_sequence = c.applied;
     out.duplicates = c.duplicates;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  c.closed = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c.closed = true;
+    c.closed_at = last_sequence;
+  }
+  if (!session.run->checkpointed || !close_hook_) {
+    {
+      std::lock_guard<std::mutex> lock(c.progress_mu);
+      c.progress.close_durable = true;
+    }
+    c.progress_cv.notify_all();
+  } else {
+    close_hook_(session.run_id, c.index, last_sequence);
+  }
   return out;
+}
+
+absl::Status IngestRuns::Resume(runs::RunInfo info, std::vector<runs::WindowRecord> history,
+                                state::Checkpoint checkpoint) {
+  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
+  auto run = std::make_shared<Run>();
+  run->name = info.spec.name;
+  run->latency = info.spec.latency;
+  run->max_clients = static_cast<int>(std::max<int64_t>(
+      config->ingest.max_clients_per_run, static_cast<int64_t>(checkpoint.clients.size())));
+  run->inbox = std::make_shared<runs::RemoteWindowInbox>();
+  run->aggregate = !checkpoint.clients.empty() && !checkpoint.clients.front().raw;
+  run->checkpointed = true;
+
+  runs::RunSetup setup = SetupFor(run, *config);
+  runs::RunResume& resume = setup.resume.emplace();
+  resume.info = std::move(info);
+  resume.history = std::move(history);
+  resume.base = CountersOf(checkpoint.total.snapshot);
+  resume.base_distribution = std::move(checkpoint.total.distribution);
+  resume.recorder.periodic_seq = checkpoint.periodic_seq;
+  resume.recorder.segment_seq = checkpoint.segment_seq;
+  for (const state::CheckpointClient& c : checkpoint.clients) {
+    const auto index = static_cast<size_t>(c.index);
+    if (index >= resume.recorder.client_applied.size()) {
+      resume.recorder.client_applied.resize(index + 1, 0);
+    }
+    resume.recorder.client_applied[index] = c.applied;
+  }
+  absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
+  if (!created.ok()) return created.status();
+  run->id = created->id;
+  run->channels = created->channels;
+  run->channels->SetActiveWorkers(0);
+
+  const int64_t deadline = MonotonicNanos() + config->ingest.client_timeout_ms * 1'000'000 + 1;
+  for (const state::CheckpointClient& cut : checkpoint.clients) {
+    auto c = std::make_unique<Client>();
+    c->id = cut.id;
+    c->name = cut.name;
+    c->mode = cut.raw ? v1::IngestOpen::MODE_RAW : v1::IngestOpen::MODE_WINDOWS;
+    c->index = cut.index;
+    c->applied = cut.applied;
+    c->totals = std::make_unique<ClientTotals>(budget_);
+    c->closed = cut.closed;
+    c->closed_at = cut.applied;
+    c->gone_deadline_ns = cut.closed ? 0 : deadline;
+    c->progress = Progress{cut.applied, cut.applied, 0, cut.closed};
+    run->clients[c->id] = std::move(c);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    by_name_[run->name] = run;
+    active_[run->id] = run;
+  }
+  reap_cv_.notify_all();
+  log::Info("ingest: run ", run->id, " '", run->name, "' resumed from its checkpoint (window ",
+            checkpoint.periodic_seq, ", ", checkpoint.total.snapshot.records, " records, ",
+            checkpoint.clients.size(), " client(s))");
+  return absl::OkStatus();
+}
+
+IngestRuns::Progress IngestRuns::WaitProgress(const Session& session, const Progress& seen,
+                                              const std::atomic<bool>& stop,
+                                              std::chrono::milliseconds timeout) const {
+  const Client& c = *session.client;
+  std::unique_lock<std::mutex> lock(c.progress_mu);
+  c.progress_cv.wait_for(
+      lock, timeout, [&] { return c.progress != seen || stop.load(std::memory_order_relaxed); });
+  return c.progress;
+}
+
+IngestRuns::Progress IngestRuns::CurrentProgress(const Session& session) const {
+  const Client& c = *session.client;
+  std::lock_guard<std::mutex> lock(c.progress_mu);
+  return c.progress;
+}
+
+void IngestRuns::WakeProgress(const Session& session) const {
+  const Client& c = *session.client;
+  { std::lock_guard<std::mutex> lock(c.progress_mu); }
+  c.progress_cv.notify_all();
+}
+
+bool IngestRuns::Checkpointed(runs::RunId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find(id);
+  return it != active_.end() && it->second->checkpointed;
+}
+
+std::vector<state::CheckpointClient> IngestRuns::CutClients(
+    runs::RunId id, const std::vector<uint64_t>& applied) const {
+  std::vector<state::CheckpointClient> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find(id);
+  if (it == active_.end()) return out;
+  out.resize(it->second->clients.size());
+  for (const auto& [cid, c] : it->second->clients) {
+    state::CheckpointClient& cut = out[static_cast<size_t>(c->index)];
+    cut.index = c->index;
+    cut.id = c->id;
+    cut.name = c->name;
+    cut.raw = c->mode == v1::IngestOpen::MODE_RAW;
+    const auto index = static_cast<size_t>(c->index);
+    cut.applied = index < applied.size() ? applied[index] : 0;
+    // Under mu_, `closed` implies the close's last sequence was applied
+    // (Close checks it under the apply lock before taking mu_).
+    cut.closed = c->closed && c->closed_at <= cut.applied;
+  }
+  return out;
+}
+
+void IngestRuns::MarkDurable(runs::RunId id, const std::vector<state::CheckpointClient>& clients) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  for (const state::CheckpointClient& cut : clients) {
+    auto found = it->second->clients.find(cut.id);
+    if (found == it->second->clients.end()) continue;
+    Client& c = *found->second;
+    {
+      std::lock_guard<std::mutex> progress(c.progress_mu);
+      c.progress.durable = std::max(c.progress.durable, cut.applied);
+      c.progress.close_durable |= cut.closed;
+    }
+    c.progress_cv.notify_all();
+  }
 }
 
 void IngestRuns::Leave(Session& session) {

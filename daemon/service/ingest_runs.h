@@ -11,7 +11,20 @@
 // Exactly once: a client's messages are applied under its apply lock, in
 // sequence order; the highest contiguous sequence applied is what the stream
 // acknowledges. A resend (sequence <= applied) is counted and skipped; a
-// gap is refused. A client that reconnects (same client id) takes over from
+// gap is refused. Every message -- a raw client's batch too, aggregated by
+// its handler into one window (WindowOfTimestamps) -- reaches the recorder
+// whole through the run's RemoteWindowInbox, tagged with its sequence, so
+// each closed periodic window names the last sequence of every client it
+// holds (WindowRecord::applied): the cut a checkpoint stores.
+//
+// Durability (runs created with checkpoints on): a message is durable once
+// a committed checkpoint holds it (MarkDurable, from the checkpointer); the
+// stream reports it in IngestAck.durable_sequence and the client may forget
+// it only then. A client's close is durable once a checkpoint records it
+// closed. Runs without checkpoints (SBP, or state.checkpoints off) count a
+// message durable as soon as it is applied. Resume() rebuilds a run from its
+// checkpoint after a restart: its clients come back with their stored
+// sequences and replay the rest. A client that reconnects (same client id) takes over from
 // its previous stream, which is cancelled; the apply lock makes the hand-over
 // exact (the old stream's in-flight message is either applied before the new
 // stream learns `applied`, or not at all).
@@ -32,9 +45,11 @@
 #include <grpcpp/server_context.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +66,7 @@
 #include "daemon/service/client_totals.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/ingest_stats.h"
+#include "daemon/state/checkpoint.h"
 #include "perld/v1/ingest.pb.h"
 
 namespace perld::service {
@@ -75,6 +91,14 @@ class IngestRuns {
     uint64_t duplicates = 0;
     bool duplicate = false;
   };
+  // A client's acknowledgement state, as its stream reports it.
+  struct Progress {
+    uint64_t applied = 0;
+    uint64_t durable = 0;
+    uint64_t duplicates = 0;
+    bool close_durable = false;  // a checkpoint holds the client's close
+    bool operator==(const Progress&) const = default;
+  };
 
   IngestRuns(runs::RunManager& manager, const CurrentConfig& config, IngestStats& stats);
   ~IngestRuns();  // stops the reaper; REQUIRES EndAll() ran if any run exists
@@ -92,7 +116,10 @@ class IngestRuns {
   absl::StatusOr<Session> Join(const v1::IngestOpen& open, grpc::ServerContext* context,
                                runs::RunSource source = runs::RunSource::kIngest);
 
-  absl::StatusOr<Applied> ApplyBatch(const Session& session, const v1::TimestampBatch& batch);
+  // Waits, as ApplyWindow, while the client's queued messages exceed its
+  // memory limit (until `context` is cancelled).
+  absl::StatusOr<Applied> ApplyBatch(const Session& session, const v1::TimestampBatch& batch,
+                                     grpc::ServerContext* context);
   // Waits while the client's unmerged windows exceed its memory limit
   // (until `context` is cancelled).
   absl::StatusOr<Applied> ApplyWindow(const Session& session, const v1::WindowReport& report,
@@ -109,6 +136,36 @@ class IngestRuns {
   absl::StatusOr<Applied> Close(const Session& session, uint64_t last_sequence);
   // The stream ended (after Close, or broken). May end the run.
   void Leave(Session& session);
+
+  // The client's progress once it differs from `seen`, `stop` is set (then
+  // call WakeProgress), or `timeout` passed.
+  Progress WaitProgress(const Session& session, const Progress& seen, const std::atomic<bool>& stop,
+                        std::chrono::milliseconds timeout) const;
+  void WakeProgress(const Session& session) const;
+  Progress CurrentProgress(const Session& session) const;
+
+  // Checkpoints (the checkpointer, on the dispatcher and store threads).
+  // True for a running run whose messages become durable by checkpoints.
+  bool Checkpointed(runs::RunId id) const;
+  // The run's clients at a cut: `applied` is WindowRecord::applied (by
+  // client index); a client is closed in the cut when it closed with its
+  // last message inside the cut. Empty when the run is unknown.
+  std::vector<state::CheckpointClient> CutClients(runs::RunId id,
+                                                  const std::vector<uint64_t>& applied) const;
+  // A checkpoint holding `clients` committed: their messages up to
+  // `applied` (and closes) are durable.
+  void MarkDurable(runs::RunId id, const std::vector<state::CheckpointClient>& clients);
+  // Called (on the closing stream's thread) when a client of a checkpointed
+  // run closed after `last_sequence`: the checkpointer makes the close
+  // durable. Set before any stream opens.
+  using CloseHook = std::function<void(runs::RunId id, int client_index, uint64_t last_sequence)>;
+  void SetCloseHook(CloseHook hook) { close_hook_ = std::move(hook); }
+  // Rebuilds a running ingest run from its stored checkpoint (after the
+  // daemon stopped without ending it): same id, name and start; total from
+  // the checkpoint; clients detached, each resuming after its `applied`
+  // (gone unless it reconnects within ingest.clientTimeoutMs).
+  absl::Status Resume(runs::RunInfo info, std::vector<runs::WindowRecord> history,
+                      state::Checkpoint checkpoint);
 
   // The run's registry entry (for IngestOpened).
   absl::StatusOr<runs::RunInfo> Info(const Session& session) const;
@@ -155,6 +212,13 @@ class IngestRuns {
                                                     runs::RunSource source,
                                                     const LatencyConfig& latency,
                                                     const config::DaemonConfig& config);
+  // The run's setup shared by new and resumed runs.
+  runs::RunSetup SetupFor(const std::shared_ptr<Run>& run, const config::DaemonConfig& config);
+  // Queues a checked window of the client (its charge, backpressure waits)
+  // and advances its sequence. Under the client's apply lock.
+  absl::Status Queue(const Session& session, Client& c, runs::RemoteWindow w, uint64_t sequence,
+                     const config::DaemonConfig& config, grpc::ServerContext* context);
+  void Advanced(const Session& session, Client& c) const;
 
   runs::RunManager& manager_;
   const CurrentConfig& config_;
@@ -168,6 +232,7 @@ class IngestRuns {
   std::map<runs::RunId, std::shared_ptr<Run>> active_;   // every run not yet ended
   std::deque<std::shared_ptr<Run>> ended_;               // the last kEndedBreakdowns ended
   std::shared_ptr<BreakdownBudget> budget_;
+  CloseHook close_hook_;
   std::thread reaper_;
 };
 

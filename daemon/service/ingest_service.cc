@@ -1,5 +1,9 @@
 #include "daemon/service/ingest_service.h"
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/run_proto.h"
@@ -36,6 +40,61 @@ class Attached {
  private:
   IngestRuns& runs_;
   IngestRuns::Session& session_;
+};
+
+// Writes the stream's acks from its own thread: they follow the client's
+// progress (applied, and durable as checkpoints commit), so durability
+// reaches a client that is waiting without sending. The only writer after
+// IngestOpened; stopped and joined before the handler returns.
+class AckWriter {
+ public:
+  AckWriter(const IngestRuns& runs, const IngestRuns::Session& session,
+            grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream)
+      : runs_(runs), session_(session), stream_(stream), thread_([this] { Loop(); }) {}
+  ~AckWriter() { Stop(); }
+  AckWriter(const AckWriter&) = delete;
+  AckWriter& operator=(const AckWriter&) = delete;
+
+  // Writes what is left to acknowledge, then ends; false when a write failed.
+  bool Stop() {
+    if (thread_.joinable()) {
+      stop_.store(true, std::memory_order_relaxed);
+      runs_.WakeProgress(session_);
+      thread_.join();
+    }
+    return !failed_;
+  }
+
+ private:
+  void Loop() {
+    // IngestOpened told the client where it stands: report changes only.
+    IngestRuns::Progress sent = runs_.CurrentProgress(session_);
+    v1::IngestResponse response;
+    for (;;) {
+      const IngestRuns::Progress now =
+          runs_.WaitProgress(session_, sent, stop_, std::chrono::milliseconds(500));
+      if (now != sent) {
+        response.Clear();
+        v1::IngestAck* ack = response.mutable_ack();
+        ack->set_acked_sequence(now.applied);
+        ack->set_duplicates(now.duplicates);
+        ack->set_durable_sequence(now.durable);
+        if (!stream_->Write(response)) {
+          failed_ = true;
+          return;
+        }
+        sent = now;
+      }
+      if (stop_.load(std::memory_order_relaxed)) return;
+    }
+  }
+
+  const IngestRuns& runs_;
+  const IngestRuns::Session& session_;
+  grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* const stream_;
+  std::atomic<bool> stop_{false};
+  bool failed_ = false;  // the writer thread's until joined
+  std::thread thread_;   // last: starts after every member above exists
 };
 
 grpc::Status Refused(IngestStats& stats, Refusal r, grpc::StatusCode code,
@@ -89,6 +148,7 @@ grpc::Status IngestService::Stream(
   opened->set_max_pairs_per_report(config->ingest.max_pairs_per_report);
   if (!stream->Write(response)) return grpc::Status::CANCELLED;
 
+  AckWriter acks(runs_, session, stream);
   while (stream->Read(&request)) {
     if (request.ByteSizeLong() > max_bytes) {
       return Refused(stats_, Refusal::kMessageSize, grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -99,7 +159,7 @@ grpc::Status IngestService::Stream(
     bool closing = false;
     switch (request.body_case()) {
       case v1::IngestRequest::kBatch:
-        applied = runs_.ApplyBatch(session, request.batch());
+        applied = runs_.ApplyBatch(session, request.batch(), context);
         break;
       case v1::IngestRequest::kWindow:
         applied = runs_.ApplyWindow(session, request.window(), context);
@@ -116,12 +176,18 @@ grpc::Status IngestService::Stream(
                        "an IngestRequest with no body");
     }
     if (!applied.ok()) return ToGrpcStatus(applied.status());
-    response.Clear();
-    v1::IngestAck* ack = response.mutable_ack();
-    ack->set_acked_sequence(applied->acked_sequence);
-    ack->set_duplicates(applied->duplicates);
-    if (!stream->Write(response)) return grpc::Status::CANCELLED;
-    if (closing) return grpc::Status::OK;
+    if (closing) {
+      // The close is acknowledged once it is durable (a checkpoint holds
+      // the client closed): a daemon crash after it cannot wait for this
+      // client again.
+      IngestRuns::Progress seen;
+      const std::atomic<bool> never{false};
+      do {
+        if (context->IsCancelled()) return grpc::Status::CANCELLED;
+        seen = runs_.WaitProgress(session, seen, never, std::chrono::milliseconds(100));
+      } while (!seen.close_durable);
+      return acks.Stop() ? grpc::Status::OK : grpc::Status::CANCELLED;
+    }
   }
   // The client stopped sending without a close, or the stream was cancelled.
   if (runs_.Superseded(session)) {

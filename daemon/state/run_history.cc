@@ -1,5 +1,6 @@
 #include "daemon/state/run_history.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -39,14 +40,27 @@ runs::WindowRecord TotalOfStoredWindows(const runs::RunInfo& info,
 
 }  // namespace
 
-absl::Status RunHistory::Restore(runs::RunRegistry& registry) {
+absl::StatusOr<std::vector<StoredRun>> RunHistory::Restore(runs::RunRegistry& registry) {
   absl::StatusOr<std::vector<StoredRun>> stored = store_->LoadRuns();
   if (!stored.ok()) return stored.status();
+  std::vector<StoredRun> resumable;
   size_t restored = 0;
   for (StoredRun& run : *stored) {
     if (!run.distribution_status.ok()) {
       log::Warning("state: ", run.distribution_status.message(),
                    "; its total keeps its counters and configured percentiles only");
+    }
+    if (run.info.state == runs::RunState::kRunning && run.checkpoint &&
+        run.info.spec.source == runs::RunSource::kIngest) {
+      // Windows after the cut held records the checkpoint does not: their
+      // clients replay them into new windows.
+      const int64_t cut = run.checkpoint->periodic_seq;
+      std::erase_if(run.windows, [cut](const runs::WindowRecord& w) {
+        return w.kind == runs::WindowRecord::Kind::kPeriodic && w.seq > cut;
+      });
+      store_->TrimWindows(run.info.id, cut);
+      resumable.push_back(std::move(run));
+      continue;
     }
     if (run.info.state == runs::RunState::kRunning) {
       // The daemon stopped without closing this run (a crash, kill -9): it
@@ -66,7 +80,21 @@ absl::Status RunHistory::Restore(runs::RunRegistry& registry) {
     ++restored;
   }
   if (restored > 0) log::Info("state: restored ", restored, " run(s) from ", store_->path());
-  return absl::OkStatus();
+  return resumable;
+}
+
+void RunHistory::Abandon(runs::RunRegistry& registry, StoredRun run, std::string_view why) {
+  run.info.state = runs::RunState::kFailed;
+  run.info.end_unix_ms = absl::ToUnixMillis(absl::Now());
+  run.info.failure_reason =
+      absl::StrCat("perld stopped before the run ended and could not resume it (", std::string(why),
+                   "); its total is its last checkpoint's");
+  run.total = std::move(run.checkpoint->total);
+  store_->SaveFinalTotal(run.info, *run.total);
+  log::Warning("state: run ", run.info.id, ": ", run.info.failure_reason);
+  const std::vector<runs::RunId> evicted =
+      registry.Restore(run.info, std::move(run.windows), std::move(run.total));
+  if (!evicted.empty()) store_->DeleteRuns(evicted);
 }
 
 void RunHistory::OnWindow(const runs::RunInfo&, const runs::WindowRecord& window) {

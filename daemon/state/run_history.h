@@ -6,7 +6,9 @@
 // and deletes the runs the registry evicted, so the database holds what Query
 // shows. Restore() loads the stored runs into the registry at start: a run
 // that was still running when the daemon stopped without closing it (a crash)
-// comes back as failed, with that reason, and is saved so.
+// comes back as failed, with that reason, and is saved so -- unless it is an
+// ingest run with a checkpoint: those are returned to be resumed
+// (IngestRuns::Resume), or failed by Abandon when they cannot be.
 //
 // Threads: the observer callbacks may come from any thread (StateStore
 // queues them); Restore runs once, before the run manager starts.
@@ -14,6 +16,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "daemon/runs/run_observer.h"
@@ -26,8 +30,13 @@ class RunHistory final : public runs::RunObserver {
  public:
   explicit RunHistory(std::unique_ptr<StateStore> store) : store_(std::move(store)) {}
 
-  // Loads every stored run into `registry`.
-  absl::Status Restore(runs::RunRegistry& registry);
+  // Loads every stored run into `registry`, except the running ingest runs
+  // with a checkpoint, which it returns (with their windows up to the
+  // checkpoint's cut; later windows are deleted from the database).
+  absl::StatusOr<std::vector<StoredRun>> Restore(runs::RunRegistry& registry);
+  // A run Restore returned that cannot resume: it ends failed, naming `why`,
+  // with the total of its checkpoint.
+  void Abandon(runs::RunRegistry& registry, StoredRun run, std::string_view why);
   // The first id a new run may take (ids are never reused).
   runs::RunId NextRunId() const { return store_->MaxRunId() + 1; }
 

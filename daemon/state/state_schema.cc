@@ -54,6 +54,9 @@ constexpr std::array<const char*, 21> kWindowColumns = {
 constexpr std::array<const char*, 2> kWindowKey = {"run_id", "kind"};
 constexpr std::array<const char*, 1> kTotalKey = {"run_id"};
 constexpr std::array<const char*, 3> kTotalExtra = {"segments", "exact_total", "distribution"};
+constexpr std::array<const char*, 2> kCheckpointCut = {"periodic_seq", "segment_seq"};
+constexpr std::array<const char*, 7> kCheckpointClientColumns = {
+    "run_id", "client_index", "client_id", "client_name", "mode", "applied", "closed"};
 
 std::string Columns(std::initializer_list<std::span<const char* const>> groups) {
   std::string out;
@@ -183,7 +186,8 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
     return fail(tables.status());
   }
   if (tables->empty()) {  // a new database
-    if (absl::Status s = db.Exec(std::string(kSchemaV1).c_str()); !s.ok()) {
+    if (absl::Status s = db.Exec((std::string(kSchemaV1) + std::string(kSchemaV2Upgrade)).c_str());
+        !s.ok()) {
       return fail(s);
     }
     return db.Exec("COMMIT");
@@ -213,6 +217,11 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
     return fail(absl::FailedPreconditionError(
         absl::StrCat(where, ": schema version ", v, " is newer than this perld supports (",
                      kSchemaVersion, "); run a newer perld or choose another state directory")));
+  }
+  if (v == 1) {
+    if (absl::Status s = db.Exec(std::string(kSchemaV2Upgrade).c_str()); !s.ok()) {
+      return fail(s);
+    }
   }
   return db.Exec("COMMIT");
 }
@@ -252,6 +261,28 @@ std::string InsertTotalSql() {
   const std::string columns = Columns({kTotalKey, kWindowColumns, kTotalExtra});
   return absl::StrCat("INSERT OR REPLACE INTO totals (", columns, ") VALUES (",
                       Placeholders(CountColumns(columns)), ")");
+}
+
+std::string InsertCheckpointSql() {
+  const std::string columns = Columns({kTotalKey, kWindowColumns, kTotalExtra, kCheckpointCut});
+  return absl::StrCat("INSERT OR REPLACE INTO checkpoints (", columns, ") VALUES (",
+                      Placeholders(CountColumns(columns)), ")");
+}
+
+std::string InsertCheckpointClientSql() {
+  return absl::StrCat("INSERT OR REPLACE INTO checkpoint_clients (",
+                      Columns({kCheckpointClientColumns}), ") VALUES (",
+                      Placeholders(kCheckpointClientColumns.size()), ")");
+}
+
+std::string SelectCheckpointsSql() {
+  return absl::StrCat("SELECT ", Columns({kTotalKey, kWindowColumns, kTotalExtra, kCheckpointCut}),
+                      " FROM checkpoints ORDER BY run_id");
+}
+
+std::string SelectCheckpointClientsSql() {
+  return absl::StrCat("SELECT ", Columns({kCheckpointClientColumns}),
+                      " FROM checkpoint_clients ORDER BY run_id, client_index");
 }
 
 std::string SelectRunsSql() {
@@ -322,6 +353,27 @@ absl::Status BindTotal(const runs::WindowRecord& total, std::string_view blob, S
   s->BindInt64(i++, total.exact_total ? 1 : 0);
   s->BindBlob(i++, blob);
   return absl::OkStatus();
+}
+
+absl::Status BindCheckpoint(const Checkpoint& c, std::string_view blob, SqliteStatement* s) {
+  if (absl::Status st = BindTotal(c.total, blob, s); !st.ok()) {
+    return st;
+  }
+  int i = 2 + static_cast<int>(kWindowColumns.size() + kTotalExtra.size());
+  s->BindInt64(i++, c.periodic_seq);
+  s->BindInt64(i++, c.segment_seq);
+  return absl::OkStatus();
+}
+
+void BindCheckpointClient(runs::RunId run, const CheckpointClient& c, SqliteStatement* s) {
+  int i = 1;
+  s->BindInt64(i++, static_cast<int64_t>(run));
+  s->BindInt64(i++, c.index);
+  s->BindText(i++, c.id);
+  s->BindText(i++, c.name);
+  s->BindText(i++, c.raw ? "raw" : "windows");
+  s->BindInt64(i++, static_cast<int64_t>(c.applied));
+  s->BindInt64(i++, c.closed ? 1 : 0);
 }
 
 absl::StatusOr<runs::RunInfo> ReadRun(const SqliteStatement& s) {
@@ -404,6 +456,36 @@ absl::StatusOr<runs::WindowRecord> ReadTotal(const SqliteStatement& s, std::stri
   w.exact_total = s.ColumnInt64(i++) != 0;
   *blob = s.ColumnBlob(i++);
   return w;
+}
+
+absl::StatusOr<Checkpoint> ReadCheckpoint(const SqliteStatement& s, std::string_view* blob) {
+  Checkpoint c;
+  absl::StatusOr<runs::WindowRecord> total = ReadTotal(s, blob);
+  if (!total.ok()) {
+    return total.status();
+  }
+  c.total = *std::move(total);
+  int i = 1 + static_cast<int>(kWindowColumns.size() + kTotalExtra.size());
+  c.periodic_seq = s.ColumnInt64(i++);
+  c.segment_seq = s.ColumnInt64(i++);
+  return c;
+}
+
+absl::StatusOr<CheckpointClient> ReadCheckpointClient(const SqliteStatement& s, runs::RunId* run) {
+  CheckpointClient c;
+  int i = 0;
+  *run = static_cast<runs::RunId>(s.ColumnInt64(i++));
+  c.index = static_cast<int32_t>(s.ColumnInt64(i++));
+  c.id = std::string(s.ColumnText(i++));
+  c.name = std::string(s.ColumnText(i++));
+  const std::string_view mode = s.ColumnText(i++);
+  if (mode != "raw" && mode != "windows") {
+    return Unreadable("checkpoint_clients", *run, "mode", "not raw or windows");
+  }
+  c.raw = mode == "raw";
+  c.applied = static_cast<uint64_t>(s.ColumnInt64(i++));
+  c.closed = s.ColumnInt64(i++) != 0;
+  return c;
 }
 
 }  // namespace perld::state

@@ -12,9 +12,9 @@
 //    the sqlite3 shell can read, filter (json_each) and export them.
 //  - Child rows cascade: deleting a run deletes its windows and total
 //    (PRAGMA foreign_keys=ON is set on every connection).
-//  - A later issue adds a `checkpoints` table (a running run's total and
-//    per-client sequence numbers, written in one transaction per interval)
-//    as schema version 2, created by an upgrade step from version 1.
+//  - Version 2 adds the `checkpoints` and `checkpoint_clients` tables (a
+//    running ingest run's total and per-client sequence numbers at a cut,
+//    checkpoint.h), created by kSchemaV2Upgrade from version 1.
 #pragma once
 
 #include <cstdint>
@@ -25,11 +25,12 @@
 #include "absl/status/statusor.h"
 #include "daemon/runs/run_info.h"
 #include "daemon/runs/window_record.h"
+#include "daemon/state/checkpoint.h"
 #include "daemon/state/sqlite_db.h"
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 1;
+inline constexpr int64_t kSchemaVersion = 2;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -131,6 +132,57 @@ CREATE TABLE totals (
 INSERT INTO meta (key, value) VALUES ('schema_version', 1), ('max_run_id', 0);
 )sql";
 
+// Version 1 -> 2 (also run after kSchemaV1 for a new database).
+inline constexpr std::string_view kSchemaV2Upgrade = R"sql(
+-- A running ingest run's total at a cut (checkpoint.h): the columns of
+-- `totals`, plus the cut's periodic window and the total segments so far.
+-- Replaced at every checkpoint; deleted with the run's final total.
+CREATE TABLE checkpoints (
+  run_id         INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  seq            INTEGER NOT NULL,
+  start_unix_ms  INTEGER NOT NULL,
+  end_unix_ms    INTEGER NOT NULL,
+  seconds        REAL NOT NULL,
+  start_time     INTEGER NOT NULL,
+  end_time       INTEGER NOT NULL,
+  records        INTEGER NOT NULL,
+  bytes          INTEGER NOT NULL,
+  total_latency  INTEGER NOT NULL,
+  min_latency    INTEGER NOT NULL,
+  max_latency    INTEGER NOT NULL,
+  invalid        INTEGER NOT NULL,
+  lower_discard  INTEGER NOT NULL,
+  higher_discard INTEGER NOT NULL,
+  valid          INTEGER NOT NULL,
+  rejected       INTEGER NOT NULL,
+  overflow       INTEGER NOT NULL,
+  closed_full    INTEGER NOT NULL,
+  full_closes    INTEGER NOT NULL,
+  median         INTEGER NOT NULL,
+  percentiles    TEXT NOT NULL,
+  segments       INTEGER NOT NULL,
+  exact_total    INTEGER NOT NULL,
+  distribution   BLOB NOT NULL,     -- "PDST" v1, as totals.distribution
+  periodic_seq   INTEGER NOT NULL,  -- the cut: the last periodic window in the total
+  segment_seq    INTEGER NOT NULL   -- total segments published up to the cut
+) STRICT;
+
+-- Per client of a checkpointed run: the last message sequence the
+-- checkpoint's total holds (the client replays from the next one).
+CREATE TABLE checkpoint_clients (
+  run_id       INTEGER NOT NULL REFERENCES checkpoints(run_id) ON DELETE CASCADE,
+  client_index INTEGER NOT NULL,  -- join order in the run
+  client_id    TEXT NOT NULL,
+  client_name  TEXT NOT NULL,
+  mode         TEXT NOT NULL,     -- raw | windows
+  applied      INTEGER NOT NULL,
+  closed       INTEGER NOT NULL,  -- 0 | 1: closed with its last message applied
+  PRIMARY KEY (run_id, client_index)
+) STRICT;
+
+UPDATE meta SET value = 2 WHERE key = 'schema_version';
+)sql";
+
 // Creates the schema in an empty database, or checks an existing one, in one
 // IMMEDIATE transaction. Errors name db.path(): FailedPrecondition for a
 // newer schema version or an SQLite file that is not a perld state database,
@@ -150,6 +202,10 @@ std::string InsertTotalSql();
 std::string SelectRunsSql();     // ORDER BY id
 std::string SelectWindowsSql();  // ORDER BY run_id, kind, seq
 std::string SelectTotalsSql();   // ORDER BY run_id
+std::string InsertCheckpointSql();
+std::string InsertCheckpointClientSql();
+std::string SelectCheckpointsSql();        // ORDER BY run_id
+std::string SelectCheckpointClientsSql();  // ORDER BY run_id, client_index
 
 void BindRun(const runs::RunInfo& run, SqliteStatement* stmt);
 // InvalidArgument for a kind other than periodic/total_segment or
@@ -158,6 +214,11 @@ void BindRun(const runs::RunInfo& run, SqliteStatement* stmt);
 // InvalidArgument for percentile vectors of different lengths.
 [[nodiscard]] absl::Status BindTotal(const runs::WindowRecord& total, std::string_view blob,
                                      SqliteStatement* stmt);
+
+// The checkpoint's total (BindTotal's columns) and its cut.
+[[nodiscard]] absl::Status BindCheckpoint(const Checkpoint& checkpoint, std::string_view blob,
+                                          SqliteStatement* stmt);
+void BindCheckpointClient(runs::RunId run, const CheckpointClient& client, SqliteStatement* stmt);
 
 // DataLoss naming the run id and column for a value this perld cannot read
 // (an unknown enumeration spelling, malformed JSON).
@@ -168,5 +229,12 @@ void BindRun(const runs::RunInfo& run, SqliteStatement* stmt);
 // until the statement moves on).
 [[nodiscard]] absl::StatusOr<runs::WindowRecord> ReadTotal(const SqliteStatement& stmt,
                                                            std::string_view* blob);
+
+// A checkpoint without its clients and distribution (see ReadTotal).
+[[nodiscard]] absl::StatusOr<Checkpoint> ReadCheckpoint(const SqliteStatement& stmt,
+                                                        std::string_view* blob);
+// Sets `run` to the row's run id.
+[[nodiscard]] absl::StatusOr<CheckpointClient> ReadCheckpointClient(const SqliteStatement& stmt,
+                                                                    runs::RunId* run);
 
 }  // namespace perld::state

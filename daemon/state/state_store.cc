@@ -145,7 +145,7 @@ absl::StatusOr<std::vector<StoredRun>> LoadAll(SqliteDb& db) {
     if (!run.ok()) {
       return run.status();
     }
-    runs.push_back(StoredRun{*std::move(run), {}, std::nullopt, absl::OkStatus()});
+    runs.push_back(StoredRun{*std::move(run), {}, std::nullopt, absl::OkStatus(), std::nullopt});
     return absl::OkStatus();
   });
   if (s.ok()) {
@@ -185,6 +185,43 @@ absl::StatusOr<std::vector<StoredRun>> LoadAll(SqliteDb& db) {
       return absl::OkStatus();
     });
   }
+  if (s.ok()) {
+    RunCursor cursor(&runs);
+    s = ForEachRow(db, SelectCheckpointsSql(), [&](const SqliteStatement& row) {
+      std::string_view blob;
+      absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(row, &blob);
+      if (!checkpoint.ok()) {
+        return checkpoint.status();
+      }
+      StoredRun* run = cursor.Find(checkpoint->total.run_id);
+      if (run == nullptr) {
+        return absl::OkStatus();
+      }
+      absl::StatusOr<std::vector<LatencyBucket>> distribution = DecodeDistribution(blob);
+      if (!distribution.ok()) {
+        return absl::DataLossError(absl::StrCat(
+            "run ", run->info.id, ": checkpoint distribution: ", distribution.status().message()));
+      }
+      checkpoint->total.distribution = *std::move(distribution);
+      run->checkpoint = *std::move(checkpoint);
+      return absl::OkStatus();
+    });
+  }
+  if (s.ok()) {
+    RunCursor cursor(&runs);
+    s = ForEachRow(db, SelectCheckpointClientsSql(), [&](const SqliteStatement& row) {
+      runs::RunId id = 0;
+      absl::StatusOr<CheckpointClient> client = ReadCheckpointClient(row, &id);
+      if (!client.ok()) {
+        return client.status();
+      }
+      StoredRun* run = cursor.Find(id);
+      if (run != nullptr && run->checkpoint) {
+        run->checkpoint->clients.push_back(*std::move(client));
+      }
+      return absl::OkStatus();
+    });
+  }
   if (!s.ok()) {
     return s;  // closing the connection ends the read transaction
   }
@@ -215,6 +252,11 @@ class StateStore::Writer {
         {&w->upsert_run_, UpsertRunSql()},
         {&w->insert_window_, InsertWindowSql()},
         {&w->insert_total_, InsertTotalSql()},
+        {&w->insert_checkpoint_, InsertCheckpointSql()},
+        {&w->insert_checkpoint_client_, InsertCheckpointClientSql()},
+        {&w->delete_checkpoint_, "DELETE FROM checkpoints WHERE run_id = ?1"},
+        {&w->trim_windows_,
+         "DELETE FROM windows WHERE run_id = ?1 AND kind = 'periodic' AND seq > ?2"},
         {&w->delete_run_, "DELETE FROM runs WHERE id = ?1"},
         {&w->bump_max_run_id_, "UPDATE meta SET value = max(value, ?1) WHERE key = 'max_run_id'"},
         // Keep the newest max_finished_runs finished/failed runs by end time.
@@ -241,10 +283,13 @@ class StateStore::Writer {
   }
 
   // Writes `batch` in one transaction, appending one Status per failure.
-  void Write(const std::deque<Queued>& batch, std::vector<absl::Status>* errors) {
+  // Returns the checkpoints written, once the transaction committed.
+  std::vector<const CheckpointItem*> Write(const std::deque<Queued>& batch,
+                                           std::vector<absl::Status>* errors) {
+    std::vector<const CheckpointItem*> checkpoints;
     if (absl::Status s = begin_.Run(); !s.ok()) {
       errors->push_back(Lost(batch.size(), s));
-      return;
+      return {};
     }
     Touched touched;
     for (const Queued& q : batch) {
@@ -254,15 +299,17 @@ class StateStore::Writer {
         errors->push_back(s);
         if (RolledBack()) {
           errors->push_back(Lost(batch.size(), s));
-          return;
+          return {};
         }
+      } else if (const auto* c = std::get_if<CheckpointItem>(&q.item)) {
+        checkpoints.push_back(c);
       }
     }
     if (absl::Status s = ApplyRetention(touched); !s.ok()) {
       errors->push_back(s);
       if (RolledBack()) {
         errors->push_back(Lost(batch.size(), s));
-        return;
+        return {};
       }
     }
     if (absl::Status s = commit_.Run(); !s.ok()) {
@@ -270,7 +317,9 @@ class StateStore::Writer {
         rollback_.Run().IgnoreError();  // the commit's error is the one to report
       }
       errors->push_back(Lost(batch.size(), s));
+      return {};
     }
+    return checkpoints;
   }
 
  private:
@@ -326,6 +375,49 @@ class StateStore::Writer {
     return absl::OkStatus();
   }
 
+  // The checkpoint row and its clients under one savepoint: all or none.
+  absl::Status Apply(const CheckpointItem& item, Touched* /*touched*/) {
+    const Checkpoint& c = item.checkpoint;
+    const runs::RunId run = c.total.run_id;
+    absl::StatusOr<std::string> blob =
+        item.clients_only ? std::string() : EncodeDistribution(c.total.distribution);
+    if (!blob.ok()) {
+      return absl::Status(blob.status().code(),
+                          absl::StrCat("checkpoint of run ", run, ": ", blob.status().message()));
+    }
+    if (absl::Status s = savepoint_.Run(); !s.ok()) {
+      return s;
+    }
+    absl::Status s;
+    if (!item.clients_only) {
+      insert_checkpoint_.Reset();
+      s = BindCheckpoint(c, *blob, &insert_checkpoint_);
+      if (s.ok()) {
+        s = insert_checkpoint_.Run();
+      }
+      insert_checkpoint_.Reset();
+    }
+    for (const CheckpointClient& client : c.clients) {
+      if (!s.ok()) {
+        break;
+      }
+      insert_checkpoint_client_.Reset();
+      BindCheckpointClient(run, client, &insert_checkpoint_client_);
+      s = insert_checkpoint_client_.Run();
+      insert_checkpoint_client_.Reset();
+    }
+    return Settle(s, absl::StrCat("checkpoint of run ", run));
+  }
+
+  absl::Status Apply(const TrimItem& item, Touched* /*touched*/) {
+    trim_windows_.Reset();
+    trim_windows_.BindInt64(1, static_cast<int64_t>(item.run));
+    trim_windows_.BindInt64(2, item.periodic_seq);
+    absl::Status s = trim_windows_.Run();
+    trim_windows_.Reset();
+    return s;
+  }
+
   absl::Status Apply(const DeleteItem& item, Touched* /*touched*/) {
     for (const runs::RunId id : item.ids) {
       delete_run_.Reset();
@@ -376,6 +468,18 @@ class StateStore::Writer {
       }
       insert_total_.Reset();
     }
+    if (s.ok()) {
+      delete_checkpoint_.Reset();
+      delete_checkpoint_.BindInt64(1, static_cast<int64_t>(run.id));
+      s = delete_checkpoint_.Run();
+      delete_checkpoint_.Reset();
+    }
+    return Settle(s, "");
+  }
+
+  // Ends the savepoint opened before a multi-row record: released when `s`
+  // is OK, rolled back to otherwise. Returns `s` (prefixed by `what`).
+  absl::Status Settle(absl::Status s, absl::string_view what) {
     if (!s.ok() && !RolledBack()) {
       rollback_to_.Run().IgnoreError();  // s is the error to report
     }
@@ -384,6 +488,9 @@ class StateStore::Writer {
       if (s.ok()) {
         s = released;
       }
+    }
+    if (!s.ok() && !what.empty()) {
+      s = absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
     }
     return s;
   }
@@ -431,6 +538,7 @@ class StateStore::Writer {
   SqliteStatement begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
   SqliteStatement upsert_run_, insert_window_, insert_total_, delete_run_, bump_max_run_id_;
   SqliteStatement prune_runs_, prune_windows_, prune_all_windows_;
+  SqliteStatement insert_checkpoint_, insert_checkpoint_client_, delete_checkpoint_, trim_windows_;
   config::RetentionConfig retention_;
 };
 
@@ -554,7 +662,8 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
                           window.exact_total,
                           0,
                           0,
-                          {}};  // live-only: recorder_bytes, cache_releases, remote
+                          {},
+                          {}};  // live-only: recorder_bytes, cache_releases, remote, applied
   const size_t bytes = WindowBytes(copy);
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -571,6 +680,43 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
 void StateStore::SaveFinalTotal(runs::RunInfo run, runs::WindowRecord total) {
   const size_t bytes = RunBytes(run) + WindowBytes(total);
   Enqueue(FinalTotalItem{std::move(run), std::move(total)}, bytes);
+}
+
+void StateStore::SaveCheckpoint(Checkpoint checkpoint, std::function<void()> durable) {
+  size_t bytes = WindowBytes(checkpoint.total);
+  for (const CheckpointClient& c : checkpoint.clients) {
+    bytes += sizeof(CheckpointClient) + c.id.size() + c.name.size();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A newer checkpoint of the run replaces one the writer has not taken.
+    for (Queued& q : queue_) {
+      auto* older = std::get_if<CheckpointItem>(&q.item);
+      if (older != nullptr && !older->clients_only &&
+          older->checkpoint.total.run_id == checkpoint.total.run_id) {
+        queued_bytes_ = queued_bytes_ - q.bytes + bytes;
+        q.bytes = bytes;
+        *older = CheckpointItem{std::move(checkpoint), std::move(durable)};
+        return;
+      }
+    }
+  }
+  Enqueue(CheckpointItem{std::move(checkpoint), std::move(durable)}, bytes);
+}
+
+void StateStore::SaveCheckpointClients(runs::RunId run, std::vector<CheckpointClient> clients,
+                                       std::function<void()> durable) {
+  CheckpointItem item;
+  item.checkpoint.total.run_id = run;
+  item.checkpoint.clients = std::move(clients);
+  item.durable = std::move(durable);
+  item.clients_only = true;
+  const size_t bytes = sizeof(Queued) + sizeof(CheckpointClient) * item.checkpoint.clients.size();
+  Enqueue(std::move(item), bytes);
+}
+
+void StateStore::TrimWindows(runs::RunId run, int64_t periodic_seq) {
+  Enqueue(TrimItem{run, periodic_seq}, sizeof(Queued));
 }
 
 void StateStore::DeleteRuns(std::vector<runs::RunId> ids) {
@@ -619,7 +765,11 @@ void StateStore::WriterLoop() {
     if (batch.empty()) {
       continue;
     }
-    writer_->Write(batch, &errors);
+    for (const CheckpointItem* c : writer_->Write(batch, &errors)) {
+      if (c->durable) {
+        c->durable();
+      }
+    }
     for (const absl::Status& e : errors) {  // before Flush can return
       if (log) {
         log(absl::StrCat("state store '", path_, "': write error: ", e.ToString()));

@@ -65,6 +65,7 @@
 #include "daemon/config/daemon_config.h"
 #include "daemon/runs/run_info.h"
 #include "daemon/runs/window_record.h"
+#include "daemon/state/checkpoint.h"
 #include "daemon/state/directory_lock.h"
 
 namespace perld::state {
@@ -82,6 +83,8 @@ struct StoredRun {
   // run instead of failing LoadRuns, so one damaged row never keeps the
   // daemon from starting.
   absl::Status distribution_status;
+  // A running run's last checkpoint (checkpoint.h), with its distribution.
+  std::optional<Checkpoint> checkpoint;
 };
 
 struct StateStoreOptions {
@@ -125,10 +128,26 @@ class StateStore {
   // first, kind != kTotal (else a write error). May be dropped (see above).
   void SaveWindow(const runs::WindowRecord& window);
   // In one transaction: the run's row (its final state and end time) and its
-  // total with the distribution blob. REQUIRES: total.kind == kTotal,
-  // total.run_id == run.id, the distribution ascending with counts >= 1
-  // (else a write error and neither is written).
+  // total with the distribution blob (and its checkpoint is deleted). REQUIRES: total.kind ==
+  // kTotal, total.run_id == run.id, the distribution ascending with counts >= 1 (else a write error
+  // and neither is written).
   void SaveFinalTotal(runs::RunInfo run, runs::WindowRecord total);
+  // Replaces the run's checkpoint (its total with the distribution, and
+  // its clients) in the next transaction; `durable` runs on the writer
+  // thread once that transaction committed (never when it failed). A
+  // checkpoint of the same run still queued is replaced by this one (its
+  // `durable` is dropped: this one's cut covers it). Never dropped for the
+  // queue bound. REQUIRES: the run was saved first, checkpoint.total.kind ==
+  // kTotal with run_id set; `durable` must not call Flush.
+  void SaveCheckpoint(Checkpoint checkpoint, std::function<void()> durable);
+  // Replaces rows of the run's checkpoint clients only (e.g. one that
+  // closed inside the stored cut); `durable` as for SaveCheckpoint.
+  // REQUIRES: a checkpoint of the run was queued before.
+  void SaveCheckpointClients(runs::RunId run, std::vector<CheckpointClient> clients,
+                             std::function<void()> durable);
+  // Deletes the run's periodic windows after `periodic_seq` (a resumed run
+  // continues from its checkpoint's cut).
+  void TrimWindows(runs::RunId run, int64_t periodic_seq);
   // Deletes runs with their windows and totals (e.g. the runs the registry
   // evicted: RunObserver::OnRunsEvicted). Unknown ids are ignored.
   void DeleteRuns(std::vector<runs::RunId> ids);
@@ -169,13 +188,23 @@ class StateStore {
     runs::RunInfo run;
     runs::WindowRecord total;
   };
+  struct CheckpointItem {
+    Checkpoint checkpoint;
+    std::function<void()> durable;
+    bool clients_only = false;  // checkpoint.clients rows only
+  };
+  struct TrimItem {
+    runs::RunId run = 0;
+    int64_t periodic_seq = 0;
+  };
   struct DeleteItem {
     std::vector<runs::RunId> ids;
   };
   struct RetentionItem {
     config::RetentionConfig retention;
   };
-  using Item = std::variant<RunItem, WindowItem, FinalTotalItem, DeleteItem, RetentionItem>;
+  using Item = std::variant<RunItem, WindowItem, FinalTotalItem, CheckpointItem, TrimItem,
+                            DeleteItem, RetentionItem>;
   struct Queued {
     Item item;
     size_t bytes;

@@ -72,11 +72,11 @@ def generate_stubs(out):
 class Daemon:
     """perld on port 0; .grpc and .http are the addresses it printed."""
 
-    def __init__(self, perld, state, config=None, extra=(), log=None):
+    def __init__(self, perld, state, config=None, extra=(), log=None, grpc_listen="127.0.0.1:0"):
         """log: a path that receives the daemon's stderr (default: discarded)."""
-        cmd = [perld, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+        cmd = [perld, "--grpc-listen", grpc_listen, "--http-listen", "127.0.0.1:0",
                "--state-dir", state] + (["--config", config] if config else []) + list(extra)
-        self.log = open(log, "w") if log else subprocess.DEVNULL
+        self.log = open(log, "a") if log else subprocess.DEVNULL
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.grpc = self.http = None
         deadline = time.time() + 30
@@ -117,20 +117,52 @@ class IngestStream:
 
     def __init__(self, stub, ipb, open_msg, timeout=120):
         self.ipb = ipb
+        self.duplicates = 0  # as the last ack read reported
+        self.acked = 0  # the highest acked_sequence read
         self.q = queue.Queue()
         self.q.put(ipb.IngestRequest(open=open_msg))
         self.call = stub.Stream(iter(self.q.get, None), timeout=timeout)
 
     def recv(self):
-        return next(self.call)
+        reply = next(self.call)
+        if reply.HasField("opened"):
+            self.acked = reply.opened.acked_sequence
+        if reply.HasField("ack"):
+            self.duplicates = reply.ack.duplicates
+            self.acked = max(self.acked, reply.ack.acked_sequence)
+        return reply
 
     def send(self, **body):
         self.q.put(self.ipb.IngestRequest(**body))
 
     def ask(self, **body):
-        """Sends one message and returns the next response."""
+        """Sends one message and returns the first response about it.
+
+        Acks are cumulative and also come as checkpoints make messages
+        durable, so an ack read after sending may be about earlier messages:
+        it is skipped. A new batch or window is answered by an ack reaching
+        its sequence, a resend by one whose duplicates grew, a close by the
+        last ack before the stream ends (sent once the close is durable).
+        An error raises, as next() on the call does."""
+        duplicates, acked = self.duplicates, self.acked
         self.send(**body)
-        return self.recv()
+        if "close" in body:
+            last = None
+            for reply in self.call:
+                if reply.HasField("ack"):
+                    self.duplicates = reply.ack.duplicates
+                last = reply
+            return last
+        sequence = next(iter(body.values())).sequence
+        while True:
+            reply = self.recv()
+            if not reply.HasField("ack"):
+                return reply
+            if sequence <= acked or sequence == 0:
+                if reply.ack.duplicates > duplicates:
+                    return reply
+            elif reply.ack.acked_sequence >= sequence:
+                return reply
 
     def end(self):
         self.q.put(None)

@@ -80,7 +80,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "2");
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
   EXPECT_FALSE(std::filesystem::exists(dir + "/.perld-write-probe"));
@@ -441,12 +441,63 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 2 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 3 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 2 is newer than this perld supports (1)"));
+              HasSubstr("schema version 3 is newer than this perld supports (2)"));
+}
+
+TEST(StateStoreTest, UpgradesAVersion1Database) {
+  ScratchDir tmp;
+  OpenOrDie(tmp.path()).reset();
+  Sql(tmp / "perld.db", "DROP TABLE checkpoint_clients");
+  Sql(tmp / "perld.db", "DROP TABLE checkpoints");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 1 WHERE key = 'schema_version'");
+  auto store = OpenOrDie(tmp.path());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM checkpoints"), "0");
+}
+
+// A checkpoint round-trips with its clients and distribution, calls its
+// durable callback after the commit, is replaced by the next one, and is
+// deleted with the run's final total.
+TEST(StateStoreTest, CheckpointsRoundTripAndEndWithTheFinalTotal) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  ASSERT_NE(store, nullptr);
+  store->SaveRun(MakeRun(7));
+  Checkpoint c;
+  c.total = MakeTotal(7, 50);
+  c.periodic_seq = 4;
+  c.segment_seq = 1;
+  c.clients = {CheckpointClient{0, "a", "host a", true, 12, false},
+               CheckpointClient{1, "b", "host b", false, 3, true}};
+  int durable = 0;
+  store->SaveCheckpoint(c, [&] { ++durable; });
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(durable, 1);
+  std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_TRUE(runs[0].checkpoint.has_value());
+  EXPECT_EQ(runs[0].checkpoint->periodic_seq, 4);
+  EXPECT_EQ(runs[0].checkpoint->segment_seq, 1);
+  EXPECT_EQ(runs[0].checkpoint->clients, c.clients);
+  EXPECT_EQ(runs[0].checkpoint->total.distribution, c.total.distribution);
+  EXPECT_EQ(runs[0].checkpoint->total.snapshot.records, c.total.snapshot.records);
+
+  c.clients[0].closed = true;
+  store->SaveCheckpointClients(7, {c.clients[0]}, [&] { ++durable; });
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(durable, 2);
+  EXPECT_EQ(LoadOrDie(*store)[0].checkpoint->clients, c.clients);
+
+  store->SaveFinalTotal(MakeRun(7, RunState::kFinished, 1'700'000'999'000), MakeTotal(7, 10));
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_FALSE(LoadOrDie(*store)[0].checkpoint.has_value());
+  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM checkpoint_clients"), "0");
 }
 
 TEST(StateStoreTest, RefusesAFileThatIsNotADatabase) {

@@ -25,9 +25,14 @@
 // of everything after the sequence the daemon acknowledged, so a record is
 // neither lost nor counted twice across a broken connection.
 //
+// A message is kept until the daemon reports it durable (a committed
+// checkpoint of the daemon holds it: see ingest.checkpoints), and replayed
+// to a daemon that crashed and resumed from its checkpoint.
+//
 // Bounded memory while disconnected (never a silent loss): at most
-// max_unacked_messages messages wait for their ack; when that many are
-// outstanding the local recorder thread waits for acks (counted in
+// max_unacked_messages messages in flight beyond what the daemon applied,
+// and at most max_undurable_bytes of messages kept until durable; at either
+// bound the local recorder thread waits (counted in
 // Counters::outbox_full_waits), so the channels fill up and Record() blocks at
 // the pending bound. Record() then returns only when the daemon is back.
 //
@@ -76,7 +81,8 @@ struct ClientOptions {
   int max_recorders = 64;                      // NewRecorder calls allowed
   int64_t max_pending_per_recorder = 1 << 16;  // timestamps in flight per Recorder
   int64_t max_unacked_messages = 256;          // messages awaiting their ack
-  int batch_length = 4096;                     // raw: timestamps per message (upper bound)
+  int64_t max_undurable_bytes = int64_t{256} << 20;  // messages kept until durable
+  int batch_length = 4096;                           // raw: timestamps per message (upper bound)
   // Security (see README "Security"): TLS when `tls` or any of ca_file /
   // cert_file is set; a bearer token from token_file on every call. Secret
   // files (token, key) must grant nothing to others.
@@ -117,6 +123,7 @@ struct Counters {
   int64_t records = 0;             // records the local recorder consumed
   uint64_t messages = 0;           // messages made (sequence numbers used)
   uint64_t acked_sequence = 0;     // highest sequence the daemon acknowledged
+  uint64_t durable_sequence = 0;   // highest sequence a daemon checkpoint holds
   uint64_t duplicates = 0;         // resends the daemon recognised
   uint64_t reconnects = 0;         // streams opened after the first
   uint64_t outbox_full_waits = 0;  // times the recorder waited for acks

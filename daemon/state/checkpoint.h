@@ -1,0 +1,43 @@
+// Checkpoint: a running ingest run's state at a consistent cut, as the
+// daemon stores it in its state database (table `checkpoints` and
+// `checkpoint_clients`, state_schema.h) so that a restarted perld resumes
+// the run exactly.
+//
+// The cut is a closed periodic window (periodic_seq): `total` holds every
+// record of the run's windows up to and including it, and each client's
+// `applied` is the last message sequence those windows hold (a message is
+// merged whole or not at all: RemoteWindow::sequence). After a crash the
+// daemon resumes from here and each client replays from applied + 1 (its
+// spool or memory keeps every message the daemon has not declared durable),
+// so nothing is lost or counted twice.
+//
+// Plain data; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "daemon/runs/window_record.h"
+
+namespace perld::state {
+
+struct CheckpointClient {
+  int32_t index = 0;  // join order in the run (RemoteWindow::client)
+  std::string id;     // the client's stable client_id
+  std::string name;
+  bool raw = true;       // MODE_RAW (else MODE_WINDOWS)
+  uint64_t applied = 0;  // last message sequence in `total`
+  bool closed = false;   // sent IngestClose with last_sequence == applied
+  bool operator==(const CheckpointClient&) const = default;
+};
+
+struct Checkpoint {
+  // kTotal, run_id set, with its exact distribution (when exact_total).
+  runs::WindowRecord total;
+  int64_t periodic_seq = 0;               // the cut: the last periodic window in `total`
+  int64_t segment_seq = 0;                // total segments published up to the cut
+  std::vector<CheckpointClient> clients;  // by index
+};
+
+}  // namespace perld::state

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Daemon state across crashes (README "Daemon state across crashes").
+
+Three `perlctl load` clients (raw, windows, raw; each with a durable spool)
+stream into one run on a fixed loopback port. perld is killed with SIGKILL
+twice while they stream and restarted on the same state directory each
+time: it resumes the run from its last checkpoint, the clients reconnect and
+replay what it had not made durable. The run must end finished with a total
+equal to the sum of the clients' own totals and percentiles equal to those
+of their merged --distribution-out files: zero lost, zero counted twice.
+Then the same with a daemon frozen (SIGSTOP) for many reporting intervals
+while the clients keep recording.
+
+  /usr/bin/python3 tests/integration/daemon_crash_test.py \\
+      --perld build/release/daemon/bench/perld --perlctl build/release/client/perlctl/perlctl
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perld_it  # noqa: E402
+from perld_it import check, Daemon, wait_ended, exact_percentiles, finish  # noqa: E402
+
+PERCENTS = [5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99, 100]
+CONFIG = """
+reportingIntervalMs: 200
+ingest:
+  clientTimeoutMs: 60000
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clients(perlctl, target, run, tmp, tag):
+    outs, procs = [], []
+    for i, mode in enumerate(("raw", "windows", "raw")):
+        out = os.path.join(tmp, f"{tag}{i}.json")
+        spool = os.path.join(tmp, f"spool-{tag}{i}")
+        cmd = [perlctl, "--target", target, "--json", "load", "-size", "100", "-time", "ns",
+               "-writers", "1", "-seconds", "7", "-throughput", "200000", "--run", run,
+               "--mode", mode, "--spool", spool, "--distribution-out", out, "-interval", "1"]
+        outs.append(out)
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    return outs, procs
+
+
+def merged(files):
+    pairs, records = {}, 0
+    for f in files:
+        with open(f) as fh:
+            d = json.load(fh)
+        records += d["records"]
+        for latency, count in d["latencies"]:
+            pairs[latency] = pairs.get(latency, 0) + count
+    return sorted(pairs.items()), records
+
+
+def verify(query, pb, tag, outs, procs):
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        results.append(json.loads(out) if p.returncode == 0 and out.strip() else None)
+        check(p.returncode == 0, f"{tag}: the client exits 0, everything acknowledged "
+              f"({err.strip()[-300:]})")
+    if not all(results):
+        return
+    run_ids = {r["runId"] for r in results}
+    check(len(run_ids) == 1, f"{tag}: the three clients stayed in one run {run_ids}")
+    run_id = run_ids.pop()
+    run = wait_ended(query, pb, run_id)
+    pairs, records = merged(outs)
+    total = sum(r["records"] for r in results)
+    check(run.run.state == pb.RUN_STATE_FINISHED,
+          f"{tag}: the run finished ({run.run.failure_reason})")
+    check(run.total.records == total == records,
+          f"{tag}: daemon total {run.total.records} == the clients' {total}: zero lost, "
+          "zero twice")
+    check(run.total.valid_latency_records == sum(c for _, c in pairs),
+          f"{tag}: valid records == merged distribution size")
+    got = query.GetPercentiles(pb.GetPercentilesRequest(run=str(run_id), percentiles=PERCENTS))
+    want = exact_percentiles(pairs, PERCENTS)
+    check([p.latency for p in got.percentiles] == want,
+          f"{tag}: every percentile equals the merged distribution's: {want}")
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perld", required=True)
+    ap.add_argument("--perlctl", required=True)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="perld-crash-")
+    pb, rpc, _ = perld_it.load_stubs(tmp)
+    import grpc
+    config = os.path.join(tmp, "perld.yaml")
+    with open(config, "w") as f:
+        f.write(CONFIG)
+    state = os.path.join(tmp, "state")
+    listen = f"127.0.0.1:{free_port()}"
+    log = os.path.join(tmp, "perld.log")
+
+    def start():
+        return Daemon(args.perld, state, config=config, log=log, grpc_listen=listen)
+
+    # --- kill -9 twice during a three-client ingest ------------------------------
+    d = start()
+    outs, procs = clients(args.perlctl, listen, "crash", tmp, "c")
+    for _ in range(2):
+        time.sleep(2.0)
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait(timeout=30)
+        time.sleep(0.3)
+        d = start()
+    query = rpc.QueryStub(grpc.insecure_channel(d.grpc))
+    results = verify(query, pb, "kill -9 twice", outs, procs)
+    if results:
+        check(sum(r.get("reconnects", 0) for r in results) >= 6,
+              f"every client reconnected after each crash "
+              f"({[r.get('reconnects') for r in results]})")
+    with open(log) as f:
+        resumed = f.read().count("resumed from its checkpoint")
+    check(resumed == 2, f"the daemon resumed the run after each crash ({resumed} in its log)")
+
+    # --- a daemon frozen for many intervals while clients record -----------------
+    outs, procs = clients(args.perlctl, listen, "frozen", tmp, "f")
+    time.sleep(1.5)
+    os.kill(d.proc.pid, signal.SIGSTOP)
+    time.sleep(2.5)  # about 12 reporting intervals
+    os.kill(d.proc.pid, signal.SIGCONT)
+    verify(query, pb, "frozen daemon", outs, procs)
+    rc = d.stop()
+    check(rc == 0, f"SIGTERM: exit {rc}")
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
