@@ -27,12 +27,16 @@
 
 #include "daemon/core/latency_recorder.h"
 #include "daemon/core/latency_window.h"
+#include "daemon/core/time_stamp.h"
 
 namespace perld::runs {
 
 struct RemoteWindow {
   LatencyCounters counters;
   std::vector<LatencyBucket> buckets;  // ascending, each count >= 1, sum == counters.valid
+  // A raw client's batch: its timestamps, recorded one by one exactly as a
+  // local writer's (RecordBatch); `counters` and `buckets` stay empty.
+  std::vector<TimeStamp> timestamps;
   std::shared_ptr<std::atomic<int64_t>> charge;        // the client's queued bytes; may be null
   std::shared_ptr<std::atomic<int64_t>> total_charge;  // every client's; may be null
   int32_t client = -1;      // the client's index in its run (>= 0), for per-window client counts
@@ -47,7 +51,8 @@ struct RemoteWindow {
   bool raw = false;
 
   int64_t bytes() const {
-    return static_cast<int64_t>(sizeof(RemoteWindow) + buckets.capacity() * sizeof(LatencyBucket));
+    return static_cast<int64_t>(sizeof(RemoteWindow) + buckets.capacity() * sizeof(LatencyBucket) +
+                                timestamps.capacity() * sizeof(TimeStamp));
   }
 };
 

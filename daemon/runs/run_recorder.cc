@@ -44,10 +44,18 @@ size_t RunRecorder::DrainInbox() {
       if (index >= client_applied_.size()) client_applied_.resize(index + 1, 0);
       client_applied_[index] = w.sequence;  // before the merge: an early close includes w
     }
-    if (!w.raw) CountRemote(w);
-    // The handler validated the window against the run's range, so the merge
-    // cannot fail; a failure would leave the windows unchanged.
-    static_cast<void>(windows_.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
+    if (!w.timestamps.empty()) {
+      // A window the IsFull policy closes inside the batch holds part of
+      // the message only: not a cut.
+      mid_message_ = true;
+      windows_.RecordBatch(w.timestamps.data(), w.timestamps.size(), last_tick_ns_ / ns_per_unit_);
+      mid_message_ = false;
+    } else {
+      CountRemote(w);
+      // The handler validated the window against the run's range, so the
+      // merge cannot fail; a failure would leave the windows unchanged.
+      static_cast<void>(windows_.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
+    }
     if (windows_.HasPendingReports()) [[unlikely]] {
       PublishPending(last_tick_ns_);
     }
@@ -124,7 +132,10 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
       w.seq = ++periodic_seq_;
       w.remote = window_remote_;
       window_remote_ = {};
-      if (inbox_ != nullptr) w.applied = client_applied_;
+      if (inbox_ != nullptr) {
+        w.applied = client_applied_;
+        w.cut = !mid_message_;
+      }
       break;
     case WindowReport::Scope::kTotalSegment:
       w.kind = WindowRecord::Kind::kTotalSegment;

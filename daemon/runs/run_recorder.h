@@ -100,6 +100,7 @@ class RunRecorder final : public TimeStampSink {
   std::vector<int64_t> client_last_window_;
   // Per client index, the last message sequence merged (inbox runs only).
   std::vector<uint64_t> client_applied_;
+  bool mid_message_ = false;  // recording a raw message's timestamps
 };
 
 }  // namespace perld::runs

@@ -65,6 +65,9 @@ struct WindowRecord {
   // one (0: none yet). The run's windows up to this one hold exactly those
   // messages. Not stored in the history.
   std::vector<uint64_t> applied;
+  // `applied` is a consistent cut: false for a window the IsFull policy
+  // closed in the middle of a raw message (it holds part of it).
+  bool cut = false;
 
   bool operator==(const WindowRecord&) const = default;
 };

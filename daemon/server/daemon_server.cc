@@ -255,8 +255,9 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   if (!resumable.ok()) return resumable.status();
   p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats);
   runs::RunManager* manager = p->manager.get();
-  p->checkpointer = std::make_unique<IngestCheckpointer>(
-      *p->ingest_runs, p->history->store(), [manager](runs::RunId id) { manager->CutWindow(id); });
+  p->checkpointer =
+      std::make_unique<IngestCheckpointer>(*p->ingest_runs, p->history->store(), p->ingest_stats,
+                                           [manager](runs::RunId id) { manager->CutWindow(id); });
   IngestCheckpointer* checkpointer = p->checkpointer.get();
   p->ingest_runs->SetCloseHook([checkpointer](runs::RunId id, int index, uint64_t last) {
     checkpointer->OnClientClosed(id, index, last);

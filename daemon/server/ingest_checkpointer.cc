@@ -41,6 +41,7 @@ void IngestCheckpointer::OnWindow(const runs::RunInfo& info, const runs::WindowR
   if (s.total.windows() == 0) s.start_time = window.snapshot.start_time;
   s.total.Add(CountersOf(window.snapshot), window.distribution);
   s.seconds += window.seconds;
+  if (!window.cut) return;
   std::vector<state::CheckpointClient> clients = runs_.CutClients(info.id, window.applied);
   if (clients.empty() || clients == s.saved) return;
   if (!s.total.exact() && !s.inexact_logged) {
@@ -66,9 +67,13 @@ void IngestCheckpointer::OnWindow(const runs::RunInfo& info, const runs::WindowR
   c.segment_seq = s.segment_seq;
   c.clients = clients;
   s.saved = std::move(clients);
-  ++written_;
   const runs::RunId id = info.id;
-  store_.SaveCheckpoint(std::move(c), [this, id, cut = s.saved] { runs_.MarkDurable(id, cut); });
+  const auto pairs = static_cast<uint64_t>(c.total.distribution.size());
+  store_.SaveCheckpoint(std::move(c), [this, id, pairs, cut = s.saved] {
+    stats_.checkpoints.fetch_add(1, std::memory_order_relaxed);
+    stats_.checkpoint_pairs.fetch_add(pairs, std::memory_order_relaxed);
+    runs_.MarkDurable(id, cut);
+  });
 }
 
 void IngestCheckpointer::OnClientClosed(runs::RunId id, int client_index, uint64_t last_sequence) {
@@ -91,11 +96,6 @@ void IngestCheckpointer::OnClientClosed(runs::RunId id, int client_index, uint64
 void IngestCheckpointer::OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord&) {
   std::lock_guard<std::mutex> lock(mu_);
   runs_state_.erase(info.id);
-}
-
-uint64_t IngestCheckpointer::written() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return written_;
 }
 
 }  // namespace perld::server

@@ -31,6 +31,7 @@
 #include "daemon/core/run_total.h"
 #include "daemon/runs/run_observer.h"
 #include "daemon/service/ingest_runs.h"
+#include "daemon/service/ingest_stats.h"
 #include "daemon/state/checkpoint.h"
 #include "daemon/state/state_store.h"
 
@@ -42,8 +43,8 @@ class IngestCheckpointer final : public runs::RunObserver {
   // store before destroying it).
   // `cut` closes a run's periodic window now (RunManager::CutWindow).
   IngestCheckpointer(service::IngestRuns& runs, state::StateStore& store,
-                     std::function<void(runs::RunId)> cut)
-      : runs_(runs), store_(store), cut_(std::move(cut)) {}
+                     service::IngestStats& stats, std::function<void(runs::RunId)> cut)
+      : runs_(runs), store_(store), stats_(stats), cut_(std::move(cut)) {}
 
   // IngestRuns' close hook: a client closed after `last_sequence`. When the
   // last checkpoint's cut holds that sequence, its client row is rewritten
@@ -56,8 +57,6 @@ class IngestCheckpointer final : public runs::RunObserver {
 
   void OnWindow(const runs::RunInfo& info, const runs::WindowRecord& window) override;
   void OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) override;
-
-  uint64_t written() const;  // checkpoints queued so far
 
  private:
   struct RunState {
@@ -73,10 +72,10 @@ class IngestCheckpointer final : public runs::RunObserver {
 
   service::IngestRuns& runs_;
   state::StateStore& store_;
+  service::IngestStats& stats_;  // checkpoints committed
   const std::function<void(runs::RunId)> cut_;
   mutable std::mutex mu_;
   std::map<runs::RunId, RunState> runs_state_;  // mu_
-  uint64_t written_ = 0;                        // mu_
 };
 
 }  // namespace perld::server

@@ -1,6 +1,5 @@
 #include "daemon/service/ingest_codec.h"
 
-#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -85,28 +84,6 @@ absl::Status CheckWindow(uint64_t sequence, const runs::RemoteWindow& w, int64_t
     return absl::InvalidArgumentError(absl::StrCat("window ", sequence, ": ", s.message()));
   }
   return absl::OkStatus();
-}
-
-runs::RemoteWindow WindowOfTimestamps(const std::vector<TimeStamp>& timestamps, int64_t min_bound,
-                                      int64_t max_bound, std::vector<LatencyBucket>* scratch) {
-  runs::RemoteWindow w;
-  scratch->clear();
-  for (const TimeStamp& ts : timestamps) {
-    const int64_t latency = ts.end - ts.start;
-    if (w.counters.Account(min_bound, max_bound, ts.records, ts.bytes, latency)) {
-      scratch->push_back(LatencyBucket{latency, ts.records});
-    }
-  }
-  std::sort(scratch->begin(), scratch->end(),
-            [](const LatencyBucket& a, const LatencyBucket& b) { return a.latency < b.latency; });
-  for (const LatencyBucket& b : *scratch) {
-    if (!w.buckets.empty() && w.buckets.back().latency == b.latency) {
-      w.buckets.back().count += b.count;
-    } else {
-      w.buckets.push_back(b);
-    }
-  }
-  return w;
 }
 
 absl::StatusOr<runs::RemoteWindow> DecodeWindow(const v1::WindowReport& report, int64_t max_pairs,

@@ -26,15 +26,6 @@ namespace perld::service {
 absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_length,
                          std::vector<TimeStamp>* out);
 
-// Decoded timestamps -> the window a local recorder would have built from
-// them for a run with bounds [min_bound, max_bound]: counters classified one
-// timestamp at a time exactly as the recorder does (LatencyCounters::Account,
-// latency = end - start), valid latencies aggregated into ascending buckets.
-// `scratch` is reused between calls. A raw client's batch is merged as ONE
-// window, so a message is applied whole or not at all (checkpoint cuts).
-runs::RemoteWindow WindowOfTimestamps(const std::vector<TimeStamp>& timestamps, int64_t min_bound,
-                                      int64_t max_bound, std::vector<LatencyBucket>* scratch);
-
 // Report -> counters and ascending buckets for a run with bounds
 // [min_bound, max_bound]. Checks: pairs columns of equal length <=
 // max_pairs; latencies strictly ascending (deltas >= 1 after the first) and

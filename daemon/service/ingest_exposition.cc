@@ -46,6 +46,13 @@ std::string RenderIngestExposition(const IngestStats& stats) {
           "Window reports that waited because every client's queued windows reached "
           "ingest.maxMemoryBytes.",
           stats.global_memory_waits);
+  Counter(&out, "perld_ingest_checkpoints_total",
+          "Checkpoints of ingest runs committed to the state database (ingest.checkpoints).",
+          stats.checkpoints);
+  Counter(&out, "perld_ingest_checkpoint_pairs_total",
+          "Latency/count pairs of the run totals those checkpoints wrote.", stats.checkpoint_pairs);
+  Counter(&out, "perld_ingest_runs_resumed_total",
+          "Ingest runs resumed from their checkpoint when perld started.", stats.runs_resumed);
   Family(&out, "perld_ingest_queued_window_bytes", "gauge",
          "Windows received and not yet merged, all clients (ingest.maxMemoryBytes bounds it).");
   absl::StrAppend(&out, "perld_ingest_queued_window_bytes ",

@@ -32,7 +32,6 @@ struct IngestRuns::Client {
   uint64_t applied = 0;                  // apply_mu: highest contiguous sequence applied
   uint64_t duplicates = 0;               // apply_mu
   std::vector<TimeStamp> scratch;        // apply_mu: decoded batch
-  std::vector<LatencyBucket> buckets;    // apply_mu: a batch's latencies being aggregated
   std::unique_ptr<ClientTotals> totals;  // apply_mu: the client's own share
 
   // What the client's stream acknowledges; written after apply_mu's work
@@ -326,19 +325,19 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& sessio
     if (absl::Status s = DecodeBatch(batch, config->ingest.max_batch_length, &c.scratch); !s.ok()) {
       return Refuse(stats_, RefusalOf(s, Refusal::kBatchLength), s);
     }
-    const LatencyConfig& run = session.run->latency;
-    runs::RemoteWindow w =
-        WindowOfTimestamps(c.scratch, run.min_latency, run.max_latency, &c.buckets);
-    w.raw = true;
-    const int64_t records = w.counters.records;
+    runs::RemoteWindow w;
+    int64_t records = 0;
+    for (const TimeStamp& ts : c.scratch) records += ts.records;
+    const auto timestamps = static_cast<int64_t>(c.scratch.size());
+    w.timestamps = std::move(c.scratch);  // the next batch decodes into a new vector
+    c.scratch = {};
     if (absl::Status s = Queue(session, c, std::move(w), batch.sequence(), *config, context);
         !s.ok()) {
       return s;
     }
-    c.totals->AddBatch(static_cast<int64_t>(c.scratch.size()), records,
-                       absl::ToUnixMillis(absl::Now()));
+    c.totals->AddBatch(timestamps, records, absl::ToUnixMillis(absl::Now()));
     stats_.batches.fetch_add(1, std::memory_order_relaxed);
-    stats_.timestamps.fetch_add(c.scratch.size(), std::memory_order_relaxed);
+    stats_.timestamps.fetch_add(static_cast<uint64_t>(timestamps), std::memory_order_relaxed);
   }
   Advanced(session, c);
   out.acked_sequence = c.applied;
@@ -546,6 +545,7 @@ absl::Status IngestRuns::Resume(runs::RunInfo info, std::vector<runs::WindowReco
     active_[run->id] = run;
   }
   reap_cv_.notify_all();
+  stats_.runs_resumed.fetch_add(1, std::memory_order_relaxed);
   log::Info("ingest: run ", run->id, " '", run->name, "' resumed from its checkpoint (window ",
             checkpoint.periodic_seq, ", ", checkpoint.total.snapshot.records, " records, ",
             checkpoint.clients.size(), " client(s))");

@@ -11,9 +11,10 @@
 // Exactly once: a client's messages are applied under its apply lock, in
 // sequence order; the highest contiguous sequence applied is what the stream
 // acknowledges. A resend (sequence <= applied) is counted and skipped; a
-// gap is refused. Every message -- a raw client's batch too, aggregated by
-// its handler into one window (WindowOfTimestamps) -- reaches the recorder
-// whole through the run's RemoteWindowInbox, tagged with its sequence, so
+// gap is refused. Every message -- a raw client's batch too, whose
+// timestamps the recorder then records one by one as a local writer's --
+// reaches the recorder whole through the run's RemoteWindowInbox, tagged
+// with its sequence, so
 // each closed periodic window names the last sequence of every client it
 // holds (WindowRecord::applied): the cut a checkpoint stores.
 //

@@ -50,6 +50,9 @@ class IngestStats {
   std::atomic<uint64_t> clients_gone{0};         // clients that left without a close (timed out)
   std::atomic<uint64_t> memory_waits{0};         // window pushes that waited for the recorder
   std::atomic<uint64_t> global_memory_waits{0};  // ... because of ingest.maxMemoryBytes
+  std::atomic<uint64_t> checkpoints{0};          // run checkpoints committed (ingest.checkpoints)
+  std::atomic<uint64_t> checkpoint_pairs{0};     // distribution entries they wrote
+  std::atomic<uint64_t> runs_resumed{0};         // runs resumed from a checkpoint at start
   // Every client's windows queued and not yet merged (RemoteWindow::total_charge).
   std::shared_ptr<std::atomic<int64_t>> queued_window_bytes =
       std::make_shared<std::atomic<int64_t>>(0);

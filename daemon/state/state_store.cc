@@ -650,20 +650,22 @@ void StateStore::SaveRun(runs::RunInfo run) {
 void StateStore::SaveWindow(const runs::WindowRecord& window) {
   // Every member but the distribution. Positional on purpose: a member added
   // to WindowRecord makes -Wmissing-field-initializers fail the build here.
-  runs::WindowRecord copy{window.run_id,
-                          window.kind,
-                          window.seq,
-                          window.start_unix_ms,
-                          window.end_unix_ms,
-                          window.seconds,
-                          window.snapshot,
-                          {},
-                          window.segments,
-                          window.exact_total,
-                          0,
-                          0,
-                          {},
-                          {}};  // live-only: recorder_bytes, cache_releases, remote, applied
+  runs::WindowRecord copy{
+      window.run_id,
+      window.kind,
+      window.seq,
+      window.start_unix_ms,
+      window.end_unix_ms,
+      window.seconds,
+      window.snapshot,
+      {},
+      window.segments,
+      window.exact_total,
+      0,
+      0,
+      {},
+      {},
+      false};  // live-only: recorder_bytes, cache_releases, remote, applied, cut
   const size_t bytes = WindowBytes(copy);
   {
     std::unique_lock<std::mutex> lock(mu_);

@@ -189,6 +189,12 @@ def main():
                       if line.startswith("perld_ingest_refused_total") and 'reason="memory"' in line]
             check(memory and float(memory[0].split()[-1]) == 1,
                   f"the global memory refusal is counted ({memory})")
+            # The good client's batch is queued until the recorder merges it.
+            deadline = time.time() + 10
+            while "perld_ingest_queued_window_bytes 0" not in metrics and time.time() < deadline:
+                time.sleep(0.05)
+                metrics = urllib.request.urlopen(f"http://{d.http}/metrics",
+                                                 timeout=10).read().decode()
             check("perld_ingest_queued_window_bytes 0" in metrics,
                   "perld_ingest_queued_window_bytes: nothing left queued")
 

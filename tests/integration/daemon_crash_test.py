@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import perld_it  # noqa: E402
-from perld_it import check, Daemon, wait_ended, exact_percentiles, finish  # noqa: E402
+from perld_it import check, Daemon, wait_ended, exact_percentiles, finish, merged_distributions  # noqa: E402
 
 PERCENTS = [5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99, 100]
 CONFIG = """
@@ -56,16 +56,6 @@ def clients(perlctl, target, run, tmp, tag):
     return outs, procs
 
 
-def merged(files):
-    pairs, records = {}, 0
-    for f in files:
-        with open(f) as fh:
-            d = json.load(fh)
-        records += d["records"]
-        for latency, count in d["latencies"]:
-            pairs[latency] = pairs.get(latency, 0) + count
-    return sorted(pairs.items()), records
-
 
 def verify(query, pb, tag, outs, procs):
     results = []
@@ -80,7 +70,7 @@ def verify(query, pb, tag, outs, procs):
     check(len(run_ids) == 1, f"{tag}: the three clients stayed in one run {run_ids}")
     run_id = run_ids.pop()
     run = wait_ended(query, pb, run_id)
-    pairs, records = merged(outs)
+    pairs, records = merged_distributions(outs)
     total = sum(r["records"] for r in results)
     check(run.run.state == pb.RUN_STATE_FINISHED,
           f"{tag}: the run finished ({run.run.failure_reason})")

@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import perld_it  # noqa: E402
-from perld_it import check, Daemon, wait_ended, exact_percentiles  # noqa: E402
+from perld_it import check, Daemon, wait_ended, exact_percentiles, merged_distributions  # noqa: E402
 
 PERCENTS = [5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99, 100]
 CONFIG = """
@@ -37,16 +37,6 @@ def load(perlctl, target, run, mode, out, *extra):
            "--run", run, "--mode", mode, "--distribution-out", out, *extra]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-
-def merged(files):
-    pairs, records = {}, 0
-    for f in files:
-        with open(f) as fh:
-            d = json.load(fh)
-        records += d["records"]
-        for latency, count in d["latencies"]:
-            pairs[latency] = pairs.get(latency, 0) + count
-    return sorted(pairs.items()), records
 
 
 def main():
@@ -84,7 +74,7 @@ def main():
         check(results[0]["records"] == 3000000 and results[2]["records"] == 2000000,
               "exact-mode clients recorded exactly what they ran")
         run = wait_ended(query, pb, run_id)
-        pairs, records = merged(outs)
+        pairs, records = merged_distributions(outs)
         total = sum(r["records"] for r in results)
         check(run.run.state == pb.RUN_STATE_FINISHED, "the run finished")
         check(run.total.records == total == records,

@@ -4,6 +4,7 @@ standard health and reflection protos), and a check() that records failures.
 Run under Debian's /usr/bin/python3 (python3-grpcio, python3-grpc-tools).
 """
 import importlib
+import json
 import os
 import queue
 import re
@@ -198,6 +199,19 @@ def load_stubs(tmp):
     return (importlib.import_module("perld.v1.perld_pb2"),
             importlib.import_module("perld.v1.perld_pb2_grpc"),
             {n: importlib.import_module(n) for n in names})
+
+
+def merged_distributions(files):
+    """(ascending (latency, count) pairs, records) of `perlctl load
+    --distribution-out` files merged."""
+    pairs, records = {}, 0
+    for f in files:
+        with open(f) as fh:
+            d = json.load(fh)
+        records += d["records"]
+        for latency, count in d["latencies"]:
+            pairs[latency] = pairs.get(latency, 0) + count
+    return sorted(pairs.items()), records
 
 
 def exact_percentiles(pairs, percents):

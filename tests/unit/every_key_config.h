@@ -51,6 +51,7 @@ ingest:
   maxMemoryBytes: 3145728
   clientTimeoutMs: 700
   clientBreakdownMaxMemoryMB: 12
+  checkpoints: false
 prometheus:
   names: both
   maxRuns: 7
@@ -125,6 +126,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.ingest.max_memory_bytes = 3'145'728;
   c.ingest.client_timeout_ms = 700;
   c.ingest.client_breakdown_max_memory_mb = 12;
+  c.ingest.checkpoints = false;
   c.prometheus.names = MetricNames::kBoth;
   c.prometheus.max_runs = 7;
   c.prometheus.finished_run_seconds = 30;

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Checkpoint cost (issue 12 goal: below 2% of the recorder's throughput at a
+1 s interval with 100 running runs).
+
+Each trial starts a fresh perld with `ingest.checkpoints` on or off and
+`reportingIntervalMs: 1000`, opens --runs ingest runs in windows mode (one
+client each, sending one exact window of --pairs distinct ns latencies every
+second; each run's total grows to about 20 windows' worth of distinct
+latencies, so every checkpoint writes a real distribution), lets them run
+--warmup seconds, then has the same daemon run an in-process `perld bench`
+(Control.StartBench: 1 writer, --records exact, ns) on the single recorder
+beside them and reports that run's rate (records / its total window's
+seconds). Trials alternate on, off, on, off, ... in one invocation; the
+table gives each arm's median and the ratio of medians.
+
+  /usr/bin/python3 tests/bench/checkpoint_cost.py --perld build/release/daemon/bench/perld
+"""
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import perld_it  # noqa: E402
+from perld_it import Daemon, IngestStream  # noqa: E402
+
+TEMPLATES = 20
+
+
+def window_templates(ipb, pairs, seed):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(TEMPLATES):
+        lat = sorted(rng.sample(range(1_000, 200_000), pairs))
+        counts = [rng.randint(1, 3) for _ in lat]
+        deltas, prev = [], 0
+        for v in lat:
+            deltas.append(v - prev)
+            prev = v
+        valid = sum(counts)
+        out.append(ipb.WindowReport(records=valid, bytes=valid * 100, valid_latency_records=valid,
+                                    min_latency=lat[0], max_latency=lat[-1],
+                                    total_latency=sum(v * c for v, c in zip(lat, counts)),
+                                    latency_delta=deltas, count=counts))
+    return out
+
+
+def trial(args, pb, ipb, rpc, irpc, checkpoints, templates, tmp, index):
+    import grpc
+    config = os.path.join(tmp, f"perld-{index}.yaml")
+    with open(config, "w") as f:
+        f.write(f"reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: {args.runs + 8}\n"
+                f"ingest:\n  checkpoints: {'true' if checkpoints else 'false'}\n")
+    d = Daemon(args.perld, os.path.join(tmp, f"state-{index}"), config=config)
+    channel = grpc.insecure_channel(d.grpc)
+    ingest = irpc.IngestStub(channel)
+    stop = threading.Event()
+    streams = []
+    for r in range(args.runs):
+        s = IngestStream(ingest, ipb, ipb.IngestOpen(
+            run_name=f"cp{r}", client_id=f"c{r}", mode=ipb.IngestOpen.MODE_WINDOWS,
+            time_unit=pb.TIME_UNIT_NS, reporting_interval_ms=1000), timeout=3600)
+        s.recv()
+        streams.append(s)
+
+    def drain(s):
+        try:
+            for _ in s.call:
+                pass
+        except Exception:  # noqa: BLE001 -- the trial ends by cancelling
+            pass
+
+    def feed(r, s):
+        seq = 0
+        while not stop.is_set():
+            seq += 1
+            w = ipb.WindowReport()
+            w.CopyFrom(templates[(r + seq) % TEMPLATES])
+            w.sequence = seq
+            s.send(window=w)
+            stop.wait(1.0)
+
+    threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in streams]
+    threads += [threading.Thread(target=feed, args=(r, s), daemon=True)
+                for r, s in enumerate(streams)]
+    for t in threads:
+        t.start()
+    time.sleep(args.warmup)
+    control = rpc.ControlStub(channel)
+    query = rpc.QueryStub(channel)
+    started = control.StartBench(pb.StartBenchRequest(name="bench", options=pb.BenchOptions(
+        writers=1, records=args.records, time_unit=pb.TIME_UNIT_NS)))
+    got = perld_it.wait_ended(query, pb, started.run_id, 600)
+    rate = got.total.records / got.total.seconds
+    metrics = urllib.request.urlopen(f"http://{d.http}/metrics", timeout=10).read().decode()
+    written = {line.split()[0]: float(line.split()[1]) for line in metrics.splitlines()
+               if line.startswith(("perld_ingest_checkpoints_total",
+                                   "perld_ingest_checkpoint_pairs_total"))}
+    stop.set()
+    for s in streams:
+        s.cancel()
+    d.stop()
+    if got.total.records != args.records:
+        raise RuntimeError(f"bench recorded {got.total.records} of {args.records}")
+    return rate, written
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perld", required=True)
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--pairs", type=int, default=1000)
+    ap.add_argument("--records", type=int, default=50_000_000)
+    ap.add_argument("--warmup", type=float, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="perld-cpcost-")
+    pb, rpc, _ = perld_it.load_stubs(tmp)
+    import importlib
+    ipb = importlib.import_module("perld.v1.ingest_pb2")
+    irpc = importlib.import_module("perld.v1.ingest_pb2_grpc")
+    templates = window_templates(ipb, args.pairs, 1)
+    rates = {True: [], False: []}
+    for i in range(args.rounds):
+        for on in (True, False):
+            rate, written = trial(args, pb, ipb, rpc, irpc, on, templates, tmp, f"{i}-{int(on)}")
+            rates[on].append(rate)
+            print(f"round {i + 1} checkpoints {'on ' if on else 'off'}: {rate / 1e6:.2f} M records/s"
+                  f" (checkpoints committed {written.get('perld_ingest_checkpoints_total', 0):.0f},"
+                  f" pairs written {written.get('perld_ingest_checkpoint_pairs_total', 0):.0f})",
+                  flush=True)
+    on, off = statistics.median(rates[True]), statistics.median(rates[False])
+    print(f"\n| checkpoints | median rate (min-max) |\n|---|---|")
+    for arm, name in ((True, "on"), (False, "off")):
+        r = rates[arm]
+        print(f"| {name} | {statistics.median(r) / 1e6:.2f} M records/s "
+              f"({min(r) / 1e6:.2f}-{max(r) / 1e6:.2f}) |")
+    print(f"\non/off = {on / off:.3f} (cost {100 * (1 - on / off):.1f}%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
