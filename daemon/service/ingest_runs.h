@@ -3,10 +3,10 @@
 // exactly once, and ending a run when its clients are done.
 //
 // A run is created by the first client that opens a stream with its name and
-// joined by the next ones (their time unit and range must match). Each client
-// (client id) owns one producer of the run's channels for the run's life, so
-// raw timestamps take exactly a local writer's path to the single recorder;
-// windows go through the run's RemoteWindowInbox.
+// joined by the next ones (their time unit and range must match). Every
+// message goes to the single recorder through the run's RemoteWindowInbox:
+// a window is merged, a raw batch's timestamps are recorded one by one as a
+// local writer's (RecordBatch).
 //
 // Exactly once: a client's messages are applied under its apply lock, in
 // sequence order; the highest contiguous sequence applied is what the stream
