@@ -1,7 +1,7 @@
 // Spool: a durable, file-backed FIFO of keyed records -- the client's
-// unacknowledged Ingest messages (key = sequence number), appended before
-// they are sent, released once acknowledged, replayed in order after a
-// reconnect or a restart of the client process.
+// Ingest messages not yet durable (key = sequence number), appended before
+// they are sent, released once the daemon reports them durable, replayed in
+// order after a reconnect or a restart of the client process.
 //
 // Layout: DIR/seg-<first key, 20 digits>.log, appended in key order. A
 // record is a 16-byte header -- u32 payload length, u32 CRC32C of the

@@ -312,9 +312,13 @@ def main():
         got = wait_ended(root_query, pb, late_id, 30)
         hist = root_query.GetWindowHistory(pb.GetWindowHistoryRequest(run=str(late_id)), timeout=10)
         periodic = [w for w in hist.windows if w.kind == pb.Window.KIND_PERIODIC]
-        check(len(periodic) == 1 and periodic[0].clients == 2 and periodic[0].late_reports == 1
-              and periodic[0].remote_reports == 3,
-              f"the one window: 2 clients, 3 reports, 1 late "
+        # A client's close cuts the run's window when its last messages are
+        # not in a checkpoint yet (README "Daemon state across crashes"), so
+        # the 60 s interval may end in more than one window: count over them.
+        check(sum(w.late_reports for w in periodic) == 1
+              and sum(w.remote_reports for w in periodic) == 3
+              and max((w.clients for w in periodic), default=0) == 2,
+              f"its windows: 3 reports, 1 late, both clients in one window "
               f"({[(w.clients, w.remote_reports, w.late_reports) for w in periodic]})")
         check(got.total.records == 8, f"late reports still count ({got.total.records} == 8)")
         check(got.total.remote_reports == 3 and got.total.late_reports == 1 and

@@ -92,9 +92,9 @@ struct ClientOptions {
   std::string key_file;    // its private key
   std::string token_file;  // the daemon's ingest token
   // Durable spool (README "Durable spool"): every message is written to
-  // files in spool_dir before it is sent and released once acknowledged; a
+  // files in spool_dir before it is sent and released once durable; a
   // client created again on the same directory (after a crash) first
-  // replays what the daemon had not acknowledged, under the same client id.
+  // replays what the daemon had not made durable, under the same client id.
   // synced: fdatasync per message; else group commits every
   // spool_batch_appends messages or spool_batch_ms. Full (spool_max_bytes):
   // the recorder waits for acknowledgements (Counters::spool_full_waits).
