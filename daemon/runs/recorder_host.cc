@@ -79,8 +79,7 @@ bool RecorderHost::FinishRun(RunId id) {
   runs_.erase(it);
   // Every producer was joined before Finish was queued: a kAll pass that
   // finds nothing means the channels are empty for good.
-  while (run->Drain(PollMode::kAll) > 0) {
-  }
+  run->DrainAll();
   run->Finish(MonotonicNanos());
   RecorderEvent done;
   done.kind = RecorderEvent::Kind::kRunFinished;

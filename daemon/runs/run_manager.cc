@@ -58,10 +58,13 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
   if (spec.reporting_interval_ms < 1) {
     return absl::InvalidArgumentError("reportingIntervalMs must be >= 1");
   }
-  absl::StatusOr<std::unique_ptr<TimeStampChannels>> made =
-      TimeStampChannels::Create(setup.channels, setup.producers);
-  if (!made.ok()) return made.status();
-  std::shared_ptr<TimeStampChannels> channels = std::move(*made);
+  std::shared_ptr<TimeStampChannels> channels;
+  if (setup.producers > 0) {
+    absl::StatusOr<std::unique_ptr<TimeStampChannels>> made =
+        TimeStampChannels::Create(setup.channels, setup.producers);
+    if (!made.ok()) return made.status();
+    channels = std::move(*made);
+  }
 
   const int64_t ns_per_unit = NanosPerUnit(spec.latency.time_unit);
   const int64_t now_ns = MonotonicNanos();

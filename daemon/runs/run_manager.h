@@ -65,7 +65,7 @@ struct RunResume {
 struct RunSetup {
   RunSpec spec;             // name, labels, source, latency config, interval
   ChannelOptions channels;  // queue kind, topology, pending bound
-  int producers = 1;        // producer handles of the channels
+  int producers = 1;        // producer handles of the channels; 0: no channels (inbox only)
   RunJudge judge;
   // Remote windows to merge (ingest in windows mode); null: none.
   std::shared_ptr<RemoteWindowInbox> inbox;

@@ -52,7 +52,6 @@ struct IngestRuns::Run {
   std::string name;
   LatencyConfig latency;
   int max_clients = 0;
-  std::shared_ptr<TimeStampChannels> channels;
   std::shared_ptr<runs::RemoteWindowInbox> inbox;
   bool aggregate = false;            // created by a windows client: SBM's recorders
   bool checkpointed = false;         // messages become durable by checkpoints
@@ -101,15 +100,11 @@ IngestRuns::~IngestRuns() {
   reaper_.join();
 }
 
-runs::RunSetup IngestRuns::SetupFor(const std::shared_ptr<Run>& run,
-                                    const config::DaemonConfig& config) {
+runs::RunSetup IngestRuns::SetupFor(const std::shared_ptr<Run>& run) {
   runs::RunSetup setup;
   // Every message reaches the recorder through the inbox (whole, with its
-  // sequence); the channels carry nothing and keep one idle producer.
-  setup.channels = config.channels;
-  setup.channels.max_qs = 0;
-  setup.channels.q_per_worker = 1;
-  setup.producers = 1;
+  // sequence): the run has no timestamp channels.
+  setup.producers = 0;
   setup.inbox = run->inbox;
   setup.aggregate = run->aggregate;
   setup.judge = [run](const runs::WindowRecord&, std::string* reason) {
@@ -133,7 +128,7 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
   run->aggregate = open.mode() == v1::IngestOpen::MODE_WINDOWS;
   run->checkpointed = source == runs::RunSource::kIngest && config.ingest.checkpoints;
 
-  runs::RunSetup setup = SetupFor(run, config);
+  runs::RunSetup setup = SetupFor(run);
   setup.spec.name = open.run_name();
   setup.spec.labels = {open.labels().begin(), open.labels().end()};
   setup.spec.source = source;
@@ -146,8 +141,6 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
   absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
   if (!created.ok()) return created.status();
   run->id = created->id;
-  run->channels = created->channels;
-  run->channels->SetActiveWorkers(0);
   return run;
 }
 
@@ -503,7 +496,7 @@ absl::Status IngestRuns::Resume(runs::RunInfo info, std::vector<runs::WindowReco
   run->aggregate = !checkpoint.clients.empty() && !checkpoint.clients.front().raw;
   run->checkpointed = true;
 
-  runs::RunSetup setup = SetupFor(run, *config);
+  runs::RunSetup setup = SetupFor(run);
   runs::RunResume& resume = setup.resume.emplace();
   resume.info = std::move(info);
   resume.history = std::move(history);
@@ -521,8 +514,6 @@ absl::Status IngestRuns::Resume(runs::RunInfo info, std::vector<runs::WindowReco
   absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
   if (!created.ok()) return created.status();
   run->id = created->id;
-  run->channels = created->channels;
-  run->channels->SetActiveWorkers(0);
 
   const int64_t deadline = MonotonicNanos() + config->ingest.client_timeout_ms * 1'000'000 + 1;
   for (const state::CheckpointClient& cut : checkpoint.clients) {

@@ -214,7 +214,7 @@ class IngestRuns {
                                                     const LatencyConfig& latency,
                                                     const config::DaemonConfig& config);
   // The run's setup shared by new and resumed runs.
-  runs::RunSetup SetupFor(const std::shared_ptr<Run>& run, const config::DaemonConfig& config);
+  runs::RunSetup SetupFor(const std::shared_ptr<Run>& run);
   // Queues a checked window of the client (its charge, backpressure waits)
   // and advances its sequence. Under the client's apply lock.
   absl::Status Queue(const Session& session, Client& c, runs::RemoteWindow w, uint64_t sequence,
