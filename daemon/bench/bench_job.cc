@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/core/thread_name.h"
 
 namespace perld::bench {
 namespace {
@@ -119,10 +120,14 @@ absl::StatusOr<std::unique_ptr<BenchJob>> BenchJob::Start(runs::RunManager& mana
     plan.records = shares[w];
     plan.deadline_ns = deadline_ns;
     plan.records_per_second = per_worker_rps;
+    plan.yield_every_ns = s.worker_yield_every_ns;
     if (o.mode() == BenchMode::kExact && shares[w] == 0) plan.records = -1;  // idle worker
   }
   job->outcome_->requested = o.mode() == BenchMode::kExact ? o.records : 0;
-  job->controller_ = std::thread([j = job.get()] { j->Control(); });
+  job->controller_ = std::thread([j = job.get()] {
+    NameThisThread("perld-bench-ctl");
+    j->Control();
+  });
   return job;
 }
 
@@ -135,6 +140,7 @@ void BenchJob::Control() {
   for (int w = 0; w < workers; ++w) {
     if (plans_[w].records < 0) continue;
     threads.emplace_back([this, w, &results] {
+      NameThisThread("perld-bench-" + std::to_string(w));
       results[w] = RunWorker(plans_[w], setup_.options.time_unit, *setup_.clock,
                              channels_->producer(w), stop_);
     });

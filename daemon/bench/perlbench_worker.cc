@@ -41,9 +41,17 @@ WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer&
   const int64_t deadline = plan.deadline_ns > 0 ? plan.deadline_ns : INT64_MAX;
   const double period_ns = kPaced ? 1e9 / plan.records_per_second : 0;
   const int64_t t0 = clock.NowNanos();
+  int64_t last_yield = clock.Ticks();
   WorkerResult r;
   for (int64_t i = 0; i < limit; ++i) {
-    if (i % kStopCheckInterval == 0 && stop.load(std::memory_order_relaxed)) break;
+    if (i % kStopCheckInterval == 0) {
+      if (stop.load(std::memory_order_relaxed)) break;
+      if (plan.yield_every_ns > 0 &&
+          clock.DeltaNanos(clock.Ticks() - last_yield) >= plan.yield_every_ns) {
+        std::this_thread::yield();
+        last_yield = clock.Ticks();
+      }
+    }
     const int64_t t0_raw = clock.Ticks();
     // The operation: a write completes immediately; a read returns the same
     // preallocated payload. Both are this one compiler-opaque use of it.

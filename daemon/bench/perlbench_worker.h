@@ -30,6 +30,15 @@ struct WorkerPlan {
   int64_t records = 0;            // records to run; 0 = until the deadline
   int64_t deadline_ns = 0;        // clock ns at which to stop; 0 = none
   double records_per_second = 0;  // pacing; 0 = saturation
+  // Cooperative (> 0): at a stop check (every kStopCheckInterval records,
+  // outside the timed region) at least this long after its last offer, the
+  // worker offers its core to any other runnable thread (sched_yield; returns
+  // at once when none waits). A saturating worker then delays a thread woken
+  // on its core by about this long, not the rest of its time slice (the
+  // kernel lets a running thread finish it: up to a scheduler tick, 4 ms at
+  // HZ=250). The daemon's benches set it (benchWorkerYieldUs); `perld bench`
+  // does not. 0: never.
+  int64_t yield_every_ns = 0;
 };
 
 struct WorkerResult {

@@ -309,6 +309,9 @@ std::vector<ConfigKey> BuildKeys() {
   // The daemon's one recorder thread takes idleNS when it starts.
   keys.push_back(IntKey(
       "idleNS", kRestart, 1, 1'000'000'000, [](auto& c) -> auto& { return c.idle_ns; }));
+  keys.push_back(IntKey(
+      "benchWorkerYieldUs", kLive, 0, 1'000'000,
+      [](auto& c) -> auto& { return c.bench_worker_yield_us; }));
   // retention:
   keys.push_back(IntKey(
       "retention.maxFinishedRuns", kLive, 1, 1'000'000,

@@ -177,6 +177,10 @@ struct DaemonConfig {
   ChannelOptions channels;   // maxQs, qPerWorker, maxPendingPerWorker, overflow (block|drop),
                              // queue (mpsc|library); producer_idle_ns is not a key (default)
   int64_t idle_ns = 10'000;  // key idleNS: the recorder's first park when idle
+  // key benchWorkerYieldUs, [0, 1'000'000]: in-process bench workers offer
+  // their core to other threads about this often (bench::WorkerPlan::
+  // yield_every_ns); 0 never.
+  int64_t bench_worker_yield_us = 200;
 
   RetentionConfig retention;
   LimitsConfig limits;

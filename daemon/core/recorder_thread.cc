@@ -5,6 +5,7 @@
 
 #include "daemon/core/clock.h"
 #include "daemon/core/contract.h"
+#include "daemon/core/thread_name.h"
 
 namespace perld {
 
@@ -22,7 +23,10 @@ RecorderThread::~RecorderThread() { StopAndDrain(); }
 void RecorderThread::Start() {
   PERLD_CONTRACT(!started_, "RecorderThread::Start called twice (one consumer thread per queue)");
   started_ = true;
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("perld-recorder");
+    Run();
+  });
 }
 
 void RecorderThread::StopAndDrain() {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/periodic_and_total_windows.h"
+#include "daemon/core/thread_name.h"
 #include "daemon/runs/run_recorder.h"
 
 namespace perld::runs {
@@ -30,7 +31,10 @@ void RunManager::AddObserver(RunObserver* observer) { observers_.push_back(obser
 void RunManager::Start() {
   started_ = true;
   recorder_.Start();
-  dispatcher_ = std::thread([this] { Dispatch(); });
+  dispatcher_ = std::thread([this] {
+    NameThisThread("perld-dispatch");
+    Dispatch();
+  });
 }
 
 void RunManager::StopAccepting() {

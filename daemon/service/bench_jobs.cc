@@ -41,6 +41,7 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
   setup.latency_defaults = config->latency;
   setup.reporting_interval_ms = reporting_interval_ms;
   setup.clock = &clock_;
+  setup.worker_yield_every_ns = config->bench_worker_yield_us * 1'000;
   absl::StatusOr<std::unique_ptr<bench::BenchJob>> job =
       bench::BenchJob::Start(manager_, std::move(setup));
   if (!job.ok()) return job.status();

@@ -4,7 +4,7 @@
 // test: see tests/bench/DAEMON.md for the protocol and results.
 //
 //   query_latency --target 127.0.0.1:9717 --run 3 --calls 5000 [--p 50,99,99.9]
-//                 [--scope total|latest]
+//                 [--scope total|latest] [--slow-us US]
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   std::string percents = "50,99,99.9,99.99";
   bool latest = false;
   int calls = 5000;
+  double slow_us = 0;  // > 0: print each call slower than this (ms since the first call)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
       calls = std::atoi(value.c_str());
     } else if (flag == "--p") {
       percents = value;
+    } else if (flag == "--slow-us") {
+      slow_us = std::atof(value.c_str());
     } else if (flag == "--scope") {
       latest = value == "latest";
     } else {
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
   us.reserve(static_cast<size_t>(calls));
   int errors = 0;
   int64_t distinct = 0;
+  const auto first = std::chrono::steady_clock::now();
   for (int i = 0; i < calls; ++i) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -70,6 +74,10 @@ int main(int argc, char** argv) {
     }
     distinct = response.valid_latency_records();
     us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    if (slow_us > 0 && us.back() > slow_us) {
+      std::fprintf(stderr, "slow call %d at %.3f ms: %.1f us\n", i,
+                   std::chrono::duration<double, std::milli>(t0 - first).count(), us.back());
+    }
   }
   if (us.empty()) return 1;
   std::sort(us.begin(), us.end());

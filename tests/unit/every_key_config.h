@@ -32,6 +32,7 @@ maxPendingPerWorker: 1024
 overflow: drop
 queue: library
 idleNS: 20000
+benchWorkerYieldUs: 0
 retention:
   maxFinishedRuns: 10
   maxWindowsPerRun: 100
@@ -109,6 +110,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.channels.overflow = OverflowPolicy::kDrop;
   c.channels.queue = QueueKind::kLibrary;
   c.idle_ns = 20'000;
+  c.bench_worker_yield_us = 0;
   c.retention.max_finished_runs = 10;
   c.retention.max_windows_per_run = 100;
   c.retention.max_bytes = 2'097'152;

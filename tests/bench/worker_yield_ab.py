@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""A/B of the daemon's benchWorkerYieldUs settings, side by side.
+
+Each round starts one daemon per setting (--settings, in microseconds; 0 =
+never yield), rotating the order, and measures in it:
+  * the in-daemon bench rate: `perlctl bench ... --wait`, 20 M exact records,
+    1, 2 and 4 writers (what yielding workers could cost);
+  * GetPercentiles latency under load: a 1-writer bench running at full speed
+    (interval 1 s) while tests/bench/query_latency makes --calls sequential
+    calls (what they buy).
+Prints a Markdown table of medians (min-max) over the rounds. A benchmark
+command, not a test: see tests/bench/DAEMON.md.
+
+  python3 tests/bench/worker_yield_ab.py --build build/release --rounds 5 --settings 200,0
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+
+from goals_daemon import Daemon, daemon_bench_rate
+
+WRITERS = [1, 2, 4]
+RECORDS = 20_000_000
+
+
+def query_latency(query, target, run, calls):
+    out = subprocess.run([query, "--target", target, "--run", run, "--calls", str(calls)],
+                         capture_output=True, text=True, check=True).stdout
+    return {k: float(v) for k, v in re.findall(r"(p50|p99|p99\.9|max)=([\d.]+) us", out)}
+
+
+def measure(build, setting, calls):
+    perld = os.path.join(build, "daemon/bench/perld")
+    perlctl = os.path.join(build, "client/perlctl/perlctl")
+    query = os.path.join(build, "tests/bench/query_latency")
+    out = {}
+    with tempfile.TemporaryDirectory() as state:
+        config = os.path.join(state, "perld.yaml")
+        with open(config, "w") as f:
+            f.write(f"benchWorkerYieldUs: {setting}\n")
+        d = Daemon(perld, os.path.join(state, "s"), config)
+        try:
+            for w in WRITERS:
+                bench = ["-writers", str(w), "-size", "1024", "-records", str(RECORDS),
+                         "-time", "ns", "-interval", "3600"]
+                out[f"rate{w}"] = daemon_bench_rate(perlctl, d.grpc, bench, RECORDS)
+            started = subprocess.run(
+                [perlctl, "--target", d.grpc, "--json", "bench", "-writers", "1", "-size", "1024",
+                 "-seconds", "600", "-time", "ns", "-interval", "1000", "--name", "load"],
+                capture_output=True, text=True, check=True).stdout
+            run = re.search(r'"id"\s*:\s*"?(\d+)', started).group(1)
+            time.sleep(1.5)
+            out.update(query_latency(query, d.grpc, run, calls))
+            subprocess.run([perlctl, "--target", d.grpc, "stop", run], capture_output=True,
+                           check=True)
+        finally:
+            d.stop()
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build/release")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--settings", default="200,0", help="benchWorkerYieldUs values")
+    args = ap.parse_args()
+    settings = args.settings.split(",")
+    results = {s: [] for s in settings}
+    for r in range(args.rounds):
+        for k in range(len(settings)):
+            setting = settings[(r + k) % len(settings)]
+            results[setting].append(measure(args.build, setting, args.calls))
+
+    def cell(setting, key, scale=1.0, fmt="{:.2f}"):
+        v = [m[key] * scale for m in results[setting]]
+        return (fmt.format(statistics.median(v)) + " (" + fmt.format(min(v)) + "–" +
+                fmt.format(max(v)) + ")")
+
+    def row(what, key, scale=1.0, fmt="{:.2f}"):
+        print(f"| {what} | " + " | ".join(cell(s, key, scale, fmt) for s in settings) + " |")
+
+    print(f"| {args.rounds} rounds, median (min–max) | " +
+          " | ".join(f"benchWorkerYieldUs: {s}" for s in settings) + " |")
+    print("|---" * (len(settings) + 1) + "|")
+    for w in WRITERS:
+        row(f"in-daemon bench, {w} writer(s), M records/s", f"rate{w}", 1e-6)
+    for key in ("p50", "p99", "p99.9", "max"):
+        row(f"GetPercentiles {key} under load, µs", key, fmt="{:.0f}")
+    print("| rounds with p99 < 1 ms | " + " | ".join(
+        f"{sum(1 for m in results[s] if m['p99'] < 1000)}/{args.rounds}" for s in settings) + " |")
+
+
+if __name__ == "__main__":
+    main()
