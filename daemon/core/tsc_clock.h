@@ -39,6 +39,12 @@ class TscClock {
  public:
   // Returns a calibrated clock or an error naming why the TSC is unusable.
   static absl::StatusOr<TscClock> Create(int64_t window_ns = 20'000'000);
+  // A clock with a given calibration: `base_tsc` ticks read at `base_ns`,
+  // `ticks_per_ns` in (2^-8, 2^32). No hardware check: for the conversion
+  // tests, which must run on hosts whose kernel does not trust the TSC.
+  static TscClock FromCalibration(uint64_t base_tsc, int64_t base_ns, double ticks_per_ns) {
+    return TscClock(base_tsc, base_ns, static_cast<uint64_t>(4294967296.0 / ticks_per_ns));
+  }
 
   // Raw reading (ticks). Pair with ToNanos / DeltaNanos.
   static int64_t Ticks() {
