@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -340,10 +340,8 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
       const int err = errno;
       p->grpc->Shutdown();
       p->manager->Stop();
-      char reason[128];
-      return absl::UnavailableError(absl::StrCat("cannot set mode 0660 on the gRPC socket ",
-                                                 config.grpc_unix, ": ",
-                                                 strerror_r(err, reason, sizeof(reason))));
+      return absl::ErrnoToStatus(
+          err, absl::StrCat("cannot set mode 0660 on the gRPC socket ", config.grpc_unix));
     }
     p->listeners.grpc_unix = config.grpc_unix;
   }
