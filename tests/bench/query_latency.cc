@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   if (us.empty()) return 1;
   std::sort(us.begin(), us.end());
   auto at = [&](double q) {
-    return us[std::min(us.size() - 1, static_cast<size_t>(q * us.size()))];
+    return us[std::min(us.size() - 1, static_cast<size_t>(q * static_cast<double>(us.size())))];
   };
   std::printf(
       "GetPercentiles calls=%zu errors=%d valid_records=%lld  p50=%.1f us  p90=%.1f us  "
