@@ -193,6 +193,9 @@ void RunManager::HandleWindow(RecorderEvent& event) {
     for (RunObserver* o : observers_) o->OnWindow(*info, window);
   }
   NotifyEvicted(registry_.AddWindow(std::move(window)));
+  if (info.ok()) {
+    for (RunObserver* o : observers_) o->OnWindowPublished(*info);
+  }
 }
 
 void RunManager::HandleFinished(RecorderEvent& event) {

@@ -26,6 +26,8 @@ class RunObserver {
     static_cast<void>(info);
     static_cast<void>(window);
   }
+  // After OnWindow: that window is now in the registry, so a query sees it.
+  virtual void OnWindowPublished(const RunInfo& info) { static_cast<void>(info); }
   // `info` has its final state and end time; `total` its distribution.
   virtual void OnRunEnded(const RunInfo& info, const WindowRecord& total) {
     static_cast<void>(info);

@@ -67,9 +67,24 @@ void IngestCheckpointer::OnWindow(const runs::RunInfo& info, const runs::WindowR
   c.segment_seq = s.segment_seq;
   c.clients = clients;
   s.saved = std::move(clients);
-  const runs::RunId id = info.id;
+  // Queued once the window is in the registry (OnWindowPublished): a client
+  // acknowledged durable then finds its data in the run's live total.
+  if (s.pending) Submit(info.id, s);
+  s.pending = std::move(c);
+}
+
+void IngestCheckpointer::OnWindowPublished(const runs::RunInfo& info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = runs_state_.find(info.id);
+  if (it != runs_state_.end() && it->second.pending) Submit(info.id, it->second);
+}
+
+void IngestCheckpointer::Submit(runs::RunId id, RunState& s) {
+  state::Checkpoint c = std::move(*s.pending);
+  s.pending.reset();
   const auto pairs = static_cast<uint64_t>(c.total.distribution.size());
-  store_.SaveCheckpoint(std::move(c), [this, id, pairs, cut = s.saved] {
+  std::vector<state::CheckpointClient> cut = c.clients;
+  store_.SaveCheckpoint(std::move(c), [this, id, pairs, cut = std::move(cut)] {
     stats_.checkpoints.fetch_add(1, std::memory_order_relaxed);
     stats_.checkpoint_pairs.fetch_add(pairs, std::memory_order_relaxed);
     runs_.MarkDurable(id, cut);
@@ -85,6 +100,11 @@ void IngestCheckpointer::OnClientClosed(runs::RunId id, int client_index, uint64
         it->second.saved[index].applied >= last_sequence) {
       state::CheckpointClient& client = it->second.saved[index];
       client.closed = true;
+      if (it->second.pending) {
+        // Not queued yet: the checkpoint carries the close (and acks it).
+        it->second.pending->clients[index].closed = true;
+        return;
+      }
       store_.SaveCheckpointClients(id, {client},
                                    [this, id, client] { runs_.MarkDurable(id, {client}); });
       return;

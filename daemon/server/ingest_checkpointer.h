@@ -8,7 +8,9 @@
 // resumed) and, at each closed periodic window whose cut differs from the
 // last one saved (a client's sequence moved, or it closed), queues one
 // checkpoint: that total, exact, with each client's last sequence in it
-// (WindowRecord::applied). The state store commits whatever is queued in
+// (WindowRecord::applied) -- queued only once the window is in the registry
+// (OnWindowPublished), so what a client is told is durable is also in the
+// run's live total for every query. The state store commits whatever is queued in
 // one transaction; once it has, IngestRuns::MarkDurable lets the clients'
 // streams report the messages durable. A run's checkpoint is deleted with
 // its final total.
@@ -26,8 +28,10 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "daemon/core/run_total.h"
 #include "daemon/runs/run_observer.h"
 #include "daemon/service/ingest_runs.h"
@@ -56,6 +60,7 @@ class IngestCheckpointer final : public runs::RunObserver {
   void Seed(const runs::RunInfo& info, const state::Checkpoint& checkpoint);
 
   void OnWindow(const runs::RunInfo& info, const runs::WindowRecord& window) override;
+  void OnWindowPublished(const runs::RunInfo& info) override;
   void OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) override;
 
  private:
@@ -66,9 +71,13 @@ class IngestCheckpointer final : public runs::RunObserver {
     double seconds = 0;
     int64_t segment_seq = 0;
     bool inexact_logged = false;
-    std::vector<state::CheckpointClient> saved;  // the last cut queued
+    std::vector<state::CheckpointClient> saved;  // the last cut made
+    // The last cut's checkpoint until its window is in the registry.
+    std::optional<state::Checkpoint> pending;
   };
   RunState& StateOf(const runs::RunInfo& info);
+  // Queues s.pending to the store; its commit acknowledges the cut durable.
+  void Submit(runs::RunId id, RunState& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   service::IngestRuns& runs_;
   state::StateStore& store_;
