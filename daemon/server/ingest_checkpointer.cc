@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "daemon/core/contract.h"
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/latency_recorder_builder.h"
 #include "daemon/log/log.h"
@@ -67,9 +68,10 @@ void IngestCheckpointer::OnWindow(const runs::RunInfo& info, const runs::WindowR
   c.segment_seq = s.segment_seq;
   c.clients = clients;
   s.saved = std::move(clients);
-  // Queued once the window is in the registry (OnWindowPublished): a client
-  // acknowledged durable then finds its data in the run's live total.
-  if (s.pending) Submit(info.id, s);
+  // Queued once the window is in the registry (OnWindowPublished, which the
+  // dispatcher calls right after every OnWindow): a client acknowledged
+  // durable then finds its data in the run's live total.
+  PERLD_CONTRACT(!s.pending, "OnWindow twice without OnWindowPublished");
   s.pending = std::move(c);
 }
 
