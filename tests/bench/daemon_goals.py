@@ -20,10 +20,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from goals_daemon import Daemon, daemon_bench_rate, print_table  # noqa: E402
+from goals_daemon import (Daemon, daemon_bench_rate, print_table,  # noqa: E402
+                          query_latency_under_load)
 
 BENCH = ["-writers", "1", "-size", "1024", "-records", "20000000", "-time", "ns"]
 
@@ -78,19 +78,9 @@ def main():
                      f"median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, "
                      f"max {max(ratios):.3f})", ">= 0.9"))
 
-        started = subprocess.run([perlctl, "--target", d.grpc, "--json", "bench", "-writers", "1",
-                                  "-size", "1024", "-seconds", "30", "-time", "ns",
-                                  "-interval", "1", "--name", "loaded"],
-                                 capture_output=True, text=True, check=True).stdout
-        run_id = str(json.loads(started)["id"])
-        time.sleep(2)
-        q = subprocess.run([query, "--target", d.grpc, "--run", run_id, "--calls", "5000"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-        subprocess.run([perlctl, "--target", d.grpc, "stop", run_id, "--wait"],
-                       capture_output=True, check=True)
-        m = re.search(r"p50=([\d.]+) us .*p99=([\d.]+) us .*max=([\d.]+) us", q)
+        q = query_latency_under_load(perlctl, query, d.grpc, 5000)
         rows.append(("GetPercentiles (total, 4 percentiles) during a full-speed bench",
-                     f"p50 {m.group(1)} us, p99 {m.group(2)} us, max {m.group(3)} us", "p99 < 1 ms"))
+                     f"p50 {q['p50']} us, p99 {q['p99']} us, max {q['max']} us", "p99 < 1 ms"))
         rc = d.stop()
         rows.append(("SIGTERM", f"exit {rc}", "0"))
     print_table(rows)

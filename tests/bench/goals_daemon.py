@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 
 
 class Daemon:
@@ -50,6 +51,23 @@ def daemon_bench_rate(perlctl, target, bench, records):
     total = json.loads(out.strip().splitlines()[-1])
     assert total["kind"] == "total" and total["records"] == records, total
     return float(total["recordsPerSecond"])
+
+
+def query_latency_under_load(perlctl, query, target, calls):
+    """GetPercentiles call latency (tests/bench/query_latency, total scope) while
+    a 1-writer bench runs at full speed in the daemon with a 1 s interval, so the
+    running total holds ~10^8 records: {"p50", "p99", "p99.9", "max"} in us."""
+    started = subprocess.run([perlctl, "--target", target, "--json", "bench", "-writers", "1",
+                              "-size", "1024", "-seconds", "30", "-time", "ns",
+                              "-interval", "1", "--name", "loaded"],
+                             capture_output=True, text=True, check=True).stdout
+    run_id = str(json.loads(started)["id"])
+    time.sleep(2)
+    out = subprocess.run([query, "--target", target, "--run", run_id, "--calls", str(calls)],
+                         capture_output=True, text=True, check=True).stdout
+    subprocess.run([perlctl, "--target", target, "stop", run_id, "--wait"],
+                   capture_output=True, check=True)
+    return {k: float(v) for k, v in re.findall(r"(p50|p99|p99\.9|max)=([\d.]+) us", out)}
 
 
 def print_table(rows):

@@ -15,22 +15,13 @@ command, not a test: see tests/bench/DAEMON.md.
 """
 import argparse
 import os
-import re
 import statistics
-import subprocess
 import tempfile
-import time
 
-from goals_daemon import Daemon, daemon_bench_rate
+from goals_daemon import Daemon, daemon_bench_rate, query_latency_under_load
 
 WRITERS = [1, 2, 4]
 RECORDS = 20_000_000
-
-
-def query_latency(query, target, run, calls):
-    out = subprocess.run([query, "--target", target, "--run", run, "--calls", str(calls)],
-                         capture_output=True, text=True, check=True).stdout
-    return {k: float(v) for k, v in re.findall(r"(p50|p99|p99\.9|max)=([\d.]+) us", out)}
 
 
 def measure(build, setting, calls):
@@ -48,15 +39,7 @@ def measure(build, setting, calls):
                 bench = ["-writers", str(w), "-size", "1024", "-records", str(RECORDS),
                          "-time", "ns", "-interval", "3600"]
                 out[f"rate{w}"] = daemon_bench_rate(perlctl, d.grpc, bench, RECORDS)
-            started = subprocess.run(
-                [perlctl, "--target", d.grpc, "--json", "bench", "-writers", "1", "-size", "1024",
-                 "-seconds", "600", "-time", "ns", "-interval", "1000", "--name", "load"],
-                capture_output=True, text=True, check=True).stdout
-            run = re.search(r'"id"\s*:\s*"?(\d+)', started).group(1)
-            time.sleep(1.5)
-            out.update(query_latency(query, d.grpc, run, calls))
-            subprocess.run([perlctl, "--target", d.grpc, "stop", run], capture_output=True,
-                           check=True)
+            out.update(query_latency_under_load(perlctl, query, d.grpc, calls))
         finally:
             d.stop()
     return out
