@@ -53,13 +53,15 @@ const char* CodeName(grpc::StatusCode code) {
 
 IngestSender::IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open,
                            int64_t max_unacked, int64_t max_undurable_bytes,
-                           std::unique_ptr<Spool> spool)
+                           std::unique_ptr<Spool> spool, uint64_t first_sequence)
     : channel_(std::move(channel)),
       stub_(v1::Ingest::NewStub(channel_)),
       max_unacked_(std::max<int64_t>(1, max_unacked)),
       max_undurable_bytes_(std::max<int64_t>(1, max_undurable_bytes)),
       spool_(std::move(spool)) {
   *open_.mutable_open() = std::move(open);
+  made_.store(std::max<uint64_t>(first_sequence, 1) - 1, std::memory_order_relaxed);
+  counted_ = made_.load(std::memory_order_relaxed);
   if (spool_ != nullptr) {
     // What a previous process spooled goes first, with its own sequences.
     const absl::Status replay = spool_->ForEach([this](uint64_t key, std::string_view payload) {

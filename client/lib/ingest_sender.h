@@ -45,9 +45,12 @@ namespace perld::client {
 
 class IngestSender {
  public:
-  // `channel`: see OpenChannel (secure_channel.h).
+  // `channel`: see OpenChannel (secure_channel.h). `first_sequence`: the
+  // first message's sequence when there is no spool (a stream continued by
+  // a restarted forwarder: earlier ones are with the daemon already).
   IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open, int64_t max_unacked,
-               int64_t max_undurable_bytes, std::unique_ptr<Spool> spool = nullptr);
+               int64_t max_undurable_bytes, std::unique_ptr<Spool> spool = nullptr,
+               uint64_t first_sequence = 1);
   ~IngestSender();  // stops (cancels the stream)
   IngestSender(const IngestSender&) = delete;
   IngestSender& operator=(const IngestSender&) = delete;
@@ -67,6 +70,11 @@ class IngestSender {
   // stream's OK, a final error, or the timeout (then it stops sending).
   FlushResult Close(std::chrono::milliseconds timeout);
 
+  // A final error stopped the sender (Flush/Close report it).
+  bool failed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !error_.empty();
+  }
   // The daemon's batch limit (from IngestOpened; 0 until known).
   int64_t max_batch_length() const { return max_batch_length_.load(std::memory_order_relaxed); }
   void FillCounters(Counters* out) const;

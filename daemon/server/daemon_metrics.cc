@@ -209,11 +209,13 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
     family("perld_upstream_reports_acked_total", MetricType::kCounter,
            "Window reports the parent acknowledged.", u.messages_acked);
     family("perld_upstream_queued_windows", MetricType::kGauge,
-           "Windows waiting to be handed to the parent's streams.", u.queued);
+           "Window messages waiting to be handed to the parent's streams.", u.queued);
     family("perld_upstream_dropped_windows_total", MetricType::kCounter,
-           "Windows not forwarded: upstream.maxQueuedWindows reached, or the parent refused the "
-           "run.",
+           "Windows not forwarded: upstream.maxQueuedWindows reached (runs without checkpoints), "
+           "or the parent refused the run.",
            u.windows_dropped);
+    family("perld_upstream_streams_restored_total", MetricType::kCounter,
+           "Streams to the parent continued from the state database after a restart.", u.restored);
   }
   return out.Take();
 }

@@ -255,9 +255,20 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   if (!resumable.ok()) return resumable.status();
   p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats);
   runs::RunManager* manager = p->manager.get();
-  p->checkpointer =
-      std::make_unique<IngestCheckpointer>(*p->ingest_runs, p->history->store(), p->ingest_stats,
-                                           [manager](runs::RunId id) { manager->CutWindow(id); });
+  if (!config.upstream.target.empty()) {
+    service::IngestRuns* ingest_runs = p->ingest_runs.get();
+    p->upstream = std::make_unique<UpstreamForwarder>(
+        config.upstream, upstream_channel, &p->history->store(),
+        [ingest_runs](runs::RunId id) { return ingest_runs->Checkpointed(id); });
+    absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog =
+        p->history->store().LoadUpstream();
+    if (!backlog.ok()) return backlog.status();
+    p->upstream->Restore(*backlog);
+    p->history->SetUpstreamJournal(p->upstream.get());
+  }
+  p->checkpointer = std::make_unique<IngestCheckpointer>(
+      *p->ingest_runs, p->history->store(), p->ingest_stats,
+      [manager](runs::RunId id) { manager->CutWindow(id); }, p->upstream.get());
   IngestCheckpointer* checkpointer = p->checkpointer.get();
   p->ingest_runs->SetCloseHook([checkpointer](runs::RunId id, int index, uint64_t last) {
     checkpointer->OnClientClosed(id, index, last);
@@ -267,10 +278,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   p->manager->AddObserver(&p->run_log);
   p->csv = std::make_unique<RunCsvWriter>(p->current);
   p->manager->AddObserver(p->csv.get());
-  if (!config.upstream.target.empty()) {
-    p->upstream = std::make_unique<UpstreamForwarder>(config.upstream, upstream_channel);
-    p->manager->AddObserver(p->upstream.get());
-  }
+  if (p->upstream) p->manager->AddObserver(p->upstream.get());
   p->manager->Start();
   // Ingest runs the daemon was running when it stopped resume from their
   // checkpoints before any client can connect.
@@ -281,6 +289,15 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
       p->checkpointer->OnRunEnded(run.info, {});
       p->history->Abandon(p->manager->registry(), std::move(run), resumed.ToString());
     }
+  }
+  if (p->upstream) {
+    // Streams of runs that will not run again: resent and closed.
+    const runs::RunRegistry& registry = p->manager->registry();
+    p->upstream->DeliverRestored([&registry](runs::RunId id) -> std::optional<runs::RunInfo> {
+      absl::StatusOr<runs::RunInfo> info = registry.Info(id);
+      if (!info.ok()) return std::nullopt;
+      return *std::move(info);
+    });
   }
   p->jobs = std::make_unique<service::BenchJobs>(*p->manager, *p->clock, p->current);
   p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current, *p->auth,

@@ -84,12 +84,15 @@ void IngestCheckpointer::OnWindowPublished(const runs::RunInfo& info) {
 void IngestCheckpointer::Submit(runs::RunId id, RunState& s) {
   state::Checkpoint c = std::move(*s.pending);
   s.pending.reset();
+  if (journal_ != nullptr) journal_->TakeForCheckpoint(id, &c);
   const auto pairs = static_cast<uint64_t>(c.total.distribution.size());
+  const uint64_t upstream_next = c.upstream_next_sequence;
   std::vector<state::CheckpointClient> cut = c.clients;
-  store_.SaveCheckpoint(std::move(c), [this, id, pairs, cut = std::move(cut)] {
+  store_.SaveCheckpoint(std::move(c), [this, id, pairs, upstream_next, cut = std::move(cut)] {
     stats_.checkpoints.fetch_add(1, std::memory_order_relaxed);
     stats_.checkpoint_pairs.fetch_add(pairs, std::memory_order_relaxed);
     runs_.MarkDurable(id, cut);
+    if (upstream_next > 0) journal_->Committed(id, upstream_next);
   });
 }
 

@@ -13,7 +13,8 @@
 // run's live total for every query. The state store commits whatever is queued in
 // one transaction; once it has, IngestRuns::MarkDurable lets the clients'
 // streams report the messages durable. A run's checkpoint is deleted with
-// its final total.
+// its final total. A forwarded run's checkpoint also carries its messages
+// to the parent perld (UpstreamJournal): they are sent once it committed.
 //
 // Cost: one merge of the window into the run's total per window (O(D + d)),
 // and per checkpoint one copy of the total's distribution (O(D)) plus its
@@ -38,6 +39,7 @@
 #include "daemon/service/ingest_stats.h"
 #include "daemon/state/checkpoint.h"
 #include "daemon/state/state_store.h"
+#include "daemon/state/upstream_journal.h"
 
 namespace perld::server {
 
@@ -46,9 +48,12 @@ class IngestCheckpointer final : public runs::RunObserver {
   // REQUIRES: `runs` outlives every checkpoint the store commits (Flush the
   // store before destroying it).
   // `cut` closes a run's periodic window now (RunManager::CutWindow).
+  // `journal` (may be null: no upstream) gives each checkpoint the run's
+  // messages to the parent perld and learns when they are committed.
   IngestCheckpointer(service::IngestRuns& runs, state::StateStore& store,
-                     service::IngestStats& stats, std::function<void(runs::RunId)> cut)
-      : runs_(runs), store_(store), stats_(stats), cut_(std::move(cut)) {}
+                     service::IngestStats& stats, std::function<void(runs::RunId)> cut,
+                     state::UpstreamJournal* journal = nullptr)
+      : runs_(runs), store_(store), stats_(stats), cut_(std::move(cut)), journal_(journal) {}
 
   // IngestRuns' close hook: a client closed after `last_sequence`. When the
   // last checkpoint's cut holds that sequence, its client row is rewritten
@@ -83,6 +88,7 @@ class IngestCheckpointer final : public runs::RunObserver {
   state::StateStore& store_;
   service::IngestStats& stats_;  // checkpoints committed
   const std::function<void(runs::RunId)> cut_;
+  state::UpstreamJournal* const journal_;
   mutable std::mutex mu_;
   std::map<runs::RunId, RunState> runs_state_;  // mu_
 };

@@ -32,12 +32,36 @@ struct CheckpointClient {
   bool operator==(const CheckpointClient&) const = default;
 };
 
+// One message of a run's stream to the parent perld (a tier edge's
+// UpstreamForwarder): a serialized perld.v1.IngestRequest holding a window
+// report, under its sequence number in that stream.
+struct UpstreamMessage {
+  uint64_t sequence = 0;
+  std::string bytes;
+  bool operator==(const UpstreamMessage&) const = default;
+};
+
+// A run's stream to the parent as stored: the messages the parent has not
+// yet reported durable are those from first_sequence up to (excluding)
+// next_sequence, the sequence the next one takes (equal: none).
+struct UpstreamBacklog {
+  runs::RunId run = 0;
+  uint64_t first_sequence = 1;
+  uint64_t next_sequence = 1;
+};
+
 struct Checkpoint {
   // kTotal, run_id set, with its exact distribution (when exact_total).
   runs::WindowRecord total;
   int64_t periodic_seq = 0;               // the cut: the last periodic window in `total`
   int64_t segment_seq = 0;                // total segments published up to the cut
   std::vector<CheckpointClient> clients;  // by index
+  // A forwarded run (upstream_next_sequence > 0): the messages to the
+  // parent encoding its windows up to the cut that no earlier checkpoint
+  // stored. Stored in the same transaction, so after a crash the parent
+  // holds exactly the windows up to the cut the run resumes from.
+  std::vector<UpstreamMessage> upstream;
+  uint64_t upstream_next_sequence = 0;
 };
 
 }  // namespace perld::state

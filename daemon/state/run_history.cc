@@ -102,7 +102,21 @@ void RunHistory::OnWindow(const runs::RunInfo&, const runs::WindowRecord& window
 }
 
 void RunHistory::OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) {
-  store_->SaveFinalTotal(info, total);
+  UpstreamTail upstream;
+  if (journal_ != nullptr) {
+    // The windows after the run's last checkpoint, committed with its total:
+    // a crash can neither lose them nor resume the run under them.
+    Checkpoint carrier;
+    journal_->TakeForCheckpoint(info.id, &carrier);
+    upstream.messages = std::move(carrier.upstream);
+    upstream.next_sequence = carrier.upstream_next_sequence;
+    if (upstream.next_sequence > 0) {
+      upstream.durable = [journal = journal_, id = info.id, next = upstream.next_sequence] {
+        journal->Committed(id, next);
+      };
+    }
+  }
+  store_->SaveFinalTotal(info, total, std::move(upstream));
 }
 
 }  // namespace perld::state

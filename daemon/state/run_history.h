@@ -23,12 +23,17 @@
 #include "daemon/runs/run_observer.h"
 #include "daemon/runs/run_registry.h"
 #include "daemon/state/state_store.h"
+#include "daemon/state/upstream_journal.h"
 
 namespace perld::state {
 
 class RunHistory final : public runs::RunObserver {
  public:
   explicit RunHistory(std::unique_ptr<StateStore> store) : store_(std::move(store)) {}
+
+  // A forwarding daemon's journal (before the run manager starts): a run's
+  // final total is stored with its last messages to the parent.
+  void SetUpstreamJournal(UpstreamJournal* journal) { journal_ = journal; }
 
   // Loads every stored run into `registry`, except the running ingest runs
   // with a checkpoint, which it returns (with their windows up to the
@@ -49,6 +54,7 @@ class RunHistory final : public runs::RunObserver {
 
  private:
   std::unique_ptr<StateStore> store_;
+  UpstreamJournal* journal_ = nullptr;
 };
 
 }  // namespace perld::state

@@ -186,7 +186,9 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
     return fail(tables.status());
   }
   if (tables->empty()) {  // a new database
-    if (absl::Status s = db.Exec((std::string(kSchemaV1) + std::string(kSchemaV2Upgrade)).c_str());
+    if (absl::Status s = db.Exec(
+            (std::string(kSchemaV1) + std::string(kSchemaV2Upgrade) + std::string(kSchemaV3Upgrade))
+                .c_str());
         !s.ok()) {
       return fail(s);
     }
@@ -220,6 +222,11 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
   }
   if (v == 1) {
     if (absl::Status s = db.Exec(std::string(kSchemaV2Upgrade).c_str()); !s.ok()) {
+      return fail(s);
+    }
+  }
+  if (v <= 2) {
+    if (absl::Status s = db.Exec(std::string(kSchemaV3Upgrade).c_str()); !s.ok()) {
       return fail(s);
     }
   }
@@ -283,6 +290,16 @@ std::string SelectCheckpointsSql() {
 std::string SelectCheckpointClientsSql() {
   return absl::StrCat("SELECT ", Columns({kCheckpointClientColumns}),
                       " FROM checkpoint_clients ORDER BY run_id, client_index");
+}
+
+std::string SelectUpstreamStreamsSql() {
+  return "SELECT s.run_id, s.next_sequence, (SELECT min(m.sequence) FROM upstream_messages m "
+         "WHERE m.run_id = s.run_id) FROM upstream_streams s ORDER BY s.run_id";
+}
+
+std::string SelectUpstreamMessagesSql() {
+  return "SELECT sequence, message FROM upstream_messages WHERE run_id = ?1 AND sequence >= ?2 "
+         "ORDER BY sequence LIMIT ?3";
 }
 
 std::string SelectRunsSql() {

@@ -1,9 +1,10 @@
 // StateSchema: the tables of the state database DIR/perld.db (schema
-// version 1) and the mapping between their rows and the runs vocabulary
+// version 3) and the mapping between their rows and the runs vocabulary
 // (RunInfo, WindowRecord). One place maps a run or a window to a row.
 //
-// kSchemaV1 below is the schema, verbatim: SQLite keeps the text with its
-// comments, so `sqlite3 perld.db .schema` shows this documentation too.
+// kSchemaV1 and its upgrades below are the schema, verbatim: SQLite keeps
+// the text with its comments, so `sqlite3 perld.db .schema` shows this
+// documentation too.
 // Design notes:
 //  - Every table is STRICT (SQLite >= 3.37): a value of the wrong type is
 //    refused on write, so readers can trust column types.
@@ -15,6 +16,9 @@
 //  - Version 2 adds the `checkpoints` and `checkpoint_clients` tables (a
 //    running ingest run's total and per-client sequence numbers at a cut,
 //    checkpoint.h), created by kSchemaV2Upgrade from version 1.
+//  - Version 3 adds `upstream_streams` and `upstream_messages`: a tier
+//    edge's messages to its parent perld that the parent has not reported
+//    durable (kSchemaV3Upgrade, from version 2).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +34,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 2;
+inline constexpr int64_t kSchemaVersion = 3;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -183,6 +187,31 @@ CREATE TABLE checkpoint_clients (
 UPDATE meta SET value = 2 WHERE key = 'schema_version';
 )sql";
 
+// Version 2 -> 3 (also run after the others for a new database).
+inline constexpr std::string_view kSchemaV3Upgrade = R"sql(
+-- A run this perld forwards to its parent (upstream.target) and whose
+-- windows are checkpointed: the sequence its next message takes. Written
+-- with the checkpoint that first covers a window; deleted once the stream
+-- to the parent closed with every message durable there.
+CREATE TABLE upstream_streams (
+  run_id        INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  next_sequence INTEGER NOT NULL
+) STRICT;
+
+-- The messages of those streams the parent has not reported durable yet,
+-- stored in the transaction of the checkpoint that covers their windows:
+-- after a crash they are resent, and windows after the cut are never sent
+-- twice (a window is sent only once its checkpoint committed).
+CREATE TABLE upstream_messages (
+  run_id   INTEGER NOT NULL REFERENCES upstream_streams(run_id) ON DELETE CASCADE,
+  sequence INTEGER NOT NULL,
+  message  BLOB NOT NULL,  -- a serialized perld.v1.IngestRequest (a window report)
+  PRIMARY KEY (run_id, sequence)
+) STRICT, WITHOUT ROWID;
+
+UPDATE meta SET value = 3 WHERE key = 'schema_version';
+)sql";
+
 // Creates the schema in an empty database, or checks an existing one, in one
 // IMMEDIATE transaction. Errors name db.path(): FailedPrecondition for a
 // newer schema version or an SQLite file that is not a perld state database,
@@ -206,6 +235,8 @@ std::string InsertCheckpointSql();
 std::string InsertCheckpointClientSql();
 std::string SelectCheckpointsSql();        // ORDER BY run_id
 std::string SelectCheckpointClientsSql();  // ORDER BY run_id, client_index
+std::string SelectUpstreamStreamsSql();    // run_id, next_sequence, lowest message; by run_id
+std::string SelectUpstreamMessagesSql();   // ?1 run, ?2 from sequence, ?3 limit; by sequence
 
 void BindRun(const runs::RunInfo& run, SqliteStatement* stmt);
 // InvalidArgument for a kind other than periodic/total_segment or

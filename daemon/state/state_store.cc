@@ -81,6 +81,14 @@ size_t WindowBytes(const runs::WindowRecord& w) {
          sizeof(LatencyBucket) * w.distribution.size();
 }
 
+size_t UpstreamBytes(const std::vector<UpstreamMessage>& messages) {
+  size_t bytes = 0;
+  for (const UpstreamMessage& m : messages) {
+    bytes += sizeof(UpstreamMessage) + m.bytes.size();
+  }
+  return bytes;
+}
+
 size_t RunBytes(const runs::RunInfo& r) {
   constexpr size_t kMapNode = 64;  // a std::map node's overhead, roughly
   size_t bytes = sizeof(runs::RunInfo) + r.spec.name.size() + r.spec.clock.size() +
@@ -255,6 +263,16 @@ class StateStore::Writer {
         {&w->insert_checkpoint_, InsertCheckpointSql()},
         {&w->insert_checkpoint_client_, InsertCheckpointClientSql()},
         {&w->delete_checkpoint_, "DELETE FROM checkpoints WHERE run_id = ?1"},
+        {&w->upsert_upstream_stream_,
+         "INSERT INTO upstream_streams (run_id, next_sequence) VALUES (?1, ?2) "
+         "ON CONFLICT (run_id) DO UPDATE SET next_sequence = max(next_sequence, "
+         "excluded.next_sequence)"},
+        {&w->insert_upstream_message_,
+         "INSERT OR REPLACE INTO upstream_messages (run_id, sequence, message) VALUES (?1, ?2, "
+         "?3)"},
+        {&w->release_upstream_,
+         "DELETE FROM upstream_messages WHERE run_id = ?1 AND sequence <= ?2"},
+        {&w->delete_upstream_stream_, "DELETE FROM upstream_streams WHERE run_id = ?1"},
         {&w->trim_windows_,
          "DELETE FROM windows WHERE run_id = ?1 AND kind = 'periodic' AND seq > ?2"},
         {&w->delete_run_, "DELETE FROM runs WHERE id = ?1"},
@@ -283,10 +301,11 @@ class StateStore::Writer {
   }
 
   // Writes `batch` in one transaction, appending one Status per failure.
-  // Returns the checkpoints written, once the transaction committed.
-  std::vector<const CheckpointItem*> Write(const std::deque<Queued>& batch,
-                                           std::vector<absl::Status>* errors) {
-    std::vector<const CheckpointItem*> checkpoints;
+  // Returns the durable callbacks of the items written, once the
+  // transaction committed.
+  std::vector<const std::function<void()>*> Write(const std::deque<Queued>& batch,
+                                                  std::vector<absl::Status>* errors) {
+    std::vector<const std::function<void()>*> durable;
     if (absl::Status s = begin_.Run(); !s.ok()) {
       errors->push_back(Lost(batch.size(), s));
       return {};
@@ -301,8 +320,12 @@ class StateStore::Writer {
           errors->push_back(Lost(batch.size(), s));
           return {};
         }
-      } else if (const auto* c = std::get_if<CheckpointItem>(&q.item)) {
-        checkpoints.push_back(c);
+      } else if (const auto* c = std::get_if<CheckpointItem>(&q.item); c && c->durable) {
+        durable.push_back(&c->durable);
+      } else if (const auto* u = std::get_if<UpstreamItem>(&q.item); u && u->durable) {
+        durable.push_back(&u->durable);
+      } else if (const auto* f = std::get_if<FinalTotalItem>(&q.item); f && f->upstream.durable) {
+        durable.push_back(&f->upstream.durable);
       }
     }
     if (absl::Status s = ApplyRetention(touched); !s.ok()) {
@@ -319,7 +342,7 @@ class StateStore::Writer {
       errors->push_back(Lost(batch.size(), s));
       return {};
     }
-    return checkpoints;
+    return durable;
   }
 
  private:
@@ -366,7 +389,7 @@ class StateStore::Writer {
   }
 
   absl::Status Apply(const FinalTotalItem& item, Touched* touched) {
-    absl::Status s = SaveFinalTotal(item.run, item.total);
+    absl::Status s = SaveFinalTotal(item.run, item.total, item.upstream);
     if (!s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat("saving the final total of run ", item.run.id, ": ", s.message()));
@@ -406,7 +429,52 @@ class StateStore::Writer {
       s = insert_checkpoint_client_.Run();
       insert_checkpoint_client_.Reset();
     }
+    if (s.ok() && c.upstream_next_sequence > 0) {
+      s = SaveUpstream(run, c.upstream, c.upstream_next_sequence);
+    }
     return Settle(s, absl::StrCat("checkpoint of run ", run));
+  }
+
+  absl::Status Apply(const UpstreamItem& item, Touched* /*touched*/) {
+    if (absl::Status s = savepoint_.Run(); !s.ok()) {
+      return s;
+    }
+    return Settle(SaveUpstream(item.run, item.messages, item.next_sequence),
+                  absl::StrCat("upstream messages of run ", item.run));
+  }
+
+  absl::Status Apply(const UpstreamReleaseItem& item, Touched* /*touched*/) {
+    SqliteStatement& stmt = item.end ? delete_upstream_stream_ : release_upstream_;
+    stmt.Reset();
+    stmt.BindInt64(1, static_cast<int64_t>(item.run));
+    if (!item.end) {
+      stmt.BindInt64(2, static_cast<int64_t>(item.through));
+    }
+    absl::Status s = stmt.Run();
+    stmt.Reset();
+    return s;
+  }
+
+  // The stream's next sequence (never lowered) and its messages.
+  absl::Status SaveUpstream(runs::RunId run, const std::vector<UpstreamMessage>& messages,
+                            uint64_t next_sequence) {
+    upsert_upstream_stream_.Reset();
+    upsert_upstream_stream_.BindInt64(1, static_cast<int64_t>(run));
+    upsert_upstream_stream_.BindInt64(2, static_cast<int64_t>(next_sequence));
+    absl::Status s = upsert_upstream_stream_.Run();
+    upsert_upstream_stream_.Reset();
+    for (const UpstreamMessage& m : messages) {
+      if (!s.ok()) {
+        break;
+      }
+      insert_upstream_message_.Reset();
+      insert_upstream_message_.BindInt64(1, static_cast<int64_t>(run));
+      insert_upstream_message_.BindInt64(2, static_cast<int64_t>(m.sequence));
+      insert_upstream_message_.BindBlob(3, m.bytes);
+      s = insert_upstream_message_.Run();
+      insert_upstream_message_.Reset();
+    }
+    return s;
   }
 
   absl::Status Apply(const TrimItem& item, Touched* /*touched*/) {
@@ -446,8 +514,10 @@ class StateStore::Writer {
     return upsert_run_.Run();
   }
 
-  // The run row and the total under one savepoint: both or neither.
-  absl::Status SaveFinalTotal(const runs::RunInfo& run, const runs::WindowRecord& total) {
+  // The run row and the total (and the run's last messages to the parent)
+  // under one savepoint: all or none.
+  absl::Status SaveFinalTotal(const runs::RunInfo& run, const runs::WindowRecord& total,
+                              const UpstreamTail& upstream) {
     if (total.kind != Kind::kTotal || total.run_id != run.id) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the total is a ", runs::WindowKindName(total.kind), " window of run ", total.run_id));
@@ -473,6 +543,9 @@ class StateStore::Writer {
       delete_checkpoint_.BindInt64(1, static_cast<int64_t>(run.id));
       s = delete_checkpoint_.Run();
       delete_checkpoint_.Reset();
+    }
+    if (s.ok() && upstream.next_sequence > 0) {
+      s = SaveUpstream(run.id, upstream.messages, upstream.next_sequence);
     }
     return Settle(s, "");
   }
@@ -539,6 +612,8 @@ class StateStore::Writer {
   SqliteStatement upsert_run_, insert_window_, insert_total_, delete_run_, bump_max_run_id_;
   SqliteStatement prune_runs_, prune_windows_, prune_all_windows_;
   SqliteStatement insert_checkpoint_, insert_checkpoint_client_, delete_checkpoint_, trim_windows_;
+  SqliteStatement upsert_upstream_stream_, insert_upstream_message_, release_upstream_,
+      delete_upstream_stream_;
   config::RetentionConfig retention_;
 };
 
@@ -679,9 +754,10 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
   Enqueue(WindowItem{std::move(copy)}, bytes);
 }
 
-void StateStore::SaveFinalTotal(runs::RunInfo run, runs::WindowRecord total) {
-  const size_t bytes = RunBytes(run) + WindowBytes(total);
-  Enqueue(FinalTotalItem{std::move(run), std::move(total)}, bytes);
+void StateStore::SaveFinalTotal(runs::RunInfo run, runs::WindowRecord total,
+                                UpstreamTail upstream) {
+  const size_t bytes = RunBytes(run) + WindowBytes(total) + UpstreamBytes(upstream.messages);
+  Enqueue(FinalTotalItem{std::move(run), std::move(total), std::move(upstream)}, bytes);
 }
 
 void StateStore::SaveCheckpoint(Checkpoint checkpoint, std::function<void()> durable) {
@@ -689,6 +765,7 @@ void StateStore::SaveCheckpoint(Checkpoint checkpoint, std::function<void()> dur
   for (const CheckpointClient& c : checkpoint.clients) {
     bytes += sizeof(CheckpointClient) + c.id.size() + c.name.size();
   }
+  bytes += UpstreamBytes(checkpoint.upstream);
   {
     std::lock_guard<std::mutex> lock(mu_);
     // A newer checkpoint of the run replaces one the writer has not taken.
@@ -696,8 +773,15 @@ void StateStore::SaveCheckpoint(Checkpoint checkpoint, std::function<void()> dur
       auto* older = std::get_if<CheckpointItem>(&q.item);
       if (older != nullptr && !older->clients_only &&
           older->checkpoint.total.run_id == checkpoint.total.run_id) {
+        // The older one's messages to the parent are not stored yet: this
+        // one carries them too (its `durable` covers them).
+        std::vector<UpstreamMessage>& carried = older->checkpoint.upstream;
+        bytes += UpstreamBytes(carried);
         queued_bytes_ = queued_bytes_ - q.bytes + bytes;
         q.bytes = bytes;
+        carried.insert(carried.end(), std::make_move_iterator(checkpoint.upstream.begin()),
+                       std::make_move_iterator(checkpoint.upstream.end()));
+        checkpoint.upstream = std::move(carried);
         *older = CheckpointItem{std::move(checkpoint), std::move(durable)};
         return;
       }
@@ -715,6 +799,20 @@ void StateStore::SaveCheckpointClients(runs::RunId run, std::vector<CheckpointCl
   item.clients_only = true;
   const size_t bytes = sizeof(Queued) + sizeof(CheckpointClient) * item.checkpoint.clients.size();
   Enqueue(std::move(item), bytes);
+}
+
+void StateStore::SaveUpstream(runs::RunId run, std::vector<UpstreamMessage> messages,
+                              uint64_t next_sequence, std::function<void()> durable) {
+  const size_t bytes = sizeof(Queued) + UpstreamBytes(messages);
+  Enqueue(UpstreamItem{run, std::move(messages), next_sequence, std::move(durable)}, bytes);
+}
+
+void StateStore::ReleaseUpstream(runs::RunId run, uint64_t through) {
+  Enqueue(UpstreamReleaseItem{run, through, false}, sizeof(Queued));
+}
+
+void StateStore::EndUpstream(runs::RunId run) {
+  Enqueue(UpstreamReleaseItem{run, 0, true}, sizeof(Queued));
 }
 
 void StateStore::TrimWindows(runs::RunId run, int64_t periodic_seq) {
@@ -767,10 +865,8 @@ void StateStore::WriterLoop() {
     if (batch.empty()) {
       continue;
     }
-    for (const CheckpointItem* c : writer_->Write(batch, &errors)) {
-      if (c->durable) {
-        c->durable();
-      }
+    for (const std::function<void()>* durable : writer_->Write(batch, &errors)) {
+      (*durable)();
     }
     for (const absl::Status& e : errors) {  // before Flush can return
       if (log) {
@@ -825,13 +921,75 @@ uint64_t StateStore::dropped_windows() const {
   return dropped_;
 }
 
-absl::StatusOr<std::vector<StoredRun>> StateStore::LoadRuns() const {
+absl::StatusOr<SqliteDb> StateStore::OpenReader() const {
   absl::StatusOr<SqliteDb> db = SqliteDb::Open(path_, SQLITE_OPEN_READONLY);
   if (!db.ok()) {
     return Annotate(db.status(), path_);
   }
   if (const int rc = sqlite3_busy_timeout(db->get(), busy_timeout_ms_); rc != SQLITE_OK) {
     return Annotate(SqliteStatus(db->get(), rc, "setting the busy timeout"), path_);
+  }
+  return db;
+}
+
+absl::StatusOr<std::vector<UpstreamBacklog>> StateStore::LoadUpstream() const {
+  absl::StatusOr<SqliteDb> db = OpenReader();
+  if (!db.ok()) {
+    return db.status();
+  }
+  std::vector<UpstreamBacklog> streams;
+  absl::Status s = ForEachRow(*db, SelectUpstreamStreamsSql(), [&](const SqliteStatement& row) {
+    UpstreamBacklog& b = streams.emplace_back();
+    b.run = static_cast<runs::RunId>(row.ColumnInt64(0));
+    b.next_sequence = static_cast<uint64_t>(row.ColumnInt64(1));
+    b.first_sequence =
+        row.ColumnIsNull(2) ? b.next_sequence : static_cast<uint64_t>(row.ColumnInt64(2));
+    if (b.first_sequence == 0 || b.first_sequence > b.next_sequence) {
+      return absl::DataLossError(absl::StrCat("run ", b.run, ": upstream message ",
+                                              b.first_sequence,
+                                              " is not below the stream's next "
+                                              "sequence ",
+                                              b.next_sequence));
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) {
+    return Annotate(s, path_);
+  }
+  return streams;
+}
+
+absl::StatusOr<std::vector<UpstreamMessage>> StateStore::LoadUpstreamMessages(
+    runs::RunId run, uint64_t from_sequence, size_t max_messages) const {
+  absl::StatusOr<SqliteDb> db = OpenReader();
+  if (!db.ok()) {
+    return db.status();
+  }
+  absl::StatusOr<SqliteStatement> select = db->Prepare(SelectUpstreamMessagesSql());
+  if (!select.ok()) {
+    return Annotate(select.status(), path_);
+  }
+  select->BindInt64(1, static_cast<int64_t>(run));
+  select->BindInt64(2, static_cast<int64_t>(from_sequence));
+  select->BindInt64(3, static_cast<int64_t>(max_messages));
+  std::vector<UpstreamMessage> messages;
+  for (;;) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) {
+      return Annotate(row.status(), path_);
+    }
+    if (!*row) {
+      return messages;
+    }
+    messages.push_back(UpstreamMessage{static_cast<uint64_t>(select->ColumnInt64(0)),
+                                       std::string(select->ColumnBlob(1))});
+  }
+}
+
+absl::StatusOr<std::vector<StoredRun>> StateStore::LoadRuns() const {
+  absl::StatusOr<SqliteDb> db = OpenReader();
+  if (!db.ok()) {
+    return db.status();
   }
   absl::StatusOr<std::vector<StoredRun>> runs = LoadAll(*db);
   if (!runs.ok()) {

@@ -67,6 +67,7 @@
 #include "daemon/runs/window_record.h"
 #include "daemon/state/checkpoint.h"
 #include "daemon/state/directory_lock.h"
+#include "daemon/state/sqlite_db.h"
 
 namespace perld::state {
 
@@ -85,6 +86,14 @@ struct StoredRun {
   absl::Status distribution_status;
   // A running run's last checkpoint (checkpoint.h), with its distribution.
   std::optional<Checkpoint> checkpoint;
+};
+
+// A forwarded run's last messages to the parent (UpstreamJournal), stored
+// in the transaction of its final total.
+struct UpstreamTail {
+  std::vector<UpstreamMessage> messages;
+  uint64_t next_sequence = 0;     // 0: the run is not forwarded (nothing stored)
+  std::function<void()> durable;  // on the writer thread, after the commit
 };
 
 struct StateStoreOptions {
@@ -131,7 +140,9 @@ class StateStore {
   // total with the distribution blob (and its checkpoint is deleted). REQUIRES: total.kind ==
   // kTotal, total.run_id == run.id, the distribution ascending with counts >= 1 (else a write error
   // and neither is written).
-  void SaveFinalTotal(runs::RunInfo run, runs::WindowRecord total);
+  // With `upstream` (next_sequence > 0) also the run's last messages to the
+  // parent and its stream's next sequence, in the same transaction.
+  void SaveFinalTotal(runs::RunInfo run, runs::WindowRecord total, UpstreamTail upstream = {});
   // Replaces the run's checkpoint (its total with the distribution, and
   // its clients) in the next transaction; `durable` runs on the writer
   // thread once that transaction committed (never when it failed). A
@@ -145,6 +156,16 @@ class StateStore {
   // REQUIRES: a checkpoint of the run was queued before.
   void SaveCheckpointClients(runs::RunId run, std::vector<CheckpointClient> clients,
                              std::function<void()> durable);
+  // A forwarded run's messages to the parent outside any checkpoint (its
+  // last windows when it ends): stored with the stream's next sequence in
+  // the next transaction; `durable` as for SaveCheckpoint.
+  void SaveUpstream(runs::RunId run, std::vector<UpstreamMessage> messages, uint64_t next_sequence,
+                    std::function<void()> durable);
+  // Deletes the run's messages to the parent up to `through` (the parent
+  // reported them durable).
+  void ReleaseUpstream(runs::RunId run, uint64_t through);
+  // Deletes the run's stream to the parent (closed, everything durable there).
+  void EndUpstream(runs::RunId run);
   // Deletes the run's periodic windows after `periodic_seq` (a resumed run
   // continues from its checkpoint's cut).
   void TrimWindows(runs::RunId run, int64_t periodic_seq);
@@ -167,6 +188,14 @@ class StateStore {
   // corrupt distribution: see StoredRun). Costs O(database size).
   [[nodiscard]] absl::StatusOr<std::vector<StoredRun>> LoadRuns() const;
 
+  // Every stored stream to the parent (upstream_streams), by run id, read on
+  // a fresh connection.
+  [[nodiscard]] absl::StatusOr<std::vector<UpstreamBacklog>> LoadUpstream() const;
+  // Up to `max_messages` committed messages of the run's stream from
+  // `from_sequence` on, ascending, read on a fresh connection.
+  [[nodiscard]] absl::StatusOr<std::vector<UpstreamMessage>> LoadUpstreamMessages(
+      runs::RunId run, uint64_t from_sequence, size_t max_messages) const;
+
   // The highest run id ever saved in this state directory (0 when none),
   // including runs deleted by retention and saves still queued. A new run
   // takes MaxRunId() + 1, so ids are never reused across restarts.
@@ -187,11 +216,23 @@ class StateStore {
   struct FinalTotalItem {
     runs::RunInfo run;
     runs::WindowRecord total;
+    UpstreamTail upstream;
   };
   struct CheckpointItem {
     Checkpoint checkpoint;
     std::function<void()> durable;
     bool clients_only = false;  // checkpoint.clients rows only
+  };
+  struct UpstreamItem {
+    runs::RunId run = 0;
+    std::vector<UpstreamMessage> messages;
+    uint64_t next_sequence = 0;
+    std::function<void()> durable;
+  };
+  struct UpstreamReleaseItem {
+    runs::RunId run = 0;
+    uint64_t through = 0;
+    bool end = false;  // the whole stream
   };
   struct TrimItem {
     runs::RunId run = 0;
@@ -203,8 +244,8 @@ class StateStore {
   struct RetentionItem {
     config::RetentionConfig retention;
   };
-  using Item = std::variant<RunItem, WindowItem, FinalTotalItem, CheckpointItem, TrimItem,
-                            DeleteItem, RetentionItem>;
+  using Item = std::variant<RunItem, WindowItem, FinalTotalItem, CheckpointItem, UpstreamItem,
+                            UpstreamReleaseItem, TrimItem, DeleteItem, RetentionItem>;
   struct Queued {
     Item item;
     size_t bytes;
@@ -214,6 +255,7 @@ class StateStore {
              runs::RunId max_run_id, StateStoreOptions options);
   void Enqueue(Item item, size_t bytes);
   void WriterLoop();
+  absl::StatusOr<SqliteDb> OpenReader() const;  // read-only, with the busy timeout
 
   const std::unique_ptr<DirectoryLock> lock_;  // held while the store is open
   const std::string path_;

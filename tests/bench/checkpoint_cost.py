@@ -13,7 +13,14 @@ beside them and reports that run's rate (records / its total window's
 seconds). Trials alternate on, off, on, off, ... in one invocation; the
 table gives each arm's median and the ratio of medians.
 
+With --forward the arms are instead: checkpoints on and every run forwarded
+to a root perld (upstream.target; a forwarded run's window messages are
+stored with its checkpoints and sent once committed, README "Tiers across
+crashes") against checkpoints on and nothing forwarded: what exact tiering
+costs an edge.
+
   /usr/bin/python3 tests/bench/checkpoint_cost.py --perld build/release/daemon/bench/perld
+  /usr/bin/python3 tests/bench/checkpoint_cost.py --perld build/release/daemon/bench/perld --forward
 """
 import argparse
 import os
@@ -50,12 +57,15 @@ def window_templates(ipb, pairs, seed):
     return out
 
 
-def trial(args, pb, ipb, rpc, irpc, checkpoints, templates, tmp, index):
+def trial(args, pb, ipb, rpc, irpc, checkpoints, templates, tmp, index, root=None):
+    """root: the root perld's gRPC address to forward to (None: no upstream)."""
     import grpc
     config = os.path.join(tmp, f"perld-{index}.yaml")
     with open(config, "w") as f:
         f.write(f"reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: {args.runs + 8}\n"
                 f"ingest:\n  checkpoints: {'true' if checkpoints else 'false'}\n")
+        if root:
+            f.write(f"upstream:\n  target: {root}\n  nodeId: edge-{index}\n")
     d = Daemon(args.perld, os.path.join(tmp, f"state-{index}"), config=config)
     channel = grpc.insecure_channel(d.grpc)
     ingest = irpc.IngestStub(channel)
@@ -100,7 +110,8 @@ def trial(args, pb, ipb, rpc, irpc, checkpoints, templates, tmp, index):
     metrics = urllib.request.urlopen(f"http://{d.http}/metrics", timeout=10).read().decode()
     written = {line.split()[0]: float(line.split()[1]) for line in metrics.splitlines()
                if line.startswith(("perld_ingest_checkpoints_total",
-                                   "perld_ingest_checkpoint_pairs_total"))}
+                                   "perld_ingest_checkpoint_pairs_total",
+                                   "perld_upstream_reports_acked_total"))}
     stop.set()
     for s in streams:
         s.cancel()
@@ -118,6 +129,8 @@ def main():
     ap.add_argument("--records", type=int, default=50_000_000)
     ap.add_argument("--warmup", type=float, default=10)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--forward", action="store_true",
+                    help="arms: forwarded to a root vs not (checkpoints on in both)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="perld-cpcost-")
     pb, rpc, _ = perld_it.load_stubs(tmp)
@@ -125,17 +138,29 @@ def main():
     ipb = importlib.import_module("perld.v1.ingest_pb2")
     irpc = importlib.import_module("perld.v1.ingest_pb2_grpc")
     templates = window_templates(ipb, args.pairs, 1)
+    root = None
+    if args.forward:
+        config = os.path.join(tmp, "root.yaml")
+        with open(config, "w") as f:
+            f.write(f"reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: {args.runs + 8}\n")
+        root = Daemon(args.perld, os.path.join(tmp, "root-state"), config=config)
+    label = "forwarded" if args.forward else "checkpoints"
+    names = {True: "on", False: "off"}
     rates = {True: [], False: []}
     for i in range(args.rounds):
         for on in (True, False):
-            rate, written = trial(args, pb, ipb, rpc, irpc, on, templates, tmp, f"{i}-{int(on)}")
+            rate, written = trial(args, pb, ipb, rpc, irpc, on or args.forward, templates, tmp,
+                                  f"{i}-{int(on)}", root.grpc if root and on else None)
             rates[on].append(rate)
-            print(f"round {i + 1} checkpoints {'on ' if on else 'off'}: {rate / 1e6:.2f} M records/s"
+            print(f"round {i + 1} {label} {names[on]:3}: {rate / 1e6:.2f} M records/s"
                   f" (checkpoints committed {written.get('perld_ingest_checkpoints_total', 0):.0f},"
-                  f" pairs written {written.get('perld_ingest_checkpoint_pairs_total', 0):.0f})",
-                  flush=True)
+                  f" pairs written {written.get('perld_ingest_checkpoint_pairs_total', 0):.0f},"
+                  f" reports acked by the root"
+                  f" {written.get('perld_upstream_reports_acked_total', 0):.0f})", flush=True)
+    if root:
+        root.stop()
     on, off = statistics.median(rates[True]), statistics.median(rates[False])
-    print(f"\n| checkpoints | median rate (min-max) |\n|---|---|")
+    print(f"\n| {label} | median rate (min-max) |\n|---|---|")
     for arm, name in ((True, "on"), (False, "off")):
         r = rates[arm]
         print(f"| {name} | {statistics.median(r) / 1e6:.2f} M records/s "

@@ -80,7 +80,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "3");
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
   EXPECT_FALSE(std::filesystem::exists(dir + "/.perld-write-probe"));
@@ -441,24 +441,125 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 3 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 4 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 3 is newer than this perld supports (2)"));
+              HasSubstr("schema version 4 is newer than this perld supports (3)"));
 }
 
 TEST(StateStoreTest, UpgradesAVersion1Database) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
+  Sql(tmp / "perld.db", "DROP TABLE upstream_messages");
+  Sql(tmp / "perld.db", "DROP TABLE upstream_streams");
   Sql(tmp / "perld.db", "DROP TABLE checkpoint_clients");
   Sql(tmp / "perld.db", "DROP TABLE checkpoints");
   Sql(tmp / "perld.db", "UPDATE meta SET value = 1 WHERE key = 'schema_version'");
   auto store = OpenOrDie(tmp.path());
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "3");
   EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM checkpoints"), "0");
+  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_messages"), "0");
+}
+
+TEST(StateStoreTest, UpgradesAVersion2Database) {
+  ScratchDir tmp;
+  {
+    auto store = OpenOrDie(tmp.path());
+    store->SaveRun(MakeRun(3));
+  }
+  Sql(tmp / "perld.db", "DROP TABLE upstream_messages");
+  Sql(tmp / "perld.db", "DROP TABLE upstream_streams");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 2 WHERE key = 'schema_version'");
+  auto store = OpenOrDie(tmp.path());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "3");
+  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_streams"), "0");
+  EXPECT_EQ(LoadOrDie(*store).size(), 1u);  // the runs stay
+}
+
+// A forwarded run's messages to its parent: stored in the transaction of
+// the checkpoint that carries them (and durable with it), read back from a
+// sequence on, released once the parent made them durable, kept after the
+// run's final total, and gone with the stream.
+TEST(StateStoreTest, UpstreamMessagesGoWithTheirCheckpointAndStayUntilReleased) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  ASSERT_NE(store, nullptr);
+  store->SaveRun(MakeRun(7));
+  store->SaveRun(MakeRun(8));
+  const std::vector<UpstreamMessage> first = {{1, "one"}, {2, std::string("t\0o", 3)}};
+  Checkpoint c;
+  c.total = MakeTotal(7, 50);
+  c.periodic_seq = 2;
+  c.upstream = first;
+  c.upstream_next_sequence = 3;
+  int durable = 0;
+  store->SaveCheckpoint(c, [&] { ++durable; });
+  // A second checkpoint right behind: if it replaces the first in the queue
+  // it carries the first's messages; either way all three are stored.
+  c.periodic_seq = 3;
+  c.upstream = {{3, "three"}};
+  c.upstream_next_sequence = 4;
+  store->SaveCheckpoint(c, [&] { ++durable; });
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_GE(durable, 1);
+
+  absl::StatusOr<std::vector<UpstreamBacklog>> streams = store->LoadUpstream();
+  ASSERT_TRUE(streams.ok()) << streams.status();
+  ASSERT_EQ(streams->size(), 1u);
+  EXPECT_EQ((*streams)[0].run, 7u);
+  EXPECT_EQ((*streams)[0].first_sequence, 1u);
+  EXPECT_EQ((*streams)[0].next_sequence, 4u);
+  absl::StatusOr<std::vector<UpstreamMessage>> all = store->LoadUpstreamMessages(7, 1, 10);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(*all, (std::vector<UpstreamMessage>{first[0], first[1], {3, "three"}}));
+  absl::StatusOr<std::vector<UpstreamMessage>> one = store->LoadUpstreamMessages(7, 2, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one, (std::vector<UpstreamMessage>{first[1]}));
+  EXPECT_TRUE(store->LoadUpstreamMessages(8, 1, 10)->empty());
+
+  // The run ends: its final total ends the checkpoint, not the stream, and
+  // carries the last window's messages.
+  bool last_durable = false;
+  store->SaveFinalTotal(MakeRun(7, RunState::kFinished, 1'700'000'999'000), MakeTotal(7, 10),
+                        UpstreamTail{{{4, "four"}}, 5, [&] { last_durable = true; }});
+  store->ReleaseUpstream(7, 2);
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_TRUE(last_durable);
+  EXPECT_FALSE(LoadOrDie(*store)[0].checkpoint.has_value());
+  streams = store->LoadUpstream();
+  ASSERT_EQ(streams->size(), 1u);
+  EXPECT_EQ((*streams)[0].first_sequence, 3u);
+  EXPECT_EQ((*streams)[0].next_sequence, 5u);
+  EXPECT_EQ(*store->LoadUpstreamMessages(7, 0, 10),
+            (std::vector<UpstreamMessage>{{3, "three"}, {4, "four"}}));
+
+  // Everything released: the stream stays (its next sequence) until it ends.
+  store->ReleaseUpstream(7, 4);
+  ASSERT_TRUE(store->Flush().ok());
+  streams = store->LoadUpstream();
+  ASSERT_EQ(streams->size(), 1u);
+  EXPECT_EQ((*streams)[0].first_sequence, 5u);
+  EXPECT_EQ((*streams)[0].next_sequence, 5u);
+  bool five_durable = false;
+  store->SaveUpstream(7, {{5, "five"}}, 6, [&] { five_durable = true; });
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_TRUE(five_durable);
+  EXPECT_EQ(store->LoadUpstream()->at(0).first_sequence, 5u);
+  store->EndUpstream(7);
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_TRUE(store->LoadUpstream()->empty());
+  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_messages"), "0");
+
+  // Deleting a run deletes its stream.
+  store->SaveUpstream(8, {{1, "x"}}, 2, nullptr);
+  store->DeleteRuns({8});
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_TRUE(store->LoadUpstream()->empty());
+  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_messages"), "0");
 }
 
 // A checkpoint round-trips with its clients and distribution, calls its

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Tiers across crashes (README "Tiers beyond one machine").
+
+An edge perld forwards its runs' windows to a root perld. Clients with
+durable spools stream into the edge. The root's run must end with a total
+equal to the clients' summed totals and percentiles equal to those of their
+merged --distribution-out files -- zero lost, zero counted twice -- when:
+
+  A. the edge is killed with SIGKILL twice while the clients stream (it
+     resumes its run; its stream to the root continues from its state
+     database, and windows after the resumed cut were never forwarded);
+  B. the root is killed with SIGKILL while the clients stream and stays down
+     until after the edge's run ended and the edge was stopped (SIGTERM: its
+     unacknowledged window messages stay in its state database) and
+     restarted; the root restarts last, resumes its run, and the edge resends.
+     upstream.maxQueuedWindows is tiny and windows go in parts of 4 pairs, so
+     messages also wait in the edge's state database while the root is down
+     (past the stream's 256 unacknowledged ones) and are read back in turn.
+
+  /usr/bin/python3 tests/integration/tier_crash_test.py \\
+      --perld build/release/daemon/bench/perld --perlctl build/release/client/perlctl/perlctl
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perld_it  # noqa: E402
+from perld_it import check, Daemon, wait_ended, exact_percentiles, finish, merged_distributions  # noqa: E402
+
+PERCENTS = [5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99, 100]
+ROOT_CONFIG = """
+reportingIntervalMs: 200
+ingest:
+  clientTimeoutMs: 120000
+"""
+EDGE_CONFIG = """
+reportingIntervalMs: 200
+ingest:
+  clientTimeoutMs: 120000
+upstream:
+  target: {root}
+  nodeId: edge-1
+  maxPairsPerReport: 4
+  maxQueuedWindows: 3
+  closeTimeoutMs: {close_ms}
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clients(perlctl, target, run, tmp, tag, seconds):
+    outs, procs = [], []
+    for i, mode in enumerate(("raw", "windows")):
+        out = os.path.join(tmp, f"{tag}{i}.json")
+        spool = os.path.join(tmp, f"spool-{tag}{i}")
+        cmd = [perlctl, "--target", target, "--json", "load", "-size", "100", "-time", "ns",
+               "-writers", "1", "-seconds", str(seconds), "-throughput", "100000", "--run", run,
+               "--mode", mode, "--spool", spool, "--distribution-out", out, "-interval", "1"]
+        outs.append(out)
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    return outs, procs
+
+
+def client_results(tag, procs):
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        check(p.returncode == 0, f"{tag}: the client exits 0, everything acknowledged "
+              f"({err.strip()[-300:]})")
+        results.append(json.loads(out) if p.returncode == 0 and out.strip() else None)
+    return results if all(results) else None
+
+
+def root_run(query, pb, name, seconds=120):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        for run in query.ListRuns(pb.ListRunsRequest(), timeout=10).runs:
+            if run.name == name:
+                return run.id
+        time.sleep(0.1)
+    raise RuntimeError(f"the root has no run '{name}'")
+
+
+def verify(query, pb, tag, name, outs, results, where):
+    run = wait_ended(query, pb, root_run(query, pb, name))
+    pairs, records = merged_distributions(outs)
+    total = sum(r["records"] for r in results)
+    check(run.run.state == pb.RUN_STATE_FINISHED,
+          f"{tag}: the {where} run finished ({run.run.failure_reason})")
+    check(run.total.records == total == records,
+          f"{tag}: {where} total {run.total.records} == the clients' {total}: zero lost, "
+          "zero twice")
+    got = query.GetPercentiles(pb.GetPercentilesRequest(run=str(run.run.id),
+                                                        percentiles=PERCENTS))
+    want = exact_percentiles(pairs, PERCENTS)
+    check([p.latency for p in got.percentiles] == want,
+          f"{tag}: every {where} percentile equals the merged distribution's: {want}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perld", required=True)
+    ap.add_argument("--perlctl", required=True)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="perld-tier-crash-")
+    pb, rpc, _ = perld_it.load_stubs(tmp)
+    import grpc
+    root_listen = f"127.0.0.1:{free_port()}"
+    edge_listen = f"127.0.0.1:{free_port()}"
+    root_config = os.path.join(tmp, "root.yaml")
+    edge_config = os.path.join(tmp, "edge.yaml")
+    with open(root_config, "w") as f:
+        f.write(ROOT_CONFIG)
+    with open(edge_config, "w") as f:
+        f.write(EDGE_CONFIG.format(root=root_listen, close_ms=1500))
+    edge_log = os.path.join(tmp, "edge.log")
+
+    def root():
+        return Daemon(args.perld, os.path.join(tmp, "root-state"), config=root_config,
+                      log=os.path.join(tmp, "root.log"), grpc_listen=root_listen)
+
+    def edge():
+        return Daemon(args.perld, os.path.join(tmp, "edge-state"), config=edge_config,
+                      log=edge_log, grpc_listen=edge_listen)
+
+    def log_count(text):
+        with open(edge_log) as f:
+            return f.read().count(text)
+
+    r, e = root(), edge()
+    rq = rpc.QueryStub(grpc.insecure_channel(root_listen))
+    eq = rpc.QueryStub(grpc.insecure_channel(edge_listen))
+
+    # --- A: the edge killed twice mid-stream -----------------------------------
+    outs, procs = clients(args.perlctl, edge_listen, "edge-crash", tmp, "a", 7)
+    for _ in range(2):
+        time.sleep(2.0)
+        e.proc.send_signal(signal.SIGKILL)
+        e.proc.wait(timeout=30)
+        time.sleep(0.3)
+        e = edge()
+    results = client_results("A", procs)
+    if results:
+        verify(eq, pb, "A", "edge-crash", outs, results, "edge")
+        verify(rq, pb, "A", "edge-crash", outs, results, "root")
+    resumed = log_count("resumed: its stream to")
+    check(resumed == 2, f"A: the edge continued its stream to the root after each crash "
+          f"({resumed} in its log)")
+
+    # --- B: the root down from mid-stream until the edge's run ended -----------
+    spilled_before = log_count("wait in the state database")
+    outs, procs = clients(args.perlctl, edge_listen, "root-down", tmp, "b", 4)
+    time.sleep(1.5)
+    r.proc.send_signal(signal.SIGKILL)
+    r.proc.wait(timeout=30)
+    results = client_results("B", procs)
+    if results:
+        verify(eq, pb, "B", "root-down", outs, results, "edge")
+    rc = e.stop()
+    check(rc == 0, f"B: the edge stops on SIGTERM while the root is down (exit {rc})")
+    check(log_count("kept in the state database") >= 1,
+          "B: the edge kept the unacknowledged window messages in its state database")
+    check(log_count("wait in the state database") > spilled_before,
+          "B: past upstream.maxQueuedWindows the messages waited in the state database")
+    e = edge()
+    time.sleep(0.5)
+    r = root()
+    if results:
+        verify(rq, pb, "B", "root-down", outs, results, "root")
+    check(log_count("ended before perld stopped: resending") == 1,
+          "B: the restarted edge resent the ended run's stored messages")
+    for name, d in (("edge", e), ("root", r)):
+        rc = d.stop()
+        check(rc == 0, f"{name}: SIGTERM, exit {rc}")
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
