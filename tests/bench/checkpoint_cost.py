@@ -57,6 +57,13 @@ def window_templates(ipb, pairs, seed):
     return out
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def trial(args, pb, ipb, rpc, irpc, checkpoints, templates, tmp, index, root=None):
     """root: the root perld's gRPC address to forward to (None: no upstream)."""
     import grpc
@@ -108,10 +115,12 @@ def trial(args, pb, ipb, rpc, irpc, checkpoints, templates, tmp, index, root=Non
     got = perld_it.wait_ended(query, pb, started.run_id, 600)
     rate = got.total.records / got.total.seconds
     metrics = urllib.request.urlopen(f"http://{d.http}/metrics", timeout=10).read().decode()
-    written = {line.split()[0]: float(line.split()[1]) for line in metrics.splitlines()
+    written = {line.split()[0].split("{")[0]: float(line.split()[1])
+               for line in metrics.splitlines()
                if line.startswith(("perld_ingest_checkpoints_total",
                                    "perld_ingest_checkpoint_pairs_total",
                                    "perld_upstream_reports_acked_total"))}
+    written["cpu_seconds"] = cpu_seconds(d.proc.pid)
     stop.set()
     for s in streams:
         s.cancel()
@@ -149,14 +158,19 @@ def main():
     rates = {True: [], False: []}
     for i in range(args.rounds):
         for on in (True, False):
+            root_cpu = cpu_seconds(root.proc.pid) if root else 0
             rate, written = trial(args, pb, ipb, rpc, irpc, on or args.forward, templates, tmp,
                                   f"{i}-{int(on)}", root.grpc if root and on else None)
             rates[on].append(rate)
+            forwarded = ""
+            if root:
+                forwarded = (f", reports acked by the root"
+                             f" {written.get('perld_upstream_reports_acked_total', 0):.0f},"
+                             f" root CPU {cpu_seconds(root.proc.pid) - root_cpu:.1f} s")
             print(f"round {i + 1} {label} {names[on]:3}: {rate / 1e6:.2f} M records/s"
                   f" (checkpoints committed {written.get('perld_ingest_checkpoints_total', 0):.0f},"
                   f" pairs written {written.get('perld_ingest_checkpoint_pairs_total', 0):.0f},"
-                  f" reports acked by the root"
-                  f" {written.get('perld_upstream_reports_acked_total', 0):.0f})", flush=True)
+                  f" daemon CPU {written['cpu_seconds']:.1f} s{forwarded})", flush=True)
     if root:
         root.stop()
     on, off = statistics.median(rates[True]), statistics.median(rates[False])
