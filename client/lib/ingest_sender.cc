@@ -290,6 +290,12 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
 
   auto stream = stub_->Stream(&context);
   v1::IngestResponse response;
+  {
+    // A reconnect names the run it was in: if its close was applied there
+    // and the acknowledgement lost, the daemon answers for that run.
+    std::lock_guard<std::mutex> lock(mu_);
+    open_.mutable_open()->set_run_id(run_id_);
+  }
   if (!stream->Write(open_) || !stream->Read(&response) || !response.has_opened()) {
     stream->WritesDone();
     return stream->Finish();

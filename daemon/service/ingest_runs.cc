@@ -199,6 +199,17 @@ absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
                     absl::UnavailableError("perld is shutting down: no new ingest streams"));
     }
     auto found = by_name_.find(open.run_name());
+    if (open.run_id() != 0 && (found == by_name_.end() || found->second->id != open.run_id())) {
+      // A reconnect to a run that has ended meanwhile: a client that had
+      // closed its part gets it back, instead of starting a new run.
+      for (const auto& ended : ended_) {
+        if (ended->id != open.run_id()) continue;
+        auto c = ended->clients.find(open.client_id());
+        if (c != ended->clients.end() && c->second->closed) {
+          return ClosedSession(ended, *c->second);
+        }
+      }
+    }
     if (found == by_name_.end()) {
       if (open.must_exist()) {
         return Refuse(stats_, Refusal::kUnknownRun,
@@ -256,6 +267,11 @@ absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
                           absl::StrCat("client '", client->id, "' joined run '", run->name, "' in ",
                                        v1::IngestOpen::Mode_Name(client->mode), ", not ",
                                        v1::IngestOpen::Mode_Name(open.mode()))));
+      }
+      // A reconnect naming this run after its close (the acknowledgement was
+      // lost) may repeat the close; a new client reusing the id may not.
+      if (client->closed && !client->gone && open.run_id() == run->id) {
+        return ClosedSession(run, *client);
       }
       if (client->closed || client->gone) {
         return Refuse(
@@ -610,8 +626,33 @@ void IngestRuns::MarkDurable(runs::RunId id, const std::vector<state::Checkpoint
   }
 }
 
+IngestRuns::Session IngestRuns::ClosedSession(const std::shared_ptr<Run>& run, Client& c) {
+  Session session;
+  session.run = run;
+  session.client = &c;
+  session.run_id = run->id;
+  session.acked_sequence = c.closed_at;
+  session.closed = true;
+  stats_.streams.fetch_add(1, std::memory_order_relaxed);
+  return session;
+}
+
+bool IngestRuns::CloseDurable(const Session& session) const {
+  {
+    std::lock_guard<std::mutex> progress(session.client->progress_mu);
+    if (session.client->progress.close_durable) return true;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return !active_.contains(session.run_id);
+}
+
 void IngestRuns::Leave(Session& session) {
   if (session.run == nullptr) return;
+  if (session.closed) {  // never attached
+    session.run.reset();
+    session.client = nullptr;
+    return;
+  }
   bool end = false;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -84,6 +84,9 @@ class IngestRuns {
     runs::RunId run_id = 0;
     bool created = false;         // this open created the run
     uint64_t acked_sequence = 0;  // where the client resumes
+    // The client closed its part already (a reconnect after a lost close
+    // acknowledgement): the stream only repeats the close (WaitClosed).
+    bool closed = false;
     int64_t max_memory_bytes = 0;
   };
   // What one applied (or skipped) message leaves behind.
@@ -144,6 +147,9 @@ class IngestRuns {
                         std::chrono::milliseconds timeout) const;
   void WakeProgress(const Session& session) const;
   Progress CurrentProgress(const Session& session) const;
+  // A closed session (Session::closed): whether the client's close is
+  // durable -- a checkpoint holds it, or its run has ended.
+  bool CloseDurable(const Session& session) const;
 
   // Checkpoints (the checkpointer, on the dispatcher and store threads).
   // True for a running run whose messages become durable by checkpoints.
@@ -206,6 +212,8 @@ class IngestRuns {
 
  private:
   void Reap();
+  // A session for a client that closed its part of `run` already (mu_ held).
+  Session ClosedSession(const std::shared_ptr<Run>& run, Client& c);
   // Under mu_: true when the run can end now; marks it ending.
   bool ReadyToEndLocked(Run& run, int64_t now_ns);
   void End(const std::shared_ptr<Run>& run);

@@ -147,6 +147,7 @@ grpc::Status IngestService::Stream(
   opened->set_max_batch_length(config->ingest.max_batch_length);
   opened->set_max_pairs_per_report(config->ingest.max_pairs_per_report);
   if (!stream->Write(response)) return grpc::Status::CANCELLED;
+  if (session.closed) return RepeatClose(session, stream, context);
 
   AckWriter acks(runs_, session, stream);
   while (stream->Read(&request)) {
@@ -203,6 +204,30 @@ grpc::Status IngestService::Stream(
   return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                       "the stream ended without an IngestClose: the client counts as gone unless "
                       "it reconnects within ingest.clientTimeoutMs");
+}
+
+grpc::Status IngestService::RepeatClose(
+    const IngestRuns::Session& session,
+    grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream,
+    grpc::ServerContext* context) {
+  const uint64_t last = session.acked_sequence;
+  v1::IngestRequest request;
+  if (!stream->Read(&request)) return grpc::Status::CANCELLED;
+  if (!request.has_close() || request.close().last_sequence() != last) {
+    return Refused(stats_, Refusal::kMismatch, grpc::StatusCode::FAILED_PRECONDITION,
+                   absl::StrCat("this client already closed its part of run ", session.run_id,
+                                " after message ", last, ": only that IngestClose may follow"));
+  }
+  while (!runs_.CloseDurable(session)) {
+    if (context->IsCancelled()) return grpc::Status::CANCELLED;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  v1::IngestResponse response;
+  v1::IngestAck* ack = response.mutable_ack();
+  ack->set_acked_sequence(last);
+  ack->set_durable_sequence(last);
+  ack->set_duplicates(runs_.CurrentProgress(session).duplicates);
+  return stream->Write(response) ? grpc::Status::OK : grpc::Status::CANCELLED;
 }
 
 }  // namespace perld::service

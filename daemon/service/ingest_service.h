@@ -28,6 +28,13 @@ class IngestService final : public v1::Ingest::Service {
       grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) override;
 
  private:
+  // A client that closed its part already reconnected (its close's
+  // acknowledgement was lost): it may only repeat that close, which is
+  // acknowledged once durable.
+  grpc::Status RepeatClose(const IngestRuns::Session& session,
+                           grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream,
+                           grpc::ServerContext* context);
+
   IngestRuns& runs_;
   IngestStats& stats_;
   const CurrentConfig& config_;

@@ -298,6 +298,46 @@ def main():
         check(out.returncode == 0 and json.loads(out.stdout)["total"]["validLatencyRecords"] == 4,
               "perlctl --target unix:PATH reads the run")
 
+    # --- a close whose acknowledgement was lost ---------------------------------
+    # The client reconnects naming its run: it gets that run back with its
+    # last sequence and only its close again -- also once the run ended.
+    x = Stream(ingest, ipb, opener("relost", "x", RAW))
+    rid = x.recv().opened.run_id
+    y = Stream(ingest, ipb, opener("relost", "y", RAW))
+    y.recv()
+    for seq in (1, 2):
+        x.ask(batch=batch(ipb, seq, [seq] * 10))
+    x.finish(2)
+    x = Stream(ingest, ipb, opener("relost", "x", RAW, run_id=rid))
+    xo = x.recv().opened
+    check(xo.run_id == rid and xo.acked_sequence == 2 and not xo.created,
+          f"a closed client that reconnects gets its run and last sequence back ({xo.run_id}, "
+          f"{xo.acked_sequence})")
+    ack = x.finish(2)
+    check(ack is not None and ack.HasField("ack") and ack.ack.acked_sequence == 2
+          and ack.ack.durable_sequence == 2, "its repeated close is acknowledged durable")
+    x = Stream(ingest, ipb, opener("relost", "x", RAW, run_id=rid))
+    x.recv()
+    x.send(batch=batch(ipb, 3, [3]))
+    code, detail = code_of(x.recv)
+    check(code == grpc.StatusCode.FAILED_PRECONDITION and "already closed" in detail,
+          f"after its close a client may only repeat the close ({code}: {detail})")
+    x = Stream(ingest, ipb, opener("relost", "x", RAW))
+    code, detail = code_of(x.recv)
+    check(code == grpc.StatusCode.FAILED_PRECONDITION and "already closed" in detail,
+          f"a new client reusing a closed client's id (no run_id) is refused ({detail})")
+    y.finish(0)
+    ended = wait_ended(query, pb, rid)
+    check(ended.run.state == pb.RUN_STATE_FINISHED and ended.total.records == 20,
+          f"the run ended with both clients closed ({ended.total.records} records)")
+    x = Stream(ingest, ipb, opener("relost", "x", RAW, run_id=rid))
+    xo = x.recv().opened
+    ack = x.finish(2)
+    check(xo.run_id == rid and xo.acked_sequence == 2 and ack.ack.durable_sequence == 2,
+          "after the run ended, the reconnecting closed client is answered for that run")
+    named = [r for r in query.ListRuns(pb.ListRunsRequest()).runs if r.name == "relost"]
+    check(len(named) == 1, f"and no new run of that name was started ({len(named)})")
+
     # --- counters ----------------------------------------------------------------
     metrics = urllib.request.urlopen(f"http://{d.http}/metrics", timeout=10).read().decode()
     for needle in ('perld_ingest_refused_total{reason="sequence_gap"} 2',
