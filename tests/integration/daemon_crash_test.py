@@ -18,17 +18,15 @@ import argparse
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import perld_it  # noqa: E402
-from perld_it import check, Daemon, wait_ended, exact_percentiles, finish, merged_distributions  # noqa: E402
+from perld_it import (PERCENTS, Daemon, check, exact_percentiles, finish,  # noqa: E402
+                      free_port, merged_distributions, spooled_loads, wait_ended)
 
-PERCENTS = [5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99, 100]
 CONFIG = """
 reportingIntervalMs: 200
 ingest:
@@ -36,25 +34,8 @@ ingest:
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def clients(perlctl, target, run, tmp, tag):
-    outs, procs = [], []
-    for i, mode in enumerate(("raw", "windows", "raw")):
-        out = os.path.join(tmp, f"{tag}{i}.json")
-        spool = os.path.join(tmp, f"spool-{tag}{i}")
-        cmd = [perlctl, "--target", target, "--json", "load", "-size", "100", "-time", "ns",
-               "-writers", "1", "-seconds", "7", "-throughput", "200000", "--run", run,
-               "--mode", mode, "--spool", spool, "--distribution-out", out, "-interval", "1"]
-        outs.append(out)
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))
-    return outs, procs
-
+    return spooled_loads(perlctl, target, run, tmp, tag, ("raw", "windows", "raw"), 7, 200000)
 
 
 def verify(query, pb, tag, outs, procs):

@@ -18,7 +18,7 @@ import tempfile
 import time
 import urllib.request
 
-from perld_it import Daemon, check, finish, load_stubs, wait_ended
+from perld_it import Daemon, check, finish, load_stubs
 
 
 def run(cmd, timeout=60):

@@ -8,6 +8,7 @@ import json
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -231,6 +232,33 @@ def exact_percentiles(pairs, percents):
                 break
             cumulative += count
     return out
+
+
+def spooled_loads(perlctl, target, run, tmp, tag, modes, seconds, throughput):
+    """Starts one `perlctl load` per mode ("raw"/"windows") into `run` at
+    `target`, each with its own spool and --distribution-out file in tmp;
+    returns (the distribution files, the processes)."""
+    outs, procs = [], []
+    for i, mode in enumerate(modes):
+        out = os.path.join(tmp, f"{tag}{i}.json")
+        cmd = [perlctl, "--target", target, "--json", "load", "-size", "100", "-time", "ns",
+               "-writers", "1", "-seconds", str(seconds), "-throughput", str(throughput),
+               "--run", run, "--mode", mode, "--spool", os.path.join(tmp, f"spool-{tag}{i}"),
+               "--distribution-out", out, "-interval", "1"]
+        outs.append(out)
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    return outs, procs
+
+
+def free_port():
+    """A loopback TCP port free now (for a daemon restarted on the same address)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+PERCENTS = [5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99, 100]
 
 
 def finish():

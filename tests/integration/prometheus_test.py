@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perld_it import ROOT, Daemon, check, finish, load_stubs  # noqa: E402
+from perld_it import ROOT, Daemon, check, finish, free_port, load_stubs  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The dashboard's percentiles: SBK's defaults plus those its panels name.
@@ -56,12 +55,6 @@ def promtool(text):
     p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                        text=True, timeout=60)
     return p.returncode, (p.stdout + p.stderr).strip()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def dashboard_names(path):

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "daemon/state/sqlite_db.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -449,35 +450,36 @@ TEST(StateStoreTest, RefusesANewerSchema) {
               HasSubstr("schema version 4 is newer than this perld supports (3)"));
 }
 
-TEST(StateStoreTest, UpgradesAVersion1Database) {
-  ScratchDir tmp;
-  OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "DROP TABLE upstream_messages");
-  Sql(tmp / "perld.db", "DROP TABLE upstream_streams");
-  Sql(tmp / "perld.db", "DROP TABLE checkpoint_clients");
-  Sql(tmp / "perld.db", "DROP TABLE checkpoints");
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 1 WHERE key = 'schema_version'");
-  auto store = OpenOrDie(tmp.path());
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "3");
-  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM checkpoints"), "0");
-  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_messages"), "0");
+// Turns a current database back into one of `version`: drops the tables
+// later versions added and sets meta.schema_version.
+void DowngradeTo(const std::string& db, int version) {
+  Sql(db, "DROP TABLE upstream_messages");
+  Sql(db, "DROP TABLE upstream_streams");
+  if (version < 2) {
+    Sql(db, "DROP TABLE checkpoint_clients");
+    Sql(db, "DROP TABLE checkpoints");
+  }
+  Sql(db,
+      absl::StrCat("UPDATE meta SET value = ", version, " WHERE key = 'schema_version'").c_str());
 }
 
-TEST(StateStoreTest, UpgradesAVersion2Database) {
-  ScratchDir tmp;
-  {
+TEST(StateStoreTest, UpgradesVersion1And2Databases) {
+  for (int version : {1, 2}) {
+    SCOPED_TRACE(version);
+    ScratchDir tmp;
+    {
+      auto store = OpenOrDie(tmp.path());
+      store->SaveRun(MakeRun(3));
+    }
+    DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
-    store->SaveRun(MakeRun(3));
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "3");
+    EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM checkpoints"), "0");
+    EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_streams"), "0");
+    EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_messages"), "0");
+    EXPECT_EQ(LoadOrDie(*store).size(), 1u);  // the runs stay
   }
-  Sql(tmp / "perld.db", "DROP TABLE upstream_messages");
-  Sql(tmp / "perld.db", "DROP TABLE upstream_streams");
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 2 WHERE key = 'schema_version'");
-  auto store = OpenOrDie(tmp.path());
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "3");
-  EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_streams"), "0");
-  EXPECT_EQ(LoadOrDie(*store).size(), 1u);  // the runs stay
 }
 
 // A forwarded run's messages to its parent: stored in the transaction of
