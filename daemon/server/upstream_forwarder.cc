@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/lib/wire_encoder.h"
+#include "daemon/core/contract.h"
 #include "daemon/log/log.h"
 #include "daemon/service/run_proto.h"
 
@@ -218,16 +219,10 @@ void UpstreamForwarder::OnRunEnded(const runs::RunInfo& info, const runs::Window
   if (it == streams_.end()) return;
   Stream& s = it->second;
   s.ended = true;
-  if (s.gated && !s.untaken.empty()) {
-    // The windows after the run's last checkpoint, not taken with the final
-    // total (no RunHistory journal): stored on their own, then sent.
-    const uint64_t next = s.next_sequence;
-    store_->SaveUpstream(info.id, s.untaken, next,
-                         [this, id = info.id, next] { Committed(id, next); });
-    s.uncommitted.insert(s.uncommitted.end(), std::make_move_iterator(s.untaken.begin()),
-                         std::make_move_iterator(s.untaken.end()));
-    s.untaken.clear();
-  }
+  // RunHistory::OnRunEnded (an earlier observer) took the run's last
+  // messages with its final total (UpstreamJournal).
+  PERLD_CONTRACT(s.untaken.empty(),
+                 "a forwarded run ended with messages no store transaction took");
   MaybeEndLocked(info.id);
 }
 

@@ -322,8 +322,6 @@ class StateStore::Writer {
         }
       } else if (const auto* c = std::get_if<CheckpointItem>(&q.item); c && c->durable) {
         durable.push_back(&c->durable);
-      } else if (const auto* u = std::get_if<UpstreamItem>(&q.item); u && u->durable) {
-        durable.push_back(&u->durable);
       } else if (const auto* f = std::get_if<FinalTotalItem>(&q.item); f && f->upstream.durable) {
         durable.push_back(&f->upstream.durable);
       }
@@ -433,14 +431,6 @@ class StateStore::Writer {
       s = SaveUpstream(run, c.upstream, c.upstream_next_sequence);
     }
     return Settle(s, absl::StrCat("checkpoint of run ", run));
-  }
-
-  absl::Status Apply(const UpstreamItem& item, Touched* /*touched*/) {
-    if (absl::Status s = savepoint_.Run(); !s.ok()) {
-      return s;
-    }
-    return Settle(SaveUpstream(item.run, item.messages, item.next_sequence),
-                  absl::StrCat("upstream messages of run ", item.run));
   }
 
   absl::Status Apply(const UpstreamReleaseItem& item, Touched* /*touched*/) {
@@ -799,12 +789,6 @@ void StateStore::SaveCheckpointClients(runs::RunId run, std::vector<CheckpointCl
   item.clients_only = true;
   const size_t bytes = sizeof(Queued) + sizeof(CheckpointClient) * item.checkpoint.clients.size();
   Enqueue(std::move(item), bytes);
-}
-
-void StateStore::SaveUpstream(runs::RunId run, std::vector<UpstreamMessage> messages,
-                              uint64_t next_sequence, std::function<void()> durable) {
-  const size_t bytes = sizeof(Queued) + UpstreamBytes(messages);
-  Enqueue(UpstreamItem{run, std::move(messages), next_sequence, std::move(durable)}, bytes);
 }
 
 void StateStore::ReleaseUpstream(runs::RunId run, uint64_t through) {

@@ -156,11 +156,6 @@ class StateStore {
   // REQUIRES: a checkpoint of the run was queued before.
   void SaveCheckpointClients(runs::RunId run, std::vector<CheckpointClient> clients,
                              std::function<void()> durable);
-  // A forwarded run's messages to the parent outside any checkpoint (its
-  // last windows when it ends): stored with the stream's next sequence in
-  // the next transaction; `durable` as for SaveCheckpoint.
-  void SaveUpstream(runs::RunId run, std::vector<UpstreamMessage> messages, uint64_t next_sequence,
-                    std::function<void()> durable);
   // Deletes the run's messages to the parent up to `through` (the parent
   // reported them durable).
   void ReleaseUpstream(runs::RunId run, uint64_t through);
@@ -223,12 +218,6 @@ class StateStore {
     std::function<void()> durable;
     bool clients_only = false;  // checkpoint.clients rows only
   };
-  struct UpstreamItem {
-    runs::RunId run = 0;
-    std::vector<UpstreamMessage> messages;
-    uint64_t next_sequence = 0;
-    std::function<void()> durable;
-  };
   struct UpstreamReleaseItem {
     runs::RunId run = 0;
     uint64_t through = 0;
@@ -244,7 +233,7 @@ class StateStore {
   struct RetentionItem {
     config::RetentionConfig retention;
   };
-  using Item = std::variant<RunItem, WindowItem, FinalTotalItem, CheckpointItem, UpstreamItem,
+  using Item = std::variant<RunItem, WindowItem, FinalTotalItem, CheckpointItem,
                             UpstreamReleaseItem, TrimItem, DeleteItem, RetentionItem>;
   struct Queued {
     Item item;

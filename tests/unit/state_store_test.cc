@@ -547,7 +547,9 @@ TEST(StateStoreTest, UpstreamMessagesGoWithTheirCheckpointAndStayUntilReleased) 
   EXPECT_EQ((*streams)[0].first_sequence, 5u);
   EXPECT_EQ((*streams)[0].next_sequence, 5u);
   bool five_durable = false;
-  store->SaveUpstream(7, {{5, "five"}}, 6, [&] { five_durable = true; });
+  // (A final total saved again replaces the first, carrying one more.)
+  store->SaveFinalTotal(MakeRun(7, RunState::kFinished, 1'700'000'999'000), MakeTotal(7, 10),
+                        UpstreamTail{{{5, "five"}}, 6, [&] { five_durable = true; }});
   ASSERT_TRUE(store->Flush().ok());
   EXPECT_TRUE(five_durable);
   EXPECT_EQ(store->LoadUpstream()->at(0).first_sequence, 5u);
@@ -557,7 +559,13 @@ TEST(StateStoreTest, UpstreamMessagesGoWithTheirCheckpointAndStayUntilReleased) 
   EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_messages"), "0");
 
   // Deleting a run deletes its stream.
-  store->SaveUpstream(8, {{1, "x"}}, 2, nullptr);
+  Checkpoint of8;
+  of8.total = MakeTotal(8, 5);
+  of8.upstream = {{1, "x"}};
+  of8.upstream_next_sequence = 2;
+  store->SaveCheckpoint(of8, nullptr);
+  ASSERT_TRUE(store->Flush().ok());
+  ASSERT_EQ(store->LoadUpstream()->size(), 1u);
   store->DeleteRuns({8});
   ASSERT_TRUE(store->Flush().ok());
   EXPECT_TRUE(store->LoadUpstream()->empty());
