@@ -280,6 +280,7 @@ absl::StatusOr<std::unique_ptr<client::Spool>> OpenSpool(const ClientOptions& o,
         "'): resume it with the same run, mode and time unit, or move the directory away"));
   }
   open->set_client_id(stored.client_id());
+  open->set_run_id(stored.run_id());  // the run its messages belong to (0: not opened yet)
   *client_id = stored.client_id();
   return spool;
 }
@@ -423,6 +424,8 @@ FlushResult Client::Close(std::chrono::milliseconds timeout) {
 }
 
 void Client::Abandon() { impl_->sender->GiveUpAt(std::chrono::steady_clock::now()); }
+
+std::string Client::FinalError() const { return impl_->sender->FinalError(); }
 
 Counters Client::counters() const {
   Counters c;

@@ -3,17 +3,22 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "daemon/common/failpoint.h"
+
 namespace perld::client {
 namespace {
 
-// Codes the daemon uses for errors a resend cannot fix.
+// Codes the daemon uses for errors a resend cannot fix. RESOURCE_EXHAUSTED
+// is not one: the daemon uses it only for transient limits (streams, runs,
+// clients per run, memory), so the sender retries with capped backoff.
 bool IsFinal(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::FAILED_PRECONDITION:
     case grpc::StatusCode::NOT_FOUND:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
     case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::DATA_LOSS:
     case grpc::StatusCode::ABORTED:
     case grpc::StatusCode::UNIMPLEMENTED:
     case grpc::StatusCode::PERMISSION_DENIED:
@@ -44,6 +49,8 @@ const char* CodeName(grpc::StatusCode code) {
       return "PERMISSION_DENIED";
     case grpc::StatusCode::UNAUTHENTICATED:
       return "UNAUTHENTICATED";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
     default:
       return "error";
   }
@@ -59,10 +66,17 @@ IngestSender::IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpe
       max_unacked_(std::max<int64_t>(1, max_unacked)),
       max_undurable_bytes_(std::max<int64_t>(1, max_undurable_bytes)),
       spool_(std::move(spool)) {
+  run_id_ = open.run_id();  // a spool's meta names the run its messages belong to
   *open_.mutable_open() = std::move(open);
   made_.store(std::max<uint64_t>(first_sequence, 1) - 1, std::memory_order_relaxed);
   counted_ = made_.load(std::memory_order_relaxed);
   if (spool_ != nullptr) {
+    // Every key below the spool's first one was released: the daemon had
+    // reported it durable. A daemon that comes back with less lost them.
+    if (const uint64_t first = spool_->first_key(); first > 1) {
+      durable_ = first - 1;
+      acked_ = counted_ = durable_;
+    }
     // What a previous process spooled goes first, with its own sequences.
     const absl::Status replay = spool_->ForEach([this](uint64_t key, std::string_view payload) {
       auto message = std::make_shared<v1::IngestRequest>();
@@ -106,32 +120,38 @@ int64_t IngestSender::RecordsOf(const v1::IngestRequest& message) {
 bool IngestSender::Enqueue(v1::IngestRequest message) {
   const uint64_t seq = made_.load(std::memory_order_relaxed) + 1;
   auto shared = std::make_shared<const v1::IngestRequest>(std::move(message));
-  if (spool_ != nullptr && !SpoolAppend(seq, *shared)) {
-    std::lock_guard<std::mutex> lock(mu_);
+  const auto unsent = [&] {
     ++unsent_;
     unsent_records_ += RecordsOf(*shared);
     return false;
-  }
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!RoomLocked()) {
-    ++full_waits_;
-    const auto room = [&] { return RoomLocked() || !error_.empty() || stop_; };
-    // GiveUpAt may come while this waits: the deadline is re-read each wake.
-    while (!room()) {
-      if (give_up_at_ == std::chrono::steady_clock::time_point::max()) {
-        cv_.wait(lock);
-      } else if (cv_.wait_until(lock, give_up_at_) == std::cv_status::timeout && !room()) {
-        ++unsent_;
-        unsent_records_ += RecordsOf(*shared);
-        return false;
+  };
+  {
+    // Room first: a message that is given up on is never spooled, and one
+    // that is spooled is always queued (sent, or replayed by the next
+    // process) -- the spool and the sequence numbers never disagree.
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!RoomLocked()) {
+      ++full_waits_;
+      const auto room = [&] { return RoomLocked() || !error_.empty() || stop_; };
+      // GiveUpAt may come while this waits: the deadline is re-read each wake.
+      while (!room()) {
+        if (give_up_at_ == std::chrono::steady_clock::time_point::max()) {
+          cv_.wait(lock);
+        } else if (cv_.wait_until(lock, give_up_at_) == std::cv_status::timeout && !room()) {
+          return unsent();
+        }
       }
     }
+    if (!error_.empty() || stop_) return unsent();
   }
-  if (!error_.empty() || stop_) {
-    ++unsent_;
-    unsent_records_ += RecordsOf(*shared);
-    return false;
+  if (spool_ != nullptr) {
+    if (!SpoolAppend(seq, *shared)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      return unsent();
+    }
+    PERLD_FAILPOINT_HIT("spool-after-append-before-send");
   }
+  std::lock_guard<std::mutex> lock(mu_);
   outbox_bytes_ += static_cast<int64_t>(shared->ByteSizeLong());
   outbox_.emplace_back(seq, std::move(shared));
   made_.store(seq, std::memory_order_relaxed);
@@ -273,6 +293,33 @@ void IngestSender::Run() {
   }
 }
 
+std::string IngestSender::CheckOpenedLocked(const v1::IngestOpened& o) const {
+  const v1::IngestOpen& open = open_.open();
+  const std::string who =
+      absl::StrCat("client '", open.client_id(), "' of run ", run_id_, " '", open.run_name(), "'");
+  if (run_id_ != 0 && o.run_id() != run_id_) {
+    return absl::StrCat("the daemon answered for run ", o.run_id(), ", not run ", run_id_,
+                        ", which ", who, " was in: refusing to send into another run");
+  }
+  const uint64_t made = made_.load(std::memory_order_relaxed);
+  if (o.acked_sequence() > made) {
+    return absl::StrCat(
+        "the daemon has applied messages up to ", o.acked_sequence(), " of ", who,
+        ", but this client made only up to ", made, ": messages ", made + 1, "..",
+        o.acked_sequence(),
+        " were sent by a process whose spool lost them (a batched spool after a machine "
+        "crash?); refusing to reuse their sequence numbers");
+  }
+  if (o.acked_sequence() < durable_) {
+    return absl::StrCat("the daemon holds messages up to ", o.acked_sequence(), " of ", who,
+                        " but had reported up to ", durable_, " durable: messages ",
+                        o.acked_sequence() + 1, "..", durable_,
+                        " were lost on the daemon's side (its state directory was lost, "
+                        "restored or cut by a power failure)");
+  }
+  return "";
+}
+
 grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
   grpc::ClientContext context;
   {
@@ -291,10 +338,12 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
   auto stream = stub_->Stream(&context);
   v1::IngestResponse response;
   {
-    // A reconnect names the run it was in: if its close was applied there
-    // and the acknowledgement lost, the daemon answers for that run.
+    // A reconnect names the run it was in (the daemon answers for that run
+    // only, never another of its name) and what it was told is durable (a
+    // daemon holding less lost it, and says so).
     std::lock_guard<std::mutex> lock(mu_);
     open_.mutable_open()->set_run_id(run_id_);
+    open_.mutable_open()->set_durable_sequence(durable_);
   }
   if (!stream->Write(open_) || !stream->Read(&response) || !response.has_opened()) {
     stream->WritesDone();
@@ -302,18 +351,39 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
   }
   *opened = true;
   uint64_t next_to_send = 0;
+  bool first_open = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const v1::IngestOpened& o = response.opened();
+    if (std::string why = CheckOpenedLocked(o); !why.empty()) {
+      error_ = std::move(why);
+      cv_.notify_all();
+      context.TryCancel();
+      (void)stream->Finish();
+      return grpc::Status::OK;  // error_ is set: Run() stops
+    }
+    first_open = run_id_ == 0;
     run_id_ = o.run_id();
     max_batch_length_.store(o.max_batch_length(), std::memory_order_relaxed);
     // What the daemon has applied now: after a daemon crash it resumed from
     // a checkpoint and may have applied less than it acknowledged before
-    // (never less than what it declared durable).
+    // (never less than what it declared durable: CheckOpenedLocked).
     acked_ = o.acked_sequence();
     next_to_send = std::max(acked_, durable_) + 1;
   }
   cv_.notify_all();
+  if (first_open && spool_ != nullptr) {
+    // A process restarted on this spool reconnects naming the run.
+    open_.mutable_open()->set_run_id(response.opened().run_id());
+    if (absl::Status s = spool_->SetMeta(open_.open().SerializeAsString()); !s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = std::string(s.message());
+      cv_.notify_all();
+      context.TryCancel();
+      (void)stream->Finish();
+      return grpc::Status::OK;
+    }
+  }
 
   std::atomic<bool> broken{false};
   std::thread reader([&] {
@@ -361,6 +431,16 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
       }
     }
     if (next != nullptr) {
+      // Never send what the spool does not hold: a batched spool may delay
+      // the write and the send together, never the write alone.
+      if (spool_ != nullptr) {
+        if (absl::Status s = spool_->WriteThrough(next_to_send); !s.ok()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (error_.empty()) error_ = std::string(s.message());
+          cv_.notify_all();
+          break;
+        }
+      }
       if (!stream->Write(*next)) break;
       ++next_to_send;
       continue;

@@ -75,6 +75,10 @@ class IngestSender {
     std::lock_guard<std::mutex> lock(mu_);
     return !error_.empty();
   }
+  std::string FinalError() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
   // The daemon's batch limit (from IngestOpened; 0 until known).
   int64_t max_batch_length() const { return max_batch_length_.load(std::memory_order_relaxed); }
   void FillCounters(Counters* out) const;
@@ -87,6 +91,10 @@ class IngestSender {
   // the daemon accepted the open, `closed` when it acknowledged the close.
   grpc::Status Connect(bool* opened, bool* closed);
   FlushResult ResultLocked(uint64_t sequence) const;
+  // Why the daemon's IngestOpened contradicts what this client knows (a
+  // final error), or "": another run, messages the client never made, or
+  // fewer than it was told are durable.
+  std::string CheckOpenedLocked(const v1::IngestOpened& o) const;
   void ReleaseDurableLocked();
   bool RoomLocked() const;
   // Appends to the spool, waiting while it is full; false: not appended

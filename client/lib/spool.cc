@@ -257,6 +257,7 @@ absl::Status Spool::Recover() {
   }
   if (absl::Status s = SyncDirectory(options_.dir); !s.ok()) return s;
   durable_key_.store(last, std::memory_order_release);
+  written_key_.store(last, std::memory_order_release);
   buffered_last_key_ = last;
   return absl::OkStatus();
 }
@@ -346,6 +347,9 @@ absl::Status Spool::Flush(std::unique_lock<std::mutex>& lock, bool sync) {
     io_error_ = status;
     synced_cv_.notify_all();
     return status;
+  }
+  if (upto > written_key_.load(std::memory_order_relaxed)) {
+    written_key_.store(upto, std::memory_order_release);
   }
   if (spare_.capacity() < out.capacity()) {
     out.clear();
@@ -455,6 +459,23 @@ absl::Status Spool::AppendImpl(uint64_t key, std::string_view payload, uint64_t*
   return absl::OkStatus();
 }
 
+absl::Status Spool::WriteThrough(uint64_t key) {
+  if (written_key_.load(std::memory_order_acquire) >= key) return absl::OkStatus();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!io_error_.ok()) return io_error_;
+  if (written_key_.load(std::memory_order_acquire) >= key) return absl::OkStatus();
+  // Also with an empty buffer: another thread's Flush holds the records
+  // and writes them under io_mu_ before this one gets it (lock order).
+  return Flush(lock, /*sync=*/false);
+}
+
+uint64_t Spool::first_key() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (segments_.empty()) return 0;
+  const Segment& s = segments_.front();
+  return s.last_key == 0 ? 0 : s.first_key;
+}
+
 absl::Status Spool::Commit() {
   std::unique_lock<std::mutex> lock(mu_);
   if (!io_error_.ok()) return io_error_;
@@ -513,6 +534,7 @@ absl::Status Spool::Reset() {
   buffered_last_key_ = 0;
   appends_since_commit_ = 0;
   durable_key_.store(0, std::memory_order_release);
+  written_key_.store(0, std::memory_order_release);
   return SyncDirectory(options_.dir);
 }
 

@@ -16,7 +16,8 @@
 //               batch_appends appends are waiting and at least every
 //               batch_ms, and at Commit(). Appenders never wait for a sync
 //               (they write 8 MiB of buffer themselves if the flusher lags).
-//   durable_key() is the highest key known to be on the device.
+//   durable_key() is the highest key known to be on the device;
+//   written_key() the highest written to a file (safe from a process kill).
 //
 // Recovery (Open): every segment is read; the first record whose header is
 // incomplete, whose length is impossible, whose CRC fails or whose key does
@@ -80,6 +81,11 @@ class Spool {
   absl::StatusOr<uint64_t> Append(std::string_view payload);
   // Writes and syncs everything appended so far.
   absl::Status Commit();
+  // Writes (without a sync) every buffered record up to `key`, so that it
+  // survives the process being killed: a batched spool's sender calls it
+  // before sending a message the flusher has not written yet (never send
+  // what the spool does not hold). No-op when written_key() >= key.
+  absl::Status WriteThrough(uint64_t key);
   // Deletes the closed segments whose keys are all <= `key`.
   void Release(uint64_t key);
   // Deletes every record (all acknowledged) and the meta: the spool starts
@@ -119,6 +125,12 @@ class Spool {
 
   uint64_t last_key() const;  // 0 when the spool never held a record
   uint64_t durable_key() const { return durable_key_.load(std::memory_order_acquire); }
+  // The highest key written to a segment file (in the page cache at least:
+  // it survives a crash of the process, not of the machine unless durable).
+  uint64_t written_key() const { return written_key_.load(std::memory_order_acquire); }
+  // The first key the spool holds (0 when none): every key below it was
+  // released, i.e. reported durable by the daemon.
+  uint64_t first_key() const;
   int64_t bytes() const;  // in segment files, buffered included
   uint64_t records_recovered() const { return records_recovered_; }
   uint64_t truncated_bytes() const { return truncated_bytes_; }
@@ -168,6 +180,7 @@ class Spool {
   uint64_t free_count_ = 0;
 
   std::atomic<uint64_t> durable_key_{0};
+  std::atomic<uint64_t> written_key_{0};
   std::atomic<uint64_t> full_refusals_{0};
   std::atomic<uint64_t> commits_{0};
   std::string meta_;  // set at Open and by SetMeta (owner thread)

@@ -178,6 +178,7 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
   std::atomic<int> interrupted{0};
+  std::atomic<bool> failed{false};
   std::thread watcher([&] {
     const timespec tick{0, 100'000'000};
     while (!done.load(std::memory_order_relaxed)) {
@@ -186,6 +187,12 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
         interrupted.store(sig, std::memory_order_relaxed);
         stop.store(true, std::memory_order_relaxed);
         client->Abandon();
+      }
+      // A final error (the daemon refused the run for good): nothing more
+      // can be acknowledged, so stop generating load now.
+      if (!failed.load(std::memory_order_relaxed) && !client->FinalError().empty()) {
+        failed.store(true, std::memory_order_relaxed);
+        stop.store(true, std::memory_order_relaxed);
       }
     }
   });

@@ -1,5 +1,6 @@
 #include "daemon/runs/run_manager.h"
 
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -22,7 +23,9 @@ RunManager::RunManager(Options options)
       registry_(options.retention),
       host_(&outbox_),
       recorder_(host_, options.recorder),
-      next_id_(options.first_id) {}
+      next_id_(options.first_id),
+      reserved_through_(options.reserve_ids ? options.first_id - 1
+                                            : std::numeric_limits<RunId>::max()) {}
 
 RunManager::~RunManager() { Stop(); }
 
@@ -98,7 +101,14 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
 
   RunInfo info;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    // The id a new run takes is reserved durably first (outside mu_: a
+    // commit and its sync); others may take the reserved ones meanwhile.
+    while (!setup.resume && next_id_ > reserved_through_) {
+      lock.unlock();
+      if (absl::Status s = ReserveNextId(); !s.ok()) return s;
+      lock.lock();
+    }
     if (!accepting_) return absl::UnavailableError("perld is shutting down: no new runs");
     if (static_cast<int64_t>(pending_.size()) >= options_.max_running_runs) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -122,7 +132,8 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
     // of its windows can be dispatched, and ids are announced in order.
     if (setup.resume) {
       registry_.AddResumed(info, std::move(setup.resume->history), setup.resume->base,
-                           setup.resume->base_distribution);
+                           setup.resume->base_distribution, setup.resume->base_seconds,
+                           setup.resume->base_start_time);
     } else {
       registry_.AddRunning(info);
     }
@@ -134,6 +145,21 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
                                            std::move(setup.inbox), std::move(recorder_resume));
   host_.Attach(std::move(run));
   return CreatedRun{info.id, std::move(channels), info};
+}
+
+absl::Status RunManager::ReserveNextId() {
+  std::lock_guard<std::mutex> one(reserve_mu_);
+  RunId through = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (next_id_ <= reserved_through_) return absl::OkStatus();
+    through = next_id_ + kIdBlock - 1;
+  }
+  // A commit and its sync, outside mu_: the dispatcher never waits for it.
+  if (absl::Status s = options_.reserve_ids(through); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  reserved_through_ = std::max(reserved_through_, through);
+  return absl::OkStatus();
 }
 
 void RunManager::EndRun(RunId id) {

@@ -59,6 +59,8 @@ struct RunResume {
   std::vector<WindowRecord> history;             // its stored windows, oldest first
   LatencyCounters base;                          // the checkpointed total
   std::vector<LatencyBucket> base_distribution;  // ascending
+  double base_seconds = 0;                       // the checkpointed total's length
+  int64_t base_start_time = 0;                   // its first window's start (run's unit)
   RecorderResume recorder;                       // window numbering and client cut
 };
 
@@ -98,7 +100,12 @@ class RunManager {
     config::RetentionConfig retention;
     int64_t max_running_runs = 16;
     RunId first_id = 1;  // ids continue after the stored ones
+    // Makes ids up to `through` durable before any is handed out (the state
+    // store's ReserveRunIds), called with blocks of kIdBlock ids; an error
+    // refuses the run. Null: ids are not reserved (tests, no state).
+    std::function<absl::Status(RunId through)> reserve_ids;
   };
+  static constexpr RunId kIdBlock = 16;
 
   explicit RunManager(Options options);
   ~RunManager();  // Stop()
@@ -152,6 +159,9 @@ class RunManager {
   void HandleWindow(RecorderEvent& event);
   void HandleFinished(RecorderEvent& event);
   void NotifyEvicted(const std::vector<RunId>& ids);
+  // Makes sure next_id_ is reserved (Options::reserve_ids), without holding
+  // mu_ while the reservation commits.
+  absl::Status ReserveNextId();
 
   const Options options_;
   RunRegistry registry_;
@@ -168,6 +178,8 @@ class RunManager {
   std::condition_variable ended_;  // notified when a run leaves pending_
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
   RunId next_id_ ABSL_GUARDED_BY(mu_);
+  RunId reserved_through_ ABSL_GUARDED_BY(mu_);            // ids up to it are reserved
+  std::mutex reserve_mu_;                                  // one reservation at a time
   std::map<RunId, Pending> pending_ ABSL_GUARDED_BY(mu_);  // runs not yet ended
   std::map<RunId, ChannelCounters> ended_counters_ ABSL_GUARDED_BY(mu_);
 };

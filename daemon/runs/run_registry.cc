@@ -132,8 +132,8 @@ void RunRegistry::AddRunning(const RunInfo& info) {
 }
 
 void RunRegistry::AddResumed(const RunInfo& info, std::vector<WindowRecord> history,
-                             const LatencyCounters& base,
-                             std::span<const LatencyBucket> ascending) {
+                             const LatencyCounters& base, std::span<const LatencyBucket> ascending,
+                             double base_seconds, int64_t base_start_time) {
   ChangeLock lock(mu_, changed_);
   auto entry = std::make_unique<Entry>(info);
   for (WindowRecord& w : history) {
@@ -146,8 +146,9 @@ void RunRegistry::AddResumed(const RunInfo& info, std::vector<WindowRecord> hist
   t.kind = WindowRecord::Kind::kTotal;
   t.start_unix_ms = info.start_unix_ms;
   t.end_unix_ms = info.start_unix_ms;
+  t.seconds = base_seconds;
   t.exact_total = entry->live.exact();
-  entry->live.Snapshot(entry->percentiles, 0, 0, &t.snapshot);
+  entry->live.Snapshot(entry->percentiles, base_start_time, base_start_time, &t.snapshot);
   bytes_ += entry->Bytes();
   runs_[info.id] = std::move(entry);
 }
@@ -321,6 +322,20 @@ absl::StatusOr<RunView> RunRegistry::Get(RunId id) const {
   view.events = e->events;
   view.released_segments = e->released_segments;
   return view;
+}
+
+absl::StatusOr<WindowRecord> RunRegistry::LiveTotal(RunId id) const {
+  std::shared_lock lock(mu_);
+  const Entry* e = Find(id);
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
+  if (e->ended || e->final_total) {
+    return absl::FailedPreconditionError(absl::StrCat("run ", id, " has ended"));
+  }
+  WindowRecord out = e->live_total;
+  out.run_id = id;
+  out.kind = WindowRecord::Kind::kTotal;
+  if (e->live.exact()) out.distribution = e->live.distribution();
+  return out;
 }
 
 absl::StatusOr<RunId> RunRegistry::Resolve(const std::string& id_or_name) const {

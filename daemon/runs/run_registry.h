@@ -79,10 +79,12 @@ class RunRegistry {
   // A new running run. REQUIRES: a fresh id.
   void AddRunning(const RunInfo& info);
   // A running run resumed from a daemon checkpoint: its stored history, and
-  // its total so far (`base`, `ascending`) as the start of its live total.
+  // its total so far (`base`, `ascending`, `base_seconds` long from
+  // `base_start_time`) as the start of its live total.
   // REQUIRES: a fresh id; `ascending` as RunTotal::Add requires.
   void AddResumed(const RunInfo& info, std::vector<WindowRecord> history,
-                  const LatencyCounters& base, std::span<const LatencyBucket> ascending);
+                  const LatencyCounters& base, std::span<const LatencyBucket> ascending,
+                  double base_seconds = 0, int64_t base_start_time = 0);
   // A run loaded from storage (ended, with its history and total).
   std::vector<RunId> Restore(const RunInfo& info, std::vector<WindowRecord> windows,
                              std::optional<WindowRecord> total);
@@ -100,6 +102,11 @@ class RunRegistry {
   std::vector<RunInfo> List(const RunFilter& filter) const;
   absl::StatusOr<RunInfo> Info(RunId id) const;
   absl::StatusOr<RunView> Get(RunId id) const;
+  // A running run's live total with its exact distribution (a copy, O(D)):
+  // what an ingest checkpoint stores, so a checkpointed run holds one exact
+  // total, not two. The distribution is empty when the total is not exact
+  // (exact_total false). FailedPrecondition once the run ended.
+  absl::StatusOr<WindowRecord> LiveTotal(RunId id) const;
   // An id ("42") or a unique name. NotFound when nothing matches,
   // FailedPrecondition when a name matches several runs (listing their ids).
   absl::StatusOr<RunId> Resolve(const std::string& id_or_name) const;

@@ -249,11 +249,16 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   options.retention = config.retention;
   options.max_running_runs = config.limits.max_running_runs;
   options.first_id = p->history->NextRunId();
+  state::StateStore* store_for_ids = &p->history->store();
+  options.reserve_ids = [store_for_ids](runs::RunId through) {
+    return store_for_ids->ReserveRunIds(through);
+  };
   p->manager = std::make_unique<runs::RunManager>(options);
   absl::StatusOr<std::vector<state::StoredRun>> resumable =
       p->history->Restore(p->manager->registry());
   if (!resumable.ok()) return resumable.status();
-  p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats);
+  p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats,
+                                                         &p->history->store());
   runs::RunManager* manager = p->manager.get();
   if (!config.upstream.target.empty()) {
     service::IngestRuns* ingest_runs = p->ingest_runs.get();
@@ -267,7 +272,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
     p->history->SetUpstreamJournal(p->upstream.get());
   }
   p->checkpointer = std::make_unique<IngestCheckpointer>(
-      *p->ingest_runs, p->history->store(), p->ingest_stats,
+      *p->ingest_runs, p->manager->registry(), p->history->store(), p->ingest_stats,
       [manager](runs::RunId id) { manager->CutWindow(id); }, p->upstream.get());
   IngestCheckpointer* checkpointer = p->checkpointer.get();
   p->ingest_runs->SetCloseHook([checkpointer](runs::RunId id, int index, uint64_t last) {

@@ -3,23 +3,23 @@
 //
 // As a RunObserver it sees every closed window of every run, in order, on
 // the run manager's dispatcher thread. For each checkpointed run
-// (IngestRuns::Checkpointed) it keeps the run's total so far (a RunTotal of
-// its periodic windows, seeded from the stored checkpoint when the run was
-// resumed) and, at each closed periodic window whose cut differs from the
-// last one saved (a client's sequence moved, or it closed), queues one
-// checkpoint: that total, exact, with each client's last sequence in it
-// (WindowRecord::applied) -- queued only once the window is in the registry
-// (OnWindowPublished), so what a client is told is durable is also in the
-// run's live total for every query. The state store commits whatever is queued in
-// one transaction; once it has, IngestRuns::MarkDurable lets the clients'
-// streams report the messages durable. A run's checkpoint is deleted with
-// its final total. A forwarded run's checkpoint also carries its messages
-// to the parent perld (UpstreamJournal): they are sent once it committed.
+// (IngestRuns::Checkpointed), at each closed periodic window whose cut
+// differs from the last one saved (a client's sequence moved, or it
+// closed), it queues one checkpoint: the run's live total from the
+// registry, exact (RunRegistry::LiveTotal: the one exact total the run
+// holds; the checkpointer keeps none of its own), with each client's last
+// sequence in it (WindowRecord::applied) -- taken once the window is in the
+// registry (OnWindowPublished), so what a client is told is durable is also
+// in the run's live total for every query. The state store commits
+// whatever is queued in one synced transaction; once it has,
+// IngestRuns::MarkDurable lets the clients' streams report the messages
+// durable. A run's checkpoint is deleted with its final total. A forwarded
+// run's checkpoint also carries its messages to the parent perld
+// (UpstreamJournal): they are sent once it committed.
 //
-// Cost: one merge of the window into the run's total per window (O(D + d)),
-// and per checkpoint one copy of the total's distribution (O(D)) plus its
-// encoding and SQLite write on the store's writer thread; never on the
-// recorder thread.
+// Cost: per checkpoint one copy of the live total's distribution (O(D))
+// under the registry's reader lock, plus its encoding and SQLite write on
+// the store's writer thread; never on the recorder thread.
 //
 // Threads: observer callbacks on the dispatcher thread; Seed from the
 // starting thread; the commit callbacks on the store's writer thread.
@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "daemon/core/run_total.h"
 #include "daemon/runs/run_observer.h"
+#include "daemon/runs/run_registry.h"
 #include "daemon/service/ingest_runs.h"
 #include "daemon/service/ingest_stats.h"
 #include "daemon/state/checkpoint.h"
@@ -47,13 +47,20 @@ class IngestCheckpointer final : public runs::RunObserver {
  public:
   // REQUIRES: `runs` outlives every checkpoint the store commits (Flush the
   // store before destroying it).
+  // `registry` holds the runs' live totals the checkpoints store.
   // `cut` closes a run's periodic window now (RunManager::CutWindow).
   // `journal` (may be null: no upstream) gives each checkpoint the run's
   // messages to the parent perld and learns when they are committed.
-  IngestCheckpointer(service::IngestRuns& runs, state::StateStore& store,
-                     service::IngestStats& stats, std::function<void(runs::RunId)> cut,
+  IngestCheckpointer(service::IngestRuns& runs, const runs::RunRegistry& registry,
+                     state::StateStore& store, service::IngestStats& stats,
+                     std::function<void(runs::RunId)> cut,
                      state::UpstreamJournal* journal = nullptr)
-      : runs_(runs), store_(store), stats_(stats), cut_(std::move(cut)), journal_(journal) {}
+      : runs_(runs),
+        registry_(registry),
+        store_(store),
+        stats_(stats),
+        cut_(std::move(cut)),
+        journal_(journal) {}
 
   // IngestRuns' close hook: a client closed after `last_sequence`. When the
   // last checkpoint's cut holds that sequence, its client row is rewritten
@@ -69,28 +76,30 @@ class IngestCheckpointer final : public runs::RunObserver {
   void OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) override;
 
  private:
+  // A cut made at a closed window, until its window is in the registry.
+  struct PendingCut {
+    int64_t periodic_seq = 0;
+    int64_t segment_seq = 0;
+    std::vector<state::CheckpointClient> clients;
+  };
   struct RunState {
-    explicit RunState(size_t budget_bytes) : total(budget_bytes) {}
-    RunTotal total;  // every periodic window up to the last one seen
-    int64_t start_time = 0;
-    double seconds = 0;
     int64_t segment_seq = 0;
     bool inexact_logged = false;
     std::vector<state::CheckpointClient> saved;  // the last cut made
-    // The last cut's checkpoint until its window is in the registry.
-    std::optional<state::Checkpoint> pending;
+    std::optional<PendingCut> pending;
   };
-  RunState& StateOf(const runs::RunInfo& info);
-  // Queues s.pending to the store; its commit acknowledges the cut durable.
-  void Submit(runs::RunId id, RunState& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues s.pending, with the run's live total, to the store; its commit
+  // acknowledges the cut durable.
+  void Submit(const runs::RunInfo& info, RunState& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   service::IngestRuns& runs_;
+  const runs::RunRegistry& registry_;
   state::StateStore& store_;
   service::IngestStats& stats_;  // checkpoints committed
   const std::function<void(runs::RunId)> cut_;
   state::UpstreamJournal* const journal_;
   mutable std::mutex mu_;
-  std::map<runs::RunId, RunState> runs_state_;  // mu_
+  std::map<runs::RunId, RunState> runs_state_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace perld::server

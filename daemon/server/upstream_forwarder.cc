@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/lib/wire_encoder.h"
+#include "daemon/common/failpoint.h"
 #include "daemon/core/contract.h"
 #include "daemon/log/log.h"
 #include "daemon/service/run_proto.h"
@@ -185,6 +186,8 @@ void UpstreamForwarder::TakeForCheckpoint(runs::RunId id, state::Checkpoint* che
 }
 
 void UpstreamForwarder::Committed(runs::RunId id, uint64_t next_sequence) {
+  // The messages are in the state database, none of them sent yet.
+  PERLD_FAILPOINT_HIT("upstream-stored-before-send");
   std::lock_guard<std::mutex> lock(mu_);
   auto it = streams_.find(id);
   if (it == streams_.end()) return;

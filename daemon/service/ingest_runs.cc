@@ -40,11 +40,11 @@ struct IngestRuns::Client {
   mutable std::condition_variable progress_cv;
   Progress progress;  // progress_mu
 
-  grpc::ServerContext* stream = nullptr;  // mu_: the attached stream, if any
-  bool closed = false;                    // mu_: sent IngestClose
-  uint64_t closed_at = 0;                 // mu_: the close's last sequence
-  int64_t gone_deadline_ns = 0;           // mu_: > 0 while detached without a close
-  bool gone = false;                      // mu_: timed out
+  IngestStream* stream = nullptr;  // mu_: the attached stream, if any
+  bool closed = false;             // mu_: sent IngestClose
+  uint64_t closed_at = 0;          // mu_: the close's last sequence
+  int64_t gone_deadline_ns = 0;    // mu_: > 0 while detached without a close
+  bool gone = false;               // mu_: timed out
 };
 
 struct IngestRuns::Run {
@@ -57,6 +57,10 @@ struct IngestRuns::Run {
   bool checkpointed = false;         // messages become durable by checkpoints
   std::atomic<bool> stopped{false};  // Control.StopRun, or shutdown
   std::string stop_cause;            // mu_: why it was stopped
+  // Its final total and clients are committed (a repeated close of a
+  // client of an ended run is acknowledged only then). Set by the state
+  // store's writer thread.
+  std::atomic<bool> stored{false};
 
   // mu_:
   std::map<std::string, std::unique_ptr<Client>> clients;
@@ -74,19 +78,55 @@ absl::Status Refuse(IngestStats& stats, Refusal r, absl::Status status) {
   return status;
 }
 
-// The refusal counted for a decode error.
+// The refusal counted for a decode error (a size limit or malformed data).
 Refusal RefusalOf(const absl::Status& s, Refusal limit) {
   return s.code() == absl::StatusCode::kResourceExhausted ? limit : Refusal::kMalformed;
+}
+
+// A decode error as the client sees it: a message over a size limit is as
+// final as a malformed one (resending it cannot help), so both are
+// INVALID_ARGUMENT; RESOURCE_EXHAUSTED is kept for transient limits.
+absl::Status Final(const absl::Status& s) {
+  if (s.code() != absl::StatusCode::kResourceExhausted) return s;
+  return absl::InvalidArgumentError(s.message());
+}
+
+// A reconnect to a run that ended before the client closed its part.
+absl::Status RunEnded(IngestStats& stats, runs::RunId id, const std::string& name,
+                      const v1::IngestOpen& open) {
+  return Refuse(stats, Refusal::kRunEnded,
+                absl::FailedPreconditionError(absl::StrCat(
+                    "run ", id, " '", name, "' ended before client '", open.client_id(),
+                    "' closed its part: messages after the ones it was told are durable (",
+                    open.durable_sequence(), ") were not applied")));
+}
+
+// The daemon holds less of a client than it told the client was durable.
+absl::Status DataLoss(IngestStats& stats, runs::RunId id, const std::string& name,
+                      const std::string& client_id, uint64_t held, uint64_t durable) {
+  log::Error("ingest: run ", id, " '", name, "': client '", client_id, "' was told messages up to ",
+             durable, " are durable, but this daemon holds only up to ", held, ": messages ",
+             held + 1, "..", durable, " were lost");
+  return Refuse(
+      stats, Refusal::kDataLoss,
+      absl::DataLossError(absl::StrCat(
+          "run ", id, " '", name, "': client '", client_id, "' was told messages up to ", durable,
+          " are durable, but this daemon holds only up to ", held, ": messages ", held + 1, "..",
+          durable,
+          " were lost on the daemon's side (its state directory was lost, restored from an older "
+          "copy, or cut by a power failure)")));
 }
 
 std::string Describe(const IngestRuns::Client& c);
 
 }  // namespace
 
-IngestRuns::IngestRuns(runs::RunManager& manager, const CurrentConfig& config, IngestStats& stats)
+IngestRuns::IngestRuns(runs::RunManager& manager, const CurrentConfig& config, IngestStats& stats,
+                       state::StateStore* store)
     : manager_(manager),
       config_(config),
       stats_(stats),
+      store_(store),
       budget_(std::make_shared<BreakdownBudget>(config.Get()->ingest.client_breakdown_max_memory_mb
                                                 << 20)),
       reaper_([this] { Reap(); }) {}
@@ -145,8 +185,7 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
 }
 
 absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
-                                                     grpc::ServerContext* context,
-                                                     runs::RunSource source) {
+                                                     IngestStream* stream, runs::RunSource source) {
   const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
   if (open.client_id().empty() || open.client_id().size() > 256) {
     return Refuse(stats_, Refusal::kMalformed,
@@ -190,32 +229,39 @@ absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
   }
 
   Session session;
-  std::shared_ptr<Run> run;
-  Client* client = nullptr;
+  bool ended_lookup = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_.load(std::memory_order_relaxed)) {
       return Refuse(stats_, Refusal::kShutdown,
                     absl::UnavailableError("perld is shutting down: no new ingest streams"));
     }
-    auto found = by_name_.find(open.run_name());
-    if (open.run_id() != 0 && (found == by_name_.end() || found->second->id != open.run_id())) {
-      // A reconnect to a run that has ended meanwhile: a client that had
-      // closed its part gets it back, instead of starting a new run.
-      for (const auto& ended : ended_) {
-        if (ended->id != open.run_id()) continue;
-        auto c = ended->clients.find(open.client_id());
-        if (c != ended->clients.end() && c->second->closed) {
-          return ClosedSession(ended, *c->second);
+    std::shared_ptr<Run> run;
+    if (open.run_id() != 0) {
+      // A reconnect names its run: answered for that run only, never by name.
+      auto it = active_.find(open.run_id());
+      if (it != active_.end() && !it->second->ending) {
+        run = it->second;
+        if (run->name != open.run_name()) {
+          return Refuse(stats_, Refusal::kMalformed,
+                        absl::InvalidArgumentError(absl::StrCat("open: run_id ", run->id,
+                                                                " is run '", run->name, "', not '",
+                                                                open.run_name(), "'")));
         }
+      } else if (std::shared_ptr<Run> ended = FindEndedLocked(open.run_id())) {
+        auto c = ended->clients.find(open.client_id());
+        if (c != ended->clients.end() && c->second->closed) return ClosedSession(ended, *c->second);
+        return RunEnded(stats_, ended->id, ended->name, open);
+      } else {
+        ended_lookup = true;  // the registry and the state store answer, outside mu_
       }
-    }
-    if (found == by_name_.end()) {
-      if (open.must_exist()) {
-        return Refuse(stats_, Refusal::kUnknownRun,
-                      absl::NotFoundError(
-                          absl::StrCat("no running ingest run named '", open.run_name(), "'")));
-      }
+    } else if (auto found = by_name_.find(open.run_name()); found != by_name_.end()) {
+      run = found->second;
+    } else if (open.must_exist()) {
+      return Refuse(
+          stats_, Refusal::kUnknownRun,
+          absl::NotFoundError(absl::StrCat("no running ingest run named '", open.run_name(), "'")));
+    } else {
       absl::StatusOr<std::shared_ptr<Run>> made = CreateLocked(open, source, latency, *config);
       if (!made.ok()) {
         const Refusal r =
@@ -228,84 +274,168 @@ absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
       by_name_[run->name] = run;
       active_[run->id] = run;
       session.created = true;
-    } else {
-      run = found->second;
-      const LatencyConfig& have = run->latency;
-      if (have.time_unit != latency.time_unit || have.min_latency != latency.min_latency ||
-          have.max_latency != latency.max_latency) {
-        return Refuse(
-            stats_, Refusal::kMismatch,
-            absl::FailedPreconditionError(absl::StrCat(
-                "run '", run->name, "' (id ", run->id, ") records ", TimeUnitName(have.time_unit),
-                " in [", have.min_latency, ", ", have.max_latency, "]; this client asks for ",
-                TimeUnitName(latency.time_unit), " in [", latency.min_latency, ", ",
-                latency.max_latency, "]")));
-      }
     }
-    auto existing = run->clients.find(open.client_id());
-    if (existing == run->clients.end()) {
-      if (static_cast<int>(run->clients.size()) >= run->max_clients) {
-        return Refuse(stats_, Refusal::kClientsPerRun,
-                      absl::ResourceExhaustedError(
-                          absl::StrCat("ingest.maxClientsPerRun: run '", run->name, "' has ",
-                                       run->max_clients, " clients already")));
-      }
-      auto c = std::make_unique<Client>();
-      c->id = open.client_id();
-      c->name = open.client_name();
-      c->mode = open.mode();
-      c->index = static_cast<int>(run->clients.size());
-      budget_->SetLimit(config->ingest.client_breakdown_max_memory_mb << 20);
-      c->totals = std::make_unique<ClientTotals>(budget_);
-      client = c.get();
-      run->clients[c->id] = std::move(c);
-    } else {
-      client = existing->second.get();
-      if (client->mode != open.mode()) {
-        return Refuse(stats_, Refusal::kMismatch,
-                      absl::FailedPreconditionError(
-                          absl::StrCat("client '", client->id, "' joined run '", run->name, "' in ",
-                                       v1::IngestOpen::Mode_Name(client->mode), ", not ",
-                                       v1::IngestOpen::Mode_Name(open.mode()))));
-      }
-      // A reconnect naming this run after its close (the acknowledgement was
-      // lost) may repeat the close; a new client reusing the id may not.
-      if (client->closed && !client->gone && open.run_id() == run->id) {
-        return ClosedSession(run, *client);
-      }
-      if (client->closed || client->gone) {
-        return Refuse(
-            stats_, Refusal::kMismatch,
-            absl::FailedPreconditionError(absl::StrCat(
-                "client '", client->id, "' already ",
-                client->closed ? "closed its part of" : "timed out of", " run '", run->name, "'")));
-      }
-      // Under mu_: a stream's context lives until its handler has left.
-      if (client->stream != nullptr) client->stream->TryCancel();
-      stats_.resumed.fetch_add(1, std::memory_order_relaxed);
+    if (run != nullptr) {
+      absl::StatusOr<Session> attached = AttachLocked(open, stream, latency, *config, run);
+      if (!attached.ok() || attached->closed) return attached;
+      const bool created = session.created;
+      session = *std::move(attached);
+      session.created = created;
     }
-    session.generation = client->generation.fetch_add(1, std::memory_order_relaxed) + 1;
-    client->stream = context;
-    client->gone_deadline_ns = 0;
-    ++run->attached;
   }
+  if (ended_lookup) return JoinEnded(open);
   {
     // Waits for an in-flight message of a replaced stream: after this, that
     // stream sees the new generation and applies nothing more.
-    std::lock_guard<std::mutex> apply(client->apply_mu);
-    session.acked_sequence = client->applied;
+    std::lock_guard<std::mutex> apply(session.client->apply_mu);
+    session.acked_sequence = session.client->applied;
+  }
+  if (open.durable_sequence() > session.acked_sequence) {
+    const uint64_t held = session.acked_sequence;
+    const runs::RunId id = session.run_id;
+    const std::string name = session.run->name;
+    Leave(session);
+    return DataLoss(stats_, id, name, open.client_id(), held, open.durable_sequence());
   }
   stats_.streams.fetch_add(1, std::memory_order_relaxed);
-  session.run_id = run->id;
-  session.run = std::move(run);
-  session.client = client;
-  session.max_memory_bytes = config->ingest.max_client_memory_bytes;
   return session;
+}
+
+absl::StatusOr<IngestRuns::Session> IngestRuns::AttachLocked(const v1::IngestOpen& open,
+                                                             IngestStream* stream,
+                                                             const LatencyConfig& latency,
+                                                             const config::DaemonConfig& config,
+                                                             const std::shared_ptr<Run>& run) {
+  const LatencyConfig& have = run->latency;
+  if (have.time_unit != latency.time_unit || have.min_latency != latency.min_latency ||
+      have.max_latency != latency.max_latency) {
+    return Refuse(stats_, Refusal::kMismatch,
+                  absl::FailedPreconditionError(absl::StrCat(
+                      "run '", run->name, "' (id ", run->id, ") records ",
+                      TimeUnitName(have.time_unit), " in [", have.min_latency, ", ",
+                      have.max_latency, "]; this client asks for ", TimeUnitName(latency.time_unit),
+                      " in [", latency.min_latency, ", ", latency.max_latency, "]")));
+  }
+  Client* client = nullptr;
+  auto existing = run->clients.find(open.client_id());
+  if (existing == run->clients.end()) {
+    if (open.durable_sequence() > 0) {
+      // Told that messages of this run are durable, by a daemon that does
+      // not know the client now: they were lost.
+      return DataLoss(stats_, run->id, run->name, open.client_id(), 0, open.durable_sequence());
+    }
+    if (static_cast<int>(run->clients.size()) >= run->max_clients) {
+      return Refuse(stats_, Refusal::kClientsPerRun,
+                    absl::ResourceExhaustedError(absl::StrCat("ingest.maxClientsPerRun: run '",
+                                                              run->name, "' has ", run->max_clients,
+                                                              " clients already")));
+    }
+    auto c = std::make_unique<Client>();
+    c->id = open.client_id();
+    c->name = open.client_name();
+    c->mode = open.mode();
+    c->index = static_cast<int>(run->clients.size());
+    budget_->SetLimit(config.ingest.client_breakdown_max_memory_mb << 20);
+    c->totals = std::make_unique<ClientTotals>(budget_);
+    client = c.get();
+    run->clients[c->id] = std::move(c);
+  } else {
+    client = existing->second.get();
+    if (client->mode != open.mode()) {
+      return Refuse(stats_, Refusal::kMismatch,
+                    absl::FailedPreconditionError(
+                        absl::StrCat("client '", client->id, "' joined run '", run->name, "' in ",
+                                     v1::IngestOpen::Mode_Name(client->mode), ", not ",
+                                     v1::IngestOpen::Mode_Name(open.mode()))));
+    }
+    // A reconnect naming this run after its close (the acknowledgement was
+    // lost) may repeat the close; a new client reusing the id may not.
+    if (client->closed && !client->gone && open.run_id() == run->id) {
+      return ClosedSession(run, *client);
+    }
+    if (client->closed || client->gone) {
+      return Refuse(
+          stats_, Refusal::kMismatch,
+          absl::FailedPreconditionError(absl::StrCat(
+              "client '", client->id, "' already ",
+              client->closed ? "closed its part of" : "timed out of", " run '", run->name, "'")));
+    }
+    // Under mu_: a stream lives until its handler has left.
+    if (client->stream != nullptr) client->stream->Cancel();
+    stats_.resumed.fetch_add(1, std::memory_order_relaxed);
+  }
+  Session session;
+  session.generation = client->generation.fetch_add(1, std::memory_order_relaxed) + 1;
+  client->stream = stream;
+  client->gone_deadline_ns = 0;
+  ++run->attached;
+  session.run_id = run->id;
+  session.run = run;
+  session.client = client;
+  session.max_memory_bytes = config.ingest.max_client_memory_bytes;
+  return session;
+}
+
+absl::StatusOr<IngestRuns::Session> IngestRuns::JoinEnded(const v1::IngestOpen& open) {
+  const runs::RunId id = open.run_id();
+  absl::StatusOr<runs::RunInfo> info = manager_.registry().Info(id);
+  if (!info.ok()) {
+    log::Warning("ingest: client '", open.client_id(), "' reconnected to run ", id, " '",
+                 open.run_name(), "', which this daemon does not know");
+    return Refuse(
+        stats_, Refusal::kUnknownRun,
+        absl::NotFoundError(absl::StrCat(
+            "run ", id, " '", open.run_name(),
+            "' is unknown to this daemon: deleted by retention, or lost with its state directory; "
+            "the client's messages were not applied")));
+  }
+  if (info->spec.source == runs::RunSource::kBench || info->state == runs::RunState::kRunning ||
+      info->spec.name != open.run_name()) {
+    return Refuse(
+        stats_, Refusal::kMalformed,
+        absl::InvalidArgumentError(absl::StrCat(
+            "open: run_id ", id, " is ", runs::RunSourceName(info->spec.source), " run '",
+            info->spec.name, "', not the remote run '", open.run_name(), "' this client was in")));
+  }
+  std::vector<state::CheckpointClient> rows;
+  if (store_ != nullptr) {
+    absl::StatusOr<std::vector<state::CheckpointClient>> loaded = store_->LoadRunClients(id);
+    if (!loaded.ok()) return loaded.status();
+    rows = *std::move(loaded);
+  }
+  for (const state::CheckpointClient& row : rows) {
+    if (row.id != open.client_id() || !row.closed) continue;
+    // Its close was applied and stored with the run: answer for the run.
+    auto run = std::make_shared<Run>();
+    run->id = id;
+    run->name = info->spec.name;
+    run->stored = true;
+    auto c = std::make_unique<Client>();
+    c->id = row.id;
+    c->name = row.name;
+    c->mode = row.raw ? v1::IngestOpen::MODE_RAW : v1::IngestOpen::MODE_WINDOWS;
+    c->index = row.index;
+    c->applied = row.applied;
+    c->closed = true;
+    c->closed_at = row.applied;
+    Client& client = *c;
+    run->clients[c->id] = std::move(c);
+    return ClosedSession(run, client);
+  }
+  return RunEnded(stats_, id, info->spec.name, open);
+}
+
+std::shared_ptr<IngestRuns::Run> IngestRuns::FindEndedLocked(runs::RunId id) const {
+  if (auto it = active_.find(id); it != active_.end() && it->second->ending) return it->second;
+  for (const auto& run : ended_) {
+    if (run->id == id) return run;
+  }
+  return nullptr;
 }
 
 absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& session,
                                                            const v1::TimestampBatch& batch,
-                                                           grpc::ServerContext* context) {
+                                                           const IngestStream& stream) {
   Client& c = *session.client;
   if (c.mode != v1::IngestOpen::MODE_RAW) {
     return Refuse(stats_, Refusal::kMalformed,
@@ -332,7 +462,7 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& sessio
                                                      ", got ", batch.sequence())));
   } else {
     if (absl::Status s = DecodeBatch(batch, config->ingest.max_batch_length, &c.scratch); !s.ok()) {
-      return Refuse(stats_, RefusalOf(s, Refusal::kBatchLength), s);
+      return Refuse(stats_, RefusalOf(s, Refusal::kBatchLength), Final(s));
     }
     runs::RemoteWindow w;
     int64_t records = 0;
@@ -340,10 +470,11 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& sessio
     const auto timestamps = static_cast<int64_t>(c.scratch.size());
     w.timestamps = std::move(c.scratch);  // the next batch decodes into a new vector
     c.scratch = {};
-    if (absl::Status s = Queue(session, c, std::move(w), batch.sequence(), *config, context);
+    if (absl::Status s = WaitForRoom(session, c, w.bytes(), batch.sequence(), *config, stream);
         !s.ok()) {
       return s;
     }
+    Push(session, c, std::move(w), batch.sequence());
     c.totals->AddBatch(timestamps, records, absl::ToUnixMillis(absl::Now()));
     stats_.batches.fetch_add(1, std::memory_order_relaxed);
     stats_.timestamps.fetch_add(static_cast<uint64_t>(timestamps), std::memory_order_relaxed);
@@ -356,18 +487,18 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& sessio
 
 absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& session,
                                                             const v1::WindowReport& report,
-                                                            grpc::ServerContext* context) {
+                                                            const IngestStream& stream) {
   return ApplyWindow(
       session, report.sequence(),
       [&](const LatencyConfig& run, int64_t max_pairs) {
         return DecodeWindow(report, max_pairs, run.min_latency, run.max_latency);
       },
-      context);
+      stream);
 }
 
 absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& session,
                                                             uint64_t sequence, WindowBuilder build,
-                                                            grpc::ServerContext* context) {
+                                                            const IngestStream& stream) {
   Client& c = *session.client;
   if (c.mode != v1::IngestOpen::MODE_WINDOWS) {
     return Refuse(stats_, Refusal::kMalformed,
@@ -395,12 +526,15 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
   } else {
     absl::StatusOr<runs::RemoteWindow> w =
         build(session.run->latency, config->ingest.max_pairs_per_report);
-    if (!w.ok()) return Refuse(stats_, RefusalOf(w.status(), Refusal::kPairs), w.status());
+    if (!w.ok()) return Refuse(stats_, RefusalOf(w.status(), Refusal::kPairs), Final(w.status()));
     const int64_t pairs = static_cast<int64_t>(w->buckets.size());
-    c.totals->AddWindow(w->counters, w->buckets, absl::ToUnixMillis(absl::Now()));
-    if (absl::Status s = Queue(session, c, *std::move(w), sequence, *config, context); !s.ok()) {
+    if (absl::Status s = WaitForRoom(session, c, w->bytes(), sequence, *config, stream); !s.ok()) {
       return s;
     }
+    // Counted in the breakdown only now: a refused or cancelled message is
+    // resent and must not count twice.
+    c.totals->AddWindow(w->counters, w->buckets, absl::ToUnixMillis(absl::Now()));
+    Push(session, c, *std::move(w), sequence);
     stats_.windows.fetch_add(1, std::memory_order_relaxed);
     stats_.pairs.fetch_add(static_cast<uint64_t>(pairs), std::memory_order_relaxed);
   }
@@ -410,20 +544,21 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
   return out;
 }
 
-absl::Status IngestRuns::Queue(const Session& session, Client& c, runs::RemoteWindow w,
-                               uint64_t sequence, const config::DaemonConfig& config,
-                               grpc::ServerContext* context) {
-  const int64_t bytes = w.bytes();
+absl::Status IngestRuns::WaitForRoom(const Session& session, Client& c, int64_t bytes,
+                                     uint64_t sequence, const config::DaemonConfig& config,
+                                     const IngestStream& stream) {
+  // Larger than the limit itself: no wait can make room, a resend cannot
+  // help (INVALID_ARGUMENT, final for the client).
   if (bytes > session.max_memory_bytes) {
     return Refuse(stats_, Refusal::kClientMemory,
-                  absl::ResourceExhaustedError(
+                  absl::InvalidArgumentError(
                       absl::StrCat("ingest.maxClientMemoryBytes: message ", sequence, " needs ",
                                    bytes, " bytes, the limit is ", session.max_memory_bytes)));
   }
   const int64_t max_total = config.ingest.max_memory_bytes;
   if (bytes > max_total) {
     return Refuse(stats_, Refusal::kMemory,
-                  absl::ResourceExhaustedError(
+                  absl::InvalidArgumentError(
                       absl::StrCat("ingest.maxMemoryBytes: message ", sequence, " needs ", bytes,
                                    " bytes, the limit for all clients is ", max_total)));
   }
@@ -435,24 +570,27 @@ absl::Status IngestRuns::Queue(const Session& session, Client& c, runs::RemoteWi
   if (c.charge->load(std::memory_order_relaxed) + bytes > session.max_memory_bytes) {
     stats_.memory_waits.fetch_add(1, std::memory_order_relaxed);
     while (c.charge->load(std::memory_order_relaxed) + bytes > session.max_memory_bytes) {
-      if (context->IsCancelled()) return absl::CancelledError("stream cancelled");
+      if (stream.IsCancelled()) return absl::CancelledError("stream cancelled");
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
   if (total.load(std::memory_order_relaxed) + bytes > max_total) {
     stats_.global_memory_waits.fetch_add(1, std::memory_order_relaxed);
     while (total.load(std::memory_order_relaxed) + bytes > max_total) {
-      if (context->IsCancelled()) return absl::CancelledError("stream cancelled");
+      if (stream.IsCancelled()) return absl::CancelledError("stream cancelled");
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
+  return absl::OkStatus();
+}
+
+void IngestRuns::Push(const Session& session, Client& c, runs::RemoteWindow w, uint64_t sequence) {
   w.charge = c.charge;
   w.total_charge = stats_.queued_window_bytes;
   w.client = c.index;
   w.sequence = sequence;
   session.run->inbox->Push(std::move(w));
   c.applied = sequence;
-  return absl::OkStatus();
 }
 
 void IngestRuns::Advanced(const Session& session, Client& c) const {
@@ -518,6 +656,8 @@ absl::Status IngestRuns::Resume(runs::RunInfo info, std::vector<runs::WindowReco
   resume.history = std::move(history);
   resume.base = CountersOf(checkpoint.total.snapshot);
   resume.base_distribution = std::move(checkpoint.total.distribution);
+  resume.base_seconds = checkpoint.total.seconds;
+  resume.base_start_time = checkpoint.total.snapshot.start_time;
   resume.recorder.periodic_seq = checkpoint.periodic_seq;
   resume.recorder.segment_seq = checkpoint.segment_seq;
   for (const state::CheckpointClient& c : checkpoint.clients) {
@@ -642,8 +782,7 @@ bool IngestRuns::CloseDurable(const Session& session) const {
     std::lock_guard<std::mutex> progress(session.client->progress_mu);
     if (session.client->progress.close_durable) return true;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  return !active_.contains(session.run_id);
+  return session.run->stored.load(std::memory_order_acquire);
 }
 
 void IngestRuns::Leave(Session& session) {
@@ -718,10 +857,41 @@ bool IngestRuns::ReadyToEndLocked(Run& run, int64_t now_ns) {
 
 void IngestRuns::End(const std::shared_ptr<Run>& run) {
   manager_.EndRun(run->id);
+  // The dispatcher queues the final total to the state store; the clients
+  // queued after it commit in the same transaction or a later one.
+  manager_.WaitEnded(run->id, absl::InfiniteDuration());
+  std::vector<state::CheckpointClient> rows;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rows = ClientRowsLocked(*run);
+  }
+  if (store_ != nullptr) {
+    store_->SaveRunClients(run->id, std::move(rows),
+                           [run] { run->stored.store(true, std::memory_order_release); });
+  } else {
+    run->stored.store(true, std::memory_order_release);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   active_.erase(run->id);
   ended_.push_back(run);
   if (ended_.size() > kEndedBreakdowns) ended_.pop_front();
+}
+
+std::vector<state::CheckpointClient> IngestRuns::ClientRowsLocked(const Run& run) {
+  std::vector<state::CheckpointClient> rows(run.clients.size());
+  for (const auto& [cid, c] : run.clients) {
+    state::CheckpointClient& row = rows[static_cast<size_t>(c->index)];
+    row.index = c->index;
+    row.id = c->id;
+    row.name = c->name;
+    row.raw = c->mode == v1::IngestOpen::MODE_RAW;
+    {
+      std::lock_guard<std::mutex> progress(c->progress_mu);  // after mu_, as MarkDurable
+      row.applied = c->closed ? c->closed_at : c->progress.applied;
+    }
+    row.closed = c->closed;
+  }
+  return rows;
 }
 
 void IngestRuns::Reap() {
@@ -758,7 +928,7 @@ void IngestRuns::Reap() {
 absl::Status IngestRuns::Stop(runs::RunId id) {
   std::shared_ptr<Run> run;
   bool end = false;
-  std::vector<grpc::ServerContext*> streams;
+  std::vector<IngestStream*> streams;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = active_.find(id);
@@ -773,9 +943,9 @@ absl::Status IngestRuns::Stop(runs::RunId id) {
     for (auto& [cid, c] : run->clients) {
       if (c->stream != nullptr) streams.push_back(c->stream);
     }
-    // TryCancel under mu_: a stream's context stays valid until its handler
-    // has left (Leave takes mu_).
-    for (grpc::ServerContext* s : streams) s->TryCancel();
+    // Cancel under mu_: a stream stays valid until its handler has left
+    // (Leave takes mu_).
+    for (IngestStream* s : streams) s->Cancel();
     end = ReadyToEndLocked(*run, MonotonicNanos());
   }
   if (end) End(run);

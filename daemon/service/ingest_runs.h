@@ -37,13 +37,23 @@
 // only once no stream is attached, so every producer has stopped sending
 // (RunManager::EndRun's requirement).
 //
+// Reconnects (IngestOpen.run_id): a client that names its run is answered
+// for that run only -- rejoined while it runs; its repeated close
+// acknowledged when it had closed (the run's clients are kept in memory for
+// the last kEndedBreakdowns ended runs and in the state store, table
+// run_clients, for every stored run); FAILED_PRECONDITION when the run
+// ended before it closed; NOT_FOUND when the daemon does not know the run.
+// Never joined or created by name. A client whose durable_sequence is above
+// what the daemon holds for it lost data on the daemon's side: DATA_LOSS,
+// counted and logged. A run leaves the by-name table and becomes "ended" for
+// reconnects in the same critical section (ReadyToEndLocked): no reconnect
+// can fall between the two.
+//
 // Threads: every public method is thread-safe (gRPC handler threads, the
 // control service, the main thread); a reaper thread times out gone clients.
 // Locks: `mu_` (runs, clients' attachment) and each client's apply lock are
 // never held together.
 #pragma once
-
-#include <grpcpp/server_context.h>
 
 #include <atomic>
 #include <chrono>
@@ -67,7 +77,9 @@
 #include "daemon/service/client_totals.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/ingest_stats.h"
+#include "daemon/service/ingest_stream.h"
 #include "daemon/state/checkpoint.h"
+#include "daemon/state/state_store.h"
 #include "perld/v1/ingest.pb.h"
 
 namespace perld::service {
@@ -104,37 +116,42 @@ class IngestRuns {
     bool operator==(const Progress&) const = default;
   };
 
-  IngestRuns(runs::RunManager& manager, const CurrentConfig& config, IngestStats& stats);
+  // `store` (may be null: nothing persisted) keeps ended runs' clients.
+  IngestRuns(runs::RunManager& manager, const CurrentConfig& config, IngestStats& stats,
+             state::StateStore* store = nullptr);
   ~IngestRuns();  // stops the reaper; REQUIRES EndAll() ran if any run exists
   IngestRuns(const IngestRuns&) = delete;
   IngestRuns& operator=(const IngestRuns&) = delete;
 
   // Joins or creates the run `open` names and attaches the stream
-  // (`context`, cancelled if a newer stream of the same client takes over or
-  // the run is stopped). Errors: InvalidArgument (open itself), NotFound
-  // (must_exist), FailedPrecondition (unit/range/mode differ, client already
-  // closed), ResourceExhausted (runs, clients per run), Unavailable
-  // (shutting down).
+  // (`stream`, cancelled if a newer stream of the same client takes over or
+  // the run is stopped; null: a client registered without a stream, SBP).
+  // Errors: InvalidArgument (open itself), NotFound (must_exist, or an
+  // unknown run_id), FailedPrecondition (unit/range/mode differ, client
+  // already closed, run_id names a run that ended before the client
+  // closed), DataLoss (durable_sequence above what the daemon holds),
+  // ResourceExhausted (runs, clients per run), Unavailable (shutting down).
   // `source` names who feeds a run this open creates (ingest, or sbp for
   // SBK's protocol translated by SbpService).
-  absl::StatusOr<Session> Join(const v1::IngestOpen& open, grpc::ServerContext* context,
+  absl::StatusOr<Session> Join(const v1::IngestOpen& open, IngestStream* stream,
                                runs::RunSource source = runs::RunSource::kIngest);
 
   // Waits, as ApplyWindow, while the client's queued messages exceed its
-  // memory limit (until `context` is cancelled).
+  // memory limit (until `stream` is cancelled).
   absl::StatusOr<Applied> ApplyBatch(const Session& session, const v1::TimestampBatch& batch,
-                                     grpc::ServerContext* context);
+                                     const IngestStream& stream);
   // Waits while the client's unmerged windows exceed its memory limit
-  // (until `context` is cancelled).
+  // (until `stream` is cancelled). A message counts in the client's
+  // breakdown only once it was queued for the recorder.
   absl::StatusOr<Applied> ApplyWindow(const Session& session, const v1::WindowReport& report,
-                                      grpc::ServerContext* context);
+                                      const IngestStream& stream);
   // The same for a window in another wire format (SBP): `build` turns it into
   // a checked RemoteWindow (ingest_codec.h: CheckPairs, CheckWindow) for the
   // run's latency range and pair limit; it runs only for a new sequence.
   using WindowBuilder = absl::FunctionRef<absl::StatusOr<runs::RemoteWindow>(
       const LatencyConfig& run, int64_t max_pairs)>;
   absl::StatusOr<Applied> ApplyWindow(const Session& session, uint64_t sequence,
-                                      WindowBuilder build, grpc::ServerContext* context);
+                                      WindowBuilder build, const IngestStream& stream);
   // The client is done with the run. OutOfRange unless last_sequence is the
   // sequence applied.
   absl::StatusOr<Applied> Close(const Session& session, uint64_t last_sequence);
@@ -148,7 +165,8 @@ class IngestRuns {
   void WakeProgress(const Session& session) const;
   Progress CurrentProgress(const Session& session) const;
   // A closed session (Session::closed): whether the client's close is
-  // durable -- a checkpoint holds it, or its run has ended.
+  // durable -- a checkpoint holds it, or its run ended and its final total
+  // and clients are committed.
   bool CloseDurable(const Session& session) const;
 
   // Checkpoints (the checkpointer, on the dispatcher and store threads).
@@ -214,6 +232,20 @@ class IngestRuns {
   void Reap();
   // A session for a client that closed its part of `run` already (mu_ held).
   Session ClosedSession(const std::shared_ptr<Run>& run, Client& c);
+  // Attaches `stream` to the client `open` names in `run` (joined or
+  // created), or answers a closed client's reconnect (Session::closed).
+  absl::StatusOr<Session> AttachLocked(const v1::IngestOpen& open, IngestStream* stream,
+                                       const LatencyConfig& latency,
+                                       const config::DaemonConfig& config,
+                                       const std::shared_ptr<Run>& run);
+  // Join's answer for a run_id that is neither running nor kept in memory
+  // as ended: the registry and the state store. mu_ not held.
+  absl::StatusOr<Session> JoinEnded(const v1::IngestOpen& open);
+  // The ended run `id` as IngestRuns keeps it (mu_ held): ending in
+  // active_, or in ended_. Null when neither.
+  std::shared_ptr<Run> FindEndedLocked(runs::RunId id) const;
+  // Every client's row as run_clients stores it (mu_ held).
+  static std::vector<state::CheckpointClient> ClientRowsLocked(const Run& run);
   // Under mu_: true when the run can end now; marks it ending.
   bool ReadyToEndLocked(Run& run, int64_t now_ns);
   void End(const std::shared_ptr<Run>& run);
@@ -223,15 +255,20 @@ class IngestRuns {
                                                     const config::DaemonConfig& config);
   // The run's setup shared by new and resumed runs.
   runs::RunSetup SetupFor(const std::shared_ptr<Run>& run);
-  // Queues a checked window of the client (its charge, backpressure waits)
-  // and advances its sequence. Under the client's apply lock.
-  absl::Status Queue(const Session& session, Client& c, runs::RemoteWindow w, uint64_t sequence,
-                     const config::DaemonConfig& config, grpc::ServerContext* context);
+  // Waits until `bytes` more of the client's messages may be queued (its
+  // share and everyone's: backpressure); refuses a message that can never
+  // fit. Under the client's apply lock.
+  absl::Status WaitForRoom(const Session& session, Client& c, int64_t bytes, uint64_t sequence,
+                           const config::DaemonConfig& config, const IngestStream& stream);
+  // Queues a checked message of the client for the recorder and advances
+  // its sequence (after WaitForRoom). Under the client's apply lock.
+  void Push(const Session& session, Client& c, runs::RemoteWindow w, uint64_t sequence);
   void Advanced(const Session& session, Client& c) const;
 
   runs::RunManager& manager_;
   const CurrentConfig& config_;
   IngestStats& stats_;
+  state::StateStore* const store_;  // null: nothing persisted
   std::atomic<bool> accepting_{true};
 
   mutable std::mutex mu_;

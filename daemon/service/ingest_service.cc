@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/service/grpc_ingest_stream.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/run_proto.h"
 
@@ -130,7 +131,8 @@ grpc::Status IngestService::Stream(
     return Refused(stats_, Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
                    "the first message of an ingest stream must be `open`");
   }
-  absl::StatusOr<IngestRuns::Session> joined = runs_.Join(request.open(), context);
+  GrpcIngestStream ingest_stream(context);
+  absl::StatusOr<IngestRuns::Session> joined = runs_.Join(request.open(), &ingest_stream);
   if (!joined.ok()) return ToGrpcStatus(joined.status());
   IngestRuns::Session session = *std::move(joined);
   Attached attached(runs_, session);
@@ -152,7 +154,7 @@ grpc::Status IngestService::Stream(
   AckWriter acks(runs_, session, stream);
   while (stream->Read(&request)) {
     if (request.ByteSizeLong() > max_bytes) {
-      return Refused(stats_, Refusal::kMessageSize, grpc::StatusCode::RESOURCE_EXHAUSTED,
+      return Refused(stats_, Refusal::kMessageSize, grpc::StatusCode::INVALID_ARGUMENT,
                      absl::StrCat("limits.maxMessageBytes: a message of ", request.ByteSizeLong(),
                                   " bytes, the limit is ", max_bytes));
     }
@@ -160,10 +162,10 @@ grpc::Status IngestService::Stream(
     bool closing = false;
     switch (request.body_case()) {
       case v1::IngestRequest::kBatch:
-        applied = runs_.ApplyBatch(session, request.batch(), context);
+        applied = runs_.ApplyBatch(session, request.batch(), ingest_stream);
         break;
       case v1::IngestRequest::kWindow:
-        applied = runs_.ApplyWindow(session, request.window(), context);
+        applied = runs_.ApplyWindow(session, request.window(), ingest_stream);
         break;
       case v1::IngestRequest::kClose:
         applied = runs_.Close(session, request.close().last_sequence());

@@ -32,6 +32,10 @@ const char* IngestStats::RefusalName(Refusal r) {
       return "superseded";
     case Refusal::kShutdown:
       return "shutdown";
+    case Refusal::kRunEnded:
+      return "run_ended";
+    case Refusal::kDataLoss:
+      return "data_loss";
     case Refusal::kCount:
       break;
   }

@@ -19,17 +19,19 @@ class IngestStats {
     kMalformed,      // INVALID_ARGUMENT: malformed or inconsistent message
     kSequenceGap,    // OUT_OF_RANGE: a sequence beyond the next expected one
     kMismatch,       // FAILED_PRECONDITION: time unit, range or mode differs from the run's
-    kUnknownRun,     // NOT_FOUND: must_exist and no such run
-    kMessageSize,    // RESOURCE_EXHAUSTED: limits.maxMessageBytes
-    kBatchLength,    // RESOURCE_EXHAUSTED: ingest.maxBatchLength
-    kPairs,          // RESOURCE_EXHAUSTED: ingest.maxPairsPerReport
+    kUnknownRun,     // NOT_FOUND: must_exist or run_id, and no such run
+    kMessageSize,    // INVALID_ARGUMENT: limits.maxMessageBytes
+    kBatchLength,    // INVALID_ARGUMENT: ingest.maxBatchLength
+    kPairs,          // INVALID_ARGUMENT: ingest.maxPairsPerReport
     kRuns,           // RESOURCE_EXHAUSTED: limits.maxRunningRuns
     kClientsPerRun,  // RESOURCE_EXHAUSTED: ingest.maxClientsPerRun
     kStreams,        // RESOURCE_EXHAUSTED: ingest.maxStreams
-    kClientMemory,   // RESOURCE_EXHAUSTED: ingest.maxClientMemoryBytes
-    kMemory,         // RESOURCE_EXHAUSTED: ingest.maxMemoryBytes
+    kClientMemory,   // INVALID_ARGUMENT: one report over ingest.maxClientMemoryBytes
+    kMemory,         // INVALID_ARGUMENT: one report over ingest.maxMemoryBytes
     kSuperseded,     // ABORTED: a newer stream of the same client took over
     kShutdown,       // UNAVAILABLE: the daemon is shutting down
+    kRunEnded,       // FAILED_PRECONDITION: a reconnect to a run that ended before it closed
+    kDataLoss,       // DATA_LOSS: the daemon holds less than it told the client was durable
     kCount
   };
   static constexpr size_t kRefusals = static_cast<size_t>(Refusal::kCount);

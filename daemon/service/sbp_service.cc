@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/log/log.h"
+#include "daemon/service/grpc_ingest_stream.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/ingest_codec.h"
 #include "daemon/service/run_proto.h"
@@ -258,8 +259,9 @@ grpc::Status SbpService::streamLatencies(grpc::ServerContext* context,
     }
     it->second = true;
   }
+  GrpcIngestStream stream(context);
   absl::StatusOr<IngestRuns::Session> session =
-      runs_.Join(OpenFor(*c, client, context->peer()), context, runs::RunSource::kSbp);
+      runs_.Join(OpenFor(*c, client, context->peer()), &stream, runs::RunSource::kSbp);
   if (!session.ok()) return ToGrpcStatus(session.status());
   Joined joined(runs_, *std::move(session));
 
@@ -281,7 +283,7 @@ grpc::Status SbpService::streamLatencies(grpc::ServerContext* context,
         [&](const LatencyConfig& run, int64_t max_pairs) {
           return SbpWindow(record, run, max_pairs);
         },
-        context);
+        stream);
     if (!applied.ok()) return ToGrpcStatus(applied.status());
     ++expected;
   } while (reader->Read(&record));

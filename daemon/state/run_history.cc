@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "daemon/common/failpoint.h"
 #include "daemon/log/log.h"
 
 namespace perld::state {
@@ -102,6 +103,10 @@ void RunHistory::OnWindow(const runs::RunInfo&, const runs::WindowRecord& window
 }
 
 void RunHistory::OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) {
+  // The run has ended (every client closed, acknowledged) and its final
+  // total is not handed to the store yet: a restart resumes the run from
+  // its last checkpoint.
+  PERLD_FAILPOINT_HIT("run-ended-before-remembered");
   UpstreamTail upstream;
   if (journal_ != nullptr) {
     // The windows after the run's last checkpoint, committed with its total:

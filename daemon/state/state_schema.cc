@@ -186,9 +186,9 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
     return fail(tables.status());
   }
   if (tables->empty()) {  // a new database
-    if (absl::Status s = db.Exec(
-            (std::string(kSchemaV1) + std::string(kSchemaV2Upgrade) + std::string(kSchemaV3Upgrade))
-                .c_str());
+    if (absl::Status s = db.Exec((std::string(kSchemaV1) + std::string(kSchemaV2Upgrade) +
+                                  std::string(kSchemaV3Upgrade) + std::string(kSchemaV4Upgrade))
+                                     .c_str());
         !s.ok()) {
       return fail(s);
     }
@@ -230,12 +230,18 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
       return fail(s);
     }
   }
+  if (v <= 3) {
+    if (absl::Status s = db.Exec(std::string(kSchemaV4Upgrade).c_str()); !s.ok()) {
+      return fail(s);
+    }
+  }
   return db.Exec("COMMIT");
 }
 
 absl::StatusOr<runs::RunId> ReadMaxRunId(SqliteDb& db) {
   absl::StatusOr<std::string> text = db.QueryText(
       "SELECT max(coalesce((SELECT value FROM meta WHERE key = 'max_run_id'), 0), "
+      "coalesce((SELECT value FROM meta WHERE key = 'reserved_run_id'), 0), "
       "coalesce((SELECT max(id) FROM runs), 0))");
   if (!text.ok()) {
     return text.status();
@@ -290,6 +296,16 @@ std::string SelectCheckpointsSql() {
 std::string SelectCheckpointClientsSql() {
   return absl::StrCat("SELECT ", Columns({kCheckpointClientColumns}),
                       " FROM checkpoint_clients ORDER BY run_id, client_index");
+}
+
+std::string InsertRunClientSql() {
+  return absl::StrCat("INSERT OR REPLACE INTO run_clients (", Columns({kCheckpointClientColumns}),
+                      ") VALUES (", Placeholders(kCheckpointClientColumns.size()), ")");
+}
+
+std::string SelectRunClientsSql() {
+  return absl::StrCat("SELECT ", Columns({kCheckpointClientColumns}),
+                      " FROM run_clients WHERE run_id = ?1 ORDER BY client_index");
 }
 
 std::string SelectUpstreamStreamsSql() {

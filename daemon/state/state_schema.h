@@ -1,5 +1,5 @@
 // StateSchema: the tables of the state database DIR/perld.db (schema
-// version 3) and the mapping between their rows and the runs vocabulary
+// version 4) and the mapping between their rows and the runs vocabulary
 // (RunInfo, WindowRecord). One place maps a run or a window to a row.
 //
 // kSchemaV1 and its upgrades below are the schema, verbatim: SQLite keeps
@@ -19,6 +19,10 @@
 //  - Version 3 adds `upstream_streams` and `upstream_messages`: a tier
 //    edge's messages to its parent perld that the parent has not reported
 //    durable (kSchemaV3Upgrade, from version 2).
+//  - Version 4 adds `run_clients` (an ended remote run's clients as they
+//    ended, so a client reconnecting after the end is answered for its
+//    run) and meta.reserved_run_id (run ids handed out before their run row
+//    is committed: never reused after a crash), kSchemaV4Upgrade.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +38,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 3;
+inline constexpr int64_t kSchemaVersion = 4;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -212,13 +216,39 @@ CREATE TABLE upstream_messages (
 UPDATE meta SET value = 3 WHERE key = 'schema_version';
 )sql";
 
+// Version 3 -> 4 (also run after the others for a new database).
+inline constexpr std::string_view kSchemaV4Upgrade = R"sql(
+-- An ended remote run's clients (ingest, SBP) as they were at its end,
+-- written with its final total: a client that reconnects naming the run
+-- (IngestOpen.run_id) after it ended is answered from here -- its repeated
+-- close acknowledged, or refused because the run ended before it closed.
+CREATE TABLE run_clients (
+  run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  client_index INTEGER NOT NULL,  -- join order in the run
+  client_id    TEXT NOT NULL,
+  client_name  TEXT NOT NULL,
+  mode         TEXT NOT NULL,     -- raw | windows
+  applied      INTEGER NOT NULL,  -- its last message applied
+  closed       INTEGER NOT NULL,  -- 0 | 1: it closed its part of the run
+  PRIMARY KEY (run_id, client_index)
+) STRICT;
+
+-- Run ids are reserved in blocks, durably, before they are handed out: a
+-- crash never lets a later start reuse an id a client was told. A clean
+-- stop gives the unused rest of the block back.
+INSERT OR IGNORE INTO meta (key, value) VALUES ('reserved_run_id', 0);
+
+UPDATE meta SET value = 4 WHERE key = 'schema_version';
+)sql";
+
 // Creates the schema in an empty database, or checks an existing one, in one
 // IMMEDIATE transaction. Errors name db.path(): FailedPrecondition for a
 // newer schema version or an SQLite file that is not a perld state database,
 // DataLoss for a missing or invalid schema_version.
 [[nodiscard]] absl::Status CreateOrCheckSchema(SqliteDb& db);
 
-// The highest run id ever saved (meta.max_run_id, or a higher runs.id).
+// The highest run id ever saved or reserved (meta.max_run_id,
+// meta.reserved_run_id, or a higher runs.id).
 [[nodiscard]] absl::StatusOr<runs::RunId> ReadMaxRunId(SqliteDb& db);
 
 // SQL for the row statements. The Bind* functions bind every parameter of
@@ -235,8 +265,12 @@ std::string InsertCheckpointSql();
 std::string InsertCheckpointClientSql();
 std::string SelectCheckpointsSql();        // ORDER BY run_id
 std::string SelectCheckpointClientsSql();  // ORDER BY run_id, client_index
-std::string SelectUpstreamStreamsSql();    // run_id, next_sequence, lowest message; by run_id
-std::string SelectUpstreamMessagesSql();   // ?1 run, ?2 from sequence, ?3 limit; by sequence
+// run_clients share checkpoint_clients' columns (BindCheckpointClient,
+// ReadCheckpointClient).
+std::string InsertRunClientSql();
+std::string SelectRunClientsSql();        // ?1 run; ORDER BY client_index
+std::string SelectUpstreamStreamsSql();   // run_id, next_sequence, lowest message; by run_id
+std::string SelectUpstreamMessagesSql();  // ?1 run, ?2 from sequence, ?3 limit; by sequence
 
 void BindRun(const runs::RunInfo& run, SqliteStatement* stmt);
 // InvalidArgument for a kind other than periodic/total_segment or

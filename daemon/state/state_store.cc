@@ -277,6 +277,12 @@ class StateStore::Writer {
          "DELETE FROM windows WHERE run_id = ?1 AND kind = 'periodic' AND seq > ?2"},
         {&w->delete_run_, "DELETE FROM runs WHERE id = ?1"},
         {&w->bump_max_run_id_, "UPDATE meta SET value = max(value, ?1) WHERE key = 'max_run_id'"},
+        {&w->release_run_ids_,
+         "UPDATE meta SET value = (SELECT max(coalesce((SELECT value FROM meta WHERE key = "
+         "'max_run_id'), 0), coalesce((SELECT max(id) FROM runs), 0))) WHERE key = "
+         "'reserved_run_id'"},
+        {&w->delete_run_clients_, "DELETE FROM run_clients WHERE run_id = ?1"},
+        {&w->insert_run_client_, InsertRunClientSql()},
         // Keep the newest max_finished_runs finished/failed runs by end time.
         {&w->prune_runs_,
          "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE state <> 'running' "
@@ -324,6 +330,8 @@ class StateStore::Writer {
         durable.push_back(&c->durable);
       } else if (const auto* f = std::get_if<FinalTotalItem>(&q.item); f && f->upstream.durable) {
         durable.push_back(&f->upstream.durable);
+      } else if (const auto* r = std::get_if<RunClientsItem>(&q.item); r && r->durable) {
+        durable.push_back(&r->durable);
       }
     }
     if (absl::Status s = ApplyRetention(touched); !s.ok()) {
@@ -476,6 +484,36 @@ class StateStore::Writer {
     return s;
   }
 
+  absl::Status Apply(const RunClientsItem& item, Touched* /*touched*/) {
+    if (absl::Status s = savepoint_.Run(); !s.ok()) {
+      return s;
+    }
+    delete_run_clients_.Reset();
+    delete_run_clients_.BindInt64(1, static_cast<int64_t>(item.run));
+    absl::Status s = delete_run_clients_.Run();
+    delete_run_clients_.Reset();
+    for (const CheckpointClient& client : item.clients) {
+      if (!s.ok()) {
+        break;
+      }
+      insert_run_client_.Reset();
+      BindCheckpointClient(item.run, client, &insert_run_client_);
+      s = insert_run_client_.Run();
+      insert_run_client_.Reset();
+    }
+    return Settle(s, absl::StrCat("clients of run ", item.run));
+  }
+
+ public:
+  // A clean stop: the reserved ids nobody took are given back.
+  absl::Status ReleaseUnusedRunIds() {
+    release_run_ids_.Reset();
+    absl::Status s = release_run_ids_.Run();
+    release_run_ids_.Reset();
+    return s;
+  }
+
+ private:
   absl::Status Apply(const DeleteItem& item, Touched* /*touched*/) {
     for (const runs::RunId id : item.ids) {
       delete_run_.Reset();
@@ -600,6 +638,7 @@ class StateStore::Writer {
   SqliteDb db_;  // first: destroyed after its statements
   SqliteStatement begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
   SqliteStatement upsert_run_, insert_window_, insert_total_, delete_run_, bump_max_run_id_;
+  SqliteStatement release_run_ids_, delete_run_clients_, insert_run_client_;
   SqliteStatement prune_runs_, prune_windows_, prune_all_windows_;
   SqliteStatement insert_checkpoint_, insert_checkpoint_client_, delete_checkpoint_, trim_windows_;
   SqliteStatement upsert_upstream_stream_, insert_upstream_message_, release_upstream_,
@@ -649,7 +688,10 @@ absl::StatusOr<std::unique_ptr<StateStore>> StateStore::Open(
     return absl::FailedPreconditionError(absl::StrCat(
         "state database '", path, "': cannot use WAL mode (journal_mode stays '", *mode, "')"));
   }
-  if (absl::Status s = db->Exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
+  // synchronous=FULL: every commit syncs the WAL before it returns, so an
+  // acknowledgement that follows a commit survives a power loss (NORMAL
+  // syncs only at WAL checkpoints).
+  if (absl::Status s = db->Exec("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; "
                                 "PRAGMA journal_size_limit = 67108864");
       !s.ok()) {
     return Annotate(s, path);
@@ -799,6 +841,62 @@ void StateStore::EndUpstream(runs::RunId run) {
   Enqueue(UpstreamReleaseItem{run, 0, true}, sizeof(Queued));
 }
 
+void StateStore::SaveRunClients(runs::RunId run, std::vector<CheckpointClient> clients,
+                                std::function<void()> durable) {
+  size_t bytes = sizeof(Queued) + clients.size() * sizeof(CheckpointClient);
+  for (const CheckpointClient& c : clients) bytes += c.id.size() + c.name.size();
+  Enqueue(RunClientsItem{run, std::move(clients), std::move(durable)}, bytes);
+}
+
+absl::Status StateStore::ReserveRunIds(runs::RunId through) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    max_run_id_ = std::max(max_run_id_, through);
+  }
+  // Its own connection, not the writer's queue: a caller may hold a lock
+  // that a commit callback of the writer needs (IngestRuns creates runs
+  // under its lock), so a reservation never waits for the writer thread,
+  // only (busy timeout) for SQLite's write lock, which no callback holds.
+  std::lock_guard<std::mutex> one(reserve_mu_);
+  if (!reserver_) {
+    absl::StatusOr<SqliteDb> db = SqliteDb::Open(path_, SQLITE_OPEN_READWRITE);
+    if (!db.ok()) return Annotate(db.status(), path_);
+    if (const int rc = sqlite3_busy_timeout(db->get(), busy_timeout_ms_); rc != SQLITE_OK) {
+      return Annotate(SqliteStatus(db->get(), rc, "setting the busy timeout"), path_);
+    }
+    if (absl::Status s = db->Exec("PRAGMA synchronous = FULL"); !s.ok()) return Annotate(s, path_);
+    reserver_ = std::make_unique<SqliteDb>(*std::move(db));
+  }
+  absl::StatusOr<SqliteStatement> update =
+      reserver_->Prepare("UPDATE meta SET value = max(value, ?1) WHERE key = 'reserved_run_id'");
+  if (!update.ok()) return Annotate(update.status(), path_);
+  update->BindInt64(1, static_cast<int64_t>(through));
+  if (absl::Status s = update->Run(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("state database '", path_,
+                                               "': cannot reserve run ids: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<CheckpointClient>> StateStore::LoadRunClients(runs::RunId run) const {
+  absl::StatusOr<SqliteDb> db = OpenReader();
+  if (!db.ok()) return db.status();
+  absl::StatusOr<SqliteStatement> select = db->Prepare(SelectRunClientsSql());
+  if (!select.ok()) return select.status();
+  select->BindInt64(1, static_cast<int64_t>(run));
+  std::vector<CheckpointClient> out;
+  for (;;) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    runs::RunId owner = 0;
+    absl::StatusOr<CheckpointClient> client = ReadCheckpointClient(*select, &owner);
+    if (!client.ok()) return client.status();
+    out.push_back(*std::move(client));
+  }
+  return out;
+}
+
 void StateStore::TrimWindows(runs::RunId run, int64_t periodic_seq) {
   Enqueue(TrimItem{run, periodic_seq}, sizeof(Queued));
 }
@@ -844,6 +942,9 @@ void StateStore::WriterLoop() {
     }
     lines.clear();
     if (stop) {
+      if (absl::Status s = writer_->ReleaseUnusedRunIds(); !s.ok() && log) {
+        log(absl::StrCat("state store '", path_, "': ", s.ToString()));
+      }
       return;
     }
     if (batch.empty()) {

@@ -16,9 +16,11 @@
 // and SetRetention are never dropped: they may exceed the bound (there is one of
 // each per run, so they are bounded by the number of runs).
 //
-// Durability: Flush() returns once everything queued before it is committed
-// to the WAL: it survives a crash of the process. With synchronous=NORMAL a
-// power loss may lose the last commits before the next WAL checkpoint.
+// Durability: every commit is synced (WAL, synchronous=FULL: one fsync of
+// the WAL per writer batch, never per record). Flush() returns, and a
+// `durable` callback runs, only once the commit holding the records is on
+// the device: it survives a crash of the process, of the kernel and a power
+// loss. A client is told a message is durable only after such a commit.
 //
 // Write errors (disk full, I/O error, a record that breaks a constraint such
 // as a window of an unsaved run): a failed record is lost, never retried; the
@@ -111,7 +113,7 @@ class StateStore {
   // (new directories mode 0750), checks that DIR is writable by creating and
   // removing a probe file, locks DIR for this store (DirectoryLock: one
   // open store, so one daemon, per directory), opens the database, runs PRAGMA quick_check
-  // (O(database size)), sets WAL mode, synchronous=NORMAL, foreign_keys=ON
+  // (O(database size)), sets WAL mode, synchronous=FULL, foreign_keys=ON
   // and the busy timeout, creates the schema (state_schema.h) or checks its
   // version, applies `retention`, and starts the writer thread. Errors name
   // the path and the reason:
@@ -156,6 +158,20 @@ class StateStore {
   // REQUIRES: a checkpoint of the run was queued before.
   void SaveCheckpointClients(runs::RunId run, std::vector<CheckpointClient> clients,
                              std::function<void()> durable);
+  // Replaces the stored clients of a remote run (table run_clients: each
+  // client's last applied sequence and whether it closed), queued before
+  // the run's final total so both commit by the time the total has.
+  // REQUIRES: the run was saved first.
+  // `durable` runs on the writer thread once they committed (as for
+  // SaveCheckpoint).
+  void SaveRunClients(runs::RunId run, std::vector<CheckpointClient> clients,
+                      std::function<void()> durable);
+  // Reserves run ids up to `through` durably (meta.reserved_run_id): blocks
+  // until the commit is on the device, on a connection of its own (never
+  // behind the writer thread's queue or its commit callbacks). After a
+  // crash the next start begins above every reserved id; a clean stop gives
+  // back the unused ones. Errors: the commit failed (hand out no id).
+  [[nodiscard]] absl::Status ReserveRunIds(runs::RunId through);
   // Deletes the run's messages to the parent up to `through` (the parent
   // reported them durable).
   void ReleaseUpstream(runs::RunId run, uint64_t through);
@@ -191,9 +207,14 @@ class StateStore {
   [[nodiscard]] absl::StatusOr<std::vector<UpstreamMessage>> LoadUpstreamMessages(
       runs::RunId run, uint64_t from_sequence, size_t max_messages) const;
 
-  // The highest run id ever saved in this state directory (0 when none),
-  // including runs deleted by retention and saves still queued. A new run
-  // takes MaxRunId() + 1, so ids are never reused across restarts.
+  // A remote run's stored clients (SaveRunClients), read on a fresh
+  // connection: committed rows only; empty when none are stored.
+  [[nodiscard]] absl::StatusOr<std::vector<CheckpointClient>> LoadRunClients(runs::RunId run) const;
+
+  // The highest run id ever saved or reserved in this state directory (0
+  // when none), including runs deleted by retention and saves still
+  // queued. A new run takes MaxRunId() + 1, so ids are never reused across
+  // restarts.
   runs::RunId MaxRunId() const;
 
   uint64_t write_errors() const;
@@ -227,14 +248,21 @@ class StateStore {
     runs::RunId run = 0;
     int64_t periodic_seq = 0;
   };
+  struct RunClientsItem {
+    runs::RunId run = 0;
+    std::vector<CheckpointClient> clients;
+    std::function<void()> durable;
+  };
+
   struct DeleteItem {
     std::vector<runs::RunId> ids;
   };
   struct RetentionItem {
     config::RetentionConfig retention;
   };
-  using Item = std::variant<RunItem, WindowItem, FinalTotalItem, CheckpointItem,
-                            UpstreamReleaseItem, TrimItem, DeleteItem, RetentionItem>;
+  using Item =
+      std::variant<RunItem, WindowItem, FinalTotalItem, CheckpointItem, UpstreamReleaseItem,
+                   TrimItem, DeleteItem, RetentionItem, RunClientsItem>;
   struct Queued {
     Item item;
     size_t bytes;
@@ -247,6 +275,8 @@ class StateStore {
   absl::StatusOr<SqliteDb> OpenReader() const;  // read-only, with the busy timeout
 
   const std::unique_ptr<DirectoryLock> lock_;  // held while the store is open
+  std::mutex reserve_mu_;                      // ReserveRunIds, one at a time
+  std::unique_ptr<SqliteDb> reserver_;         // reserve_mu_: opened at the first reservation
   const std::string path_;
   const size_t max_queued_bytes_;
   const int busy_timeout_ms_;

@@ -134,8 +134,8 @@ def main():
 
             wide = list(range(1, 100_001))  # 100,000 pairs: 1.6 MB queued, over 1 MiB
             code, detail = call_status(stub, ipb, opener("bad", "huge"), win(1, wide, [1] * len(wide)))
-            check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "ingest.maxMemoryBytes" in detail,
-                  f"a window over the global memory limit: RESOURCE_EXHAUSTED ({detail[:90]})")
+            check(code == grpc.StatusCode.INVALID_ARGUMENT and "ingest.maxMemoryBytes" in detail,
+                  f"a window over the global memory limit: INVALID_ARGUMENT, final ({detail[:90]})")
 
             # --- a good client keeps streaming through everything below ----------
             good = IngestStream(stub, ipb, opener("good", "g", mode=ipb.IngestOpen.MODE_RAW), 600)

@@ -165,14 +165,14 @@ def main():
     b.recv()
     b.send(batch=batch(ipb, 1, list(range(1, 1002))))
     code, detail = code_of(b.recv)
-    check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "maxBatchLength" in detail,
-          f"a batch over ingest.maxBatchLength: RESOURCE_EXHAUSTED ({detail})")
+    check(code == grpc.StatusCode.INVALID_ARGUMENT and "maxBatchLength" in detail,
+          f"a batch over ingest.maxBatchLength: INVALID_ARGUMENT, final ({detail})")
     b = Stream(ingest, ipb, opener("mixed", "b", RAW))
     b.recv()
     b.send(batch=ipb.TimestampBatch(sequence=1, count=9000, latency_delta=[2**60] * 9000))
     code, detail = code_of(b.recv)
-    check(code == grpc.StatusCode.RESOURCE_EXHAUSTED and "maxMessageBytes" in detail,
-          f"a message over limits.maxMessageBytes: RESOURCE_EXHAUSTED ({detail})")
+    check(code == grpc.StatusCode.INVALID_ARGUMENT and "maxMessageBytes" in detail,
+          f"a message over limits.maxMessageBytes: INVALID_ARGUMENT, final ({detail})")
     b = Stream(ingest, ipb, opener("mixed", "b", RAW))
     b.recv()
     b.send(window=window(ipb, 1, [(5, 1)]))

@@ -74,12 +74,15 @@ def generate_stubs(out):
 class Daemon:
     """perld on port 0; .grpc and .http are the addresses it printed."""
 
-    def __init__(self, perld, state, config=None, extra=(), log=None, grpc_listen="127.0.0.1:0"):
-        """log: a path that receives the daemon's stderr (default: discarded)."""
+    def __init__(self, perld, state, config=None, extra=(), log=None, grpc_listen="127.0.0.1:0",
+                 env=None):
+        """log: a path that receives the daemon's stderr (default: discarded);
+        env: variables added to the daemon's environment (e.g. PERLD_FAILPOINT)."""
         cmd = [perld, "--grpc-listen", grpc_listen, "--http-listen", "127.0.0.1:0",
                "--state-dir", state] + (["--config", config] if config else []) + list(extra)
         self.log = open(log, "a") if log else subprocess.DEVNULL
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     env=dict(os.environ, **env) if env else None)
         self.grpc = self.http = None
         deadline = time.time() + 30
         while (self.grpc is None or self.http is None) and time.time() < deadline:
@@ -237,18 +240,108 @@ def exact_percentiles(pairs, percents):
 def spooled_loads(perlctl, target, run, tmp, tag, modes, seconds, throughput):
     """Starts one `perlctl load` per mode ("raw"/"windows") into `run` at
     `target`, each with its own spool and --distribution-out file in tmp;
-    returns (the distribution files, the processes)."""
+    returns (the distribution files, the processes). A mode ending in
+    "-memory" (e.g. "windows-memory") has no spool: the client keeps what
+    the daemon has not made durable in memory."""
     outs, procs = [], []
     for i, mode in enumerate(modes):
         out = os.path.join(tmp, f"{tag}{i}.json")
+        spool = [] if mode.endswith("-memory") else [
+            "--spool", os.path.join(tmp, f"spool-{tag}{i}")]
         cmd = [perlctl, "--target", target, "--json", "load", "-size", "100", "-time", "ns",
                "-writers", "1", "-seconds", str(seconds), "-throughput", str(throughput),
-               "--run", run, "--mode", mode, "--spool", os.path.join(tmp, f"spool-{tag}{i}"),
+               "--run", run, "--mode", mode.removesuffix("-memory")] + spool + [
                "--distribution-out", out, "-interval", "1"]
         outs.append(out)
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
     return outs, procs
+
+
+_CRC32C_TABLE = []
+
+
+def crc32c(data, crc=0):
+    """CRC-32C (Castagnoli), as daemon/state/crc32c.h computes it."""
+    if not _CRC32C_TABLE:
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+            _CRC32C_TABLE.append(c)
+    crc ^= 0xFFFFFFFF
+    table = _CRC32C_TABLE
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def spool_contents(spool_dir, ipb):
+    """The messages of a client spool ({key: IngestRequest}), read as the
+    client library's recovery reads it (client/lib/spool.h): segment files
+    in key order, records `u32 length, u32 CRC32C(payload + key), u64 key,
+    payload`; the first incomplete record, failed CRC or key that does not
+    rise ends the spool (a torn tail is never replayed)."""
+    import glob
+    import struct
+    out, last = {}, 0
+    for path in sorted(glob.glob(os.path.join(spool_dir, "seg-*.log"))):
+        with open(path, "rb") as f:
+            data = f.read()
+        offset = 0
+        while offset + 16 <= len(data):
+            length, crc, key = struct.unpack_from("<IIQ", data, offset)
+            end = offset + 16 + length
+            if end > len(data) or key <= last:
+                break
+            payload = data[offset + 16:end]
+            if crc32c(payload + data[offset + 8:offset + 16]) != crc:
+                break
+            message = ipb.IngestRequest()
+            message.ParseFromString(payload)
+            out[key] = message
+            last = key
+            offset = end
+        else:
+            continue
+        break  # a bad record ends the whole spool, later segments included
+    return out, last
+
+
+def messages_truth(messages, low=0, high=180_000_000_000):
+    """({latency: count}, records) of Ingest messages: raw batches' latencies
+    (the delta column summed) with their records, windows' pairs; what a
+    daemon merging exactly those messages holds (negative latencies are
+    invalid, latencies outside [low, high] discarded: both not in pairs)."""
+    pairs, records = {}, 0
+    for m in messages:
+        if m.HasField("batch"):
+            b = m.batch
+            latency = 0
+            for i in range(b.count):
+                latency += b.latency_delta[i]
+                r = b.records[i] if len(b.records) else max(1, b.constant_records)
+                records += r
+                if low <= latency <= high:
+                    pairs[latency] = pairs.get(latency, 0) + r
+        elif m.HasField("window"):
+            w = m.window
+            records += w.records
+            latency = 0
+            for delta, count in zip(w.latency_delta, w.count):
+                latency += delta
+                pairs[latency] = pairs.get(latency, 0) + count
+    return pairs, records
+
+
+def merge_pairs(*dicts_or_lists):
+    """Ascending (latency, count) pairs of several {latency: count} dicts or
+    pair lists merged."""
+    merged = {}
+    for d in dicts_or_lists:
+        for latency, count in (d.items() if isinstance(d, dict) else d):
+            merged[latency] = merged.get(latency, 0) + count
+    return sorted(merged.items())
 
 
 def free_port():

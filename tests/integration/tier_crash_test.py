@@ -16,6 +16,9 @@ merged --distribution-out files -- zero lost, zero counted twice -- when:
      upstream.maxQueuedWindows is tiny and windows go in parts of 4 pairs, so
      messages also wait in the edge's state database while the root is down
      (past the stream's 256 unacknowledged ones) and are read back in turn.
+  C. the edge is killed by the failpoint upstream-stored-before-send: window
+     messages to the root committed in its state database, none of them
+     sent yet; the restarted edge sends them.
 
   /usr/bin/python3 tests/integration/tier_crash_test.py \\
       --perld build/release/daemon/bench/perld --perlctl build/release/client/perlctl/perlctl
@@ -24,6 +27,7 @@ import argparse
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -113,9 +117,9 @@ def main():
         return Daemon(args.perld, os.path.join(tmp, "root-state"), config=root_config,
                       log=os.path.join(tmp, "root.log"), grpc_listen=root_listen)
 
-    def edge():
+    def edge(env=None):
         return Daemon(args.perld, os.path.join(tmp, "edge-state"), config=edge_config,
-                      log=edge_log, grpc_listen=edge_listen)
+                      log=edge_log, grpc_listen=edge_listen, env=env)
 
     def log_count(text):
         with open(edge_log) as f:
@@ -163,6 +167,24 @@ def main():
         verify(rq, pb, "B", "root-down", outs, results, "root")
     check(log_count("ended before perld stopped: resending") == 1,
           "B: the restarted edge resent the ended run's stored messages")
+
+    # --- C: the edge killed with window messages stored, none sent -------------
+    rc = e.stop()
+    check(rc == 0, f"C: the edge stops before the failpoint run (exit {rc})")
+    e = edge({"PERLD_FAILPOINT": "upstream-stored-before-send:3"})
+    outs, procs = clients(args.perlctl, edge_listen, "stored-unsent", tmp, "c", 4)
+    try:
+        rc = e.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(rc == -signal.SIGKILL and log_count("failpoint upstream-stored-before-send reached") == 1,
+          f"C: the failpoint killed the edge with messages stored and unsent (exit {rc})")
+    time.sleep(0.3)
+    e = edge()
+    results = client_results("C", procs)
+    if results:
+        verify(eq, pb, "C", "stored-unsent", outs, results, "edge")
+        verify(rq, pb, "C", "stored-unsent", outs, results, "root")
     for name, d in (("edge", e), ("root", r)):
         rc = d.stop()
         check(rc == 0, f"{name}: SIGTERM, exit {rc}")

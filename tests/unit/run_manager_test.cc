@@ -262,5 +262,45 @@ TEST(RunManagerTest, TheJudgeDecidesTheFinalState) {
   manager.Stop();
 }
 
+// Ids are reserved durably in blocks before any is handed out; a failed
+// reservation refuses the run and hands out nothing.
+TEST(RunManagerTest, ReservesRunIdsInBlocksBeforeHandingThemOut) {
+  std::vector<RunId> reserved;
+  bool fail = false;
+  RunManager::Options options;
+  options.first_id = 5;
+  options.max_running_runs = 64;
+  options.reserve_ids = [&](RunId through) -> absl::Status {
+    if (fail) return absl::UnavailableError("disk gone");
+    reserved.push_back(through);
+    return absl::OkStatus();
+  };
+  RunManager manager(options);
+  manager.Start();
+  std::vector<RunId> ids;
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<CreatedRun> r = manager.CreateRun(MakeSetup("r", TimeUnit::kMs, 0, 1000));
+    ASSERT_TRUE(r.ok()) << r.status();
+    ids.push_back(r->id);
+    EXPECT_LE(r->id, reserved.back()) << "handed out before it was reserved";
+  }
+  EXPECT_EQ(ids.front(), 5u);
+  EXPECT_EQ(ids.back(), 24u);
+  EXPECT_EQ(reserved,
+            (std::vector<RunId>{5 + RunManager::kIdBlock - 1, 5 + 2 * RunManager::kIdBlock - 1}));
+  // Ids left in the block need no reservation; past it, a failure refuses.
+  fail = true;
+  for (RunId id = 25; id <= reserved.back(); ++id) {
+    absl::StatusOr<CreatedRun> r = manager.CreateRun(MakeSetup("r", TimeUnit::kMs, 0, 1000));
+    ASSERT_TRUE(r.ok()) << r.status();
+    ids.push_back(r->id);
+  }
+  absl::StatusOr<CreatedRun> refused = manager.CreateRun(MakeSetup("r", TimeUnit::kMs, 0, 1000));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  for (RunId id : ids) manager.EndRun(id);
+  for (RunId id : ids) EXPECT_TRUE(manager.WaitEnded(id, absl::Seconds(30)));
+  manager.Stop();
+}
+
 }  // namespace
 }  // namespace perld::runs

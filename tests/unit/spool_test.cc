@@ -202,12 +202,37 @@ TEST_F(SpoolTest, TornTailsAreTruncatedNeverReplayed) {
   for (;;) {
     ++key;
     if (!(*spool)->Append(key, PayloadOf(key)).ok()) _exit(4);
-    const uint64_t durable = (*spool)->durable_key();
-    if (durable > reported) {
-      reported = durable;
+    // Every seventh key the way a sender sends it: written through first
+    // (then it survives the process being killed, synced or not).
+    if (key % 7 == 0 && !(*spool)->WriteThrough(key).ok()) _exit(6);
+    const uint64_t kept = std::max((*spool)->durable_key(), (*spool)->written_key());
+    if (kept > reported) {
+      reported = kept;
       if (write(report, &reported, sizeof(reported)) != sizeof(reported)) _exit(5);
     }
   }
+}
+
+// A batched spool buffers appends; WriteThrough writes them to the file at
+// once (no sync), so a sender never sends a message the spool does not hold.
+TEST_F(SpoolTest, WriteThroughPutsBufferedRecordsInTheFile) {
+  Spool::Options o = Options(SpoolMode::kBatched);
+  o.batch_appends = 1 << 20;
+  o.batch_ms = 60'000;  // the flusher stays away
+  std::unique_ptr<Spool> spool = OpenOrDie(o);
+  for (uint64_t key = 1; key <= 5; ++key) ASSERT_TRUE(spool->Append(key, PayloadOf(key)).ok());
+  EXPECT_EQ(spool->written_key(), 0u);
+  EXPECT_EQ(std::filesystem::file_size(dir_ + "/spool/" + Segments().front()), 0u);
+  ASSERT_TRUE(spool->WriteThrough(3).ok());
+  EXPECT_EQ(spool->written_key(), 5u);  // everything buffered goes at once
+  EXPECT_LT(spool->durable_key(), 5u);  // written, not synced
+  // What a process killed now leaves: another spool reading the files.
+  std::filesystem::copy(dir_ + "/spool", dir_ + "/copy");
+  Spool::Options copy = o;
+  copy.dir = dir_ + "/copy";
+  std::unique_ptr<Spool> reopened = OpenOrDie(copy);
+  EXPECT_EQ(Keys(*reopened), (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(reopened->first_key(), 1u);
 }
 
 TEST_F(SpoolTest, KillNineAtRandomPointsLosesNothingDurableAndReplaysNothingTwice) {
@@ -217,7 +242,7 @@ TEST_F(SpoolTest, KillNineAtRandomPointsLosesNothingDurableAndReplaysNothingTwic
     Spool::Options o = Options(mode);
     o.batch_appends = 64;
     o.batch_ms = 2;
-    uint64_t promised = 0;  // the highest key any child reported durable
+    uint64_t promised = 0;  // the highest key any child reported durable or written
     for (int round = 0; round < 25; ++round) {
       int pipe_fds[2];
       ASSERT_EQ(pipe(pipe_fds), 0);

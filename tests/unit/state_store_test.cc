@@ -81,7 +81,8 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "3");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "4");
+  EXPECT_EQ(Sql(store->path(), "PRAGMA synchronous"), "2");  // FULL on the store's connection
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
   EXPECT_FALSE(std::filesystem::exists(dir + "/.perld-write-probe"));
@@ -442,19 +443,23 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 4 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 5 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 4 is newer than this perld supports (3)"));
+              HasSubstr("schema version 5 is newer than this perld supports (4)"));
 }
 
 // Turns a current database back into one of `version`: drops the tables
 // later versions added and sets meta.schema_version.
 void DowngradeTo(const std::string& db, int version) {
-  Sql(db, "DROP TABLE upstream_messages");
-  Sql(db, "DROP TABLE upstream_streams");
+  Sql(db, "DROP TABLE run_clients");
+  Sql(db, "DELETE FROM meta WHERE key = 'reserved_run_id'");
+  if (version < 3) {
+    Sql(db, "DROP TABLE upstream_messages");
+    Sql(db, "DROP TABLE upstream_streams");
+  }
   if (version < 2) {
     Sql(db, "DROP TABLE checkpoint_clients");
     Sql(db, "DROP TABLE checkpoints");
@@ -463,8 +468,8 @@ void DowngradeTo(const std::string& db, int version) {
       absl::StrCat("UPDATE meta SET value = ", version, " WHERE key = 'schema_version'").c_str());
 }
 
-TEST(StateStoreTest, UpgradesVersion1And2Databases) {
-  for (int version : {1, 2}) {
+TEST(StateStoreTest, UpgradesVersion1To3Databases) {
+  for (int version : {1, 2, 3}) {
     SCOPED_TRACE(version);
     ScratchDir tmp;
     {
@@ -474,7 +479,9 @@ TEST(StateStoreTest, UpgradesVersion1And2Databases) {
     DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "3");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "4");
+    EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM run_clients"), "0");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'reserved_run_id'"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM checkpoints"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_streams"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_messages"), "0");
@@ -731,6 +738,56 @@ TEST(StateStoreTest, OneOpenStorePerDirectory) {
                 HasSubstr("is in use by another perld (pid " + std::to_string(::getpid())));
   }
   EXPECT_NE(OpenOrDie(tmp.path()), nullptr);  // released on close
+}
+
+// Run ids handed out before their run row commits are reserved durably: a
+// crash (no clean stop) leaves the next start above every reserved id; a
+// clean stop gives the unused ones back.
+TEST(StateStoreTest, ReservedRunIdsAreNeverReusedAfterACrash) {
+  ScratchDir tmp;
+  {
+    auto store = OpenOrDie(tmp.path());
+    ASSERT_NE(store, nullptr);
+    store->SaveRun(MakeRun(1));
+    ASSERT_TRUE(store->ReserveRunIds(16).ok());
+    EXPECT_EQ(store->MaxRunId(), 16u);
+    // A crash: what is committed stays, the clean-stop release never runs.
+    ASSERT_TRUE(store->Flush().ok());
+    ASSERT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'reserved_run_id'"), "16");
+    const std::string copy = tmp / "crashed";
+    std::filesystem::create_directory(copy);
+    for (const char* f : {"perld.db", "perld.db-wal"}) {
+      if (std::filesystem::exists(tmp / f)) std::filesystem::copy_file(tmp / f, copy + "/" + f);
+    }
+    auto crashed = OpenOrDie(copy);
+    ASSERT_NE(crashed, nullptr);
+    EXPECT_EQ(crashed->MaxRunId(), 16u);  // run 2..16 may have been told to a client
+  }
+  // The clean stop above gave 2..16 back.
+  auto reopened = OpenOrDie(tmp.path());
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->MaxRunId(), 1u);
+}
+
+// An ended remote run's clients: stored, read back by run, replaced whole.
+TEST(StateStoreTest, RunClientsRoundTrip) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  ASSERT_NE(store, nullptr);
+  store->SaveRun(MakeRun(4));
+  const std::vector<CheckpointClient> clients = {{0, "a", "host a", true, 17, true},
+                                                 {1, "b", "host b", false, 3, false}};
+  bool durable = false;
+  store->SaveRunClients(4, clients, [&durable] { durable = true; });
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_TRUE(durable);
+  absl::StatusOr<std::vector<CheckpointClient>> loaded = store->LoadRunClients(4);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(*loaded, clients);
+  store->SaveRunClients(4, {clients[1]}, nullptr);
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(*store->LoadRunClients(4), std::vector<CheckpointClient>{clients[1]});
+  EXPECT_TRUE(store->LoadRunClients(5)->empty());
 }
 
 }  // namespace

@@ -178,6 +178,11 @@ class Client {
   void Abandon();
 
   Counters counters() const;
+  // The error that stopped the client for good ("" while it can go on): the
+  // daemon refused its messages (e.g. DATA_LOSS, NOT_FOUND, a run that
+  // ended), or its spool failed. Nothing more will be acknowledged: a load
+  // generator stops recording, then Closes (which reports the same error).
+  std::string FinalError() const;
   // The client's exact total: filled by Close (empty before).
   LocalTotal Total() const;
 

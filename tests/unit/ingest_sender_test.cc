@@ -1,0 +1,60 @@
+// IngestSender with a spool and no daemon (a refused loopback port): a
+// message it gives up on is never spooled, so the spool and the sequence
+// numbers never disagree (issue 24: a spooled message given up on at Close
+// stayed in the spool, and the next message reused its sequence number,
+// which the spool refused).
+#include "client/lib/ingest_sender.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "client/lib/spool.h"
+
+namespace perld::client {
+namespace {
+
+v1::IngestRequest Batch(uint64_t sequence) {
+  v1::IngestRequest r;
+  v1::TimestampBatch* b = r.mutable_batch();
+  b->set_sequence(sequence);
+  b->set_count(1);
+  b->add_latency_delta(42);
+  return r;
+}
+
+TEST(IngestSenderTest, AMessageGivenUpOnIsNeverSpooled) {
+  char pattern[] = "/tmp/ingest_sender_test.XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  Spool::Options o;
+  o.dir = dir + "/spool";
+  o.mode = SpoolMode::kSynced;
+  absl::StatusOr<std::unique_ptr<Spool>> spool = Spool::Open(o);
+  ASSERT_TRUE(spool.ok()) << spool.status();
+  Spool* raw = spool->get();
+  v1::IngestOpen open;
+  open.set_run_name("r");
+  open.set_client_id("c");
+  open.set_mode(v1::IngestOpen::MODE_RAW);
+  // Port 1 refuses: nothing is ever acknowledged.
+  IngestSender sender(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), open,
+                      /*max_unacked=*/1, /*max_undurable_bytes=*/1 << 20, *std::move(spool));
+  ASSERT_TRUE(sender.Enqueue(Batch(1)));
+  EXPECT_EQ(raw->last_key(), 1u);
+  sender.GiveUpAt(std::chrono::steady_clock::now());
+  EXPECT_FALSE(sender.Enqueue(Batch(2)));  // no room: given up on
+  EXPECT_EQ(sender.next_sequence(), 2u);
+  EXPECT_EQ(raw->last_key(), 1u) << "a message given up on was spooled";
+  Counters c;
+  sender.FillCounters(&c);
+  EXPECT_EQ(c.unsent_records, 1);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace perld::client
