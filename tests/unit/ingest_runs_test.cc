@@ -29,7 +29,7 @@ config::DaemonConfig TestConfig() {
   config::DaemonConfig c;
   c.latency = LatencyConfig::ForUnit(TimeUnit::kNs);
   c.reporting_interval_ms = 60'000;
-  c.ingest.checkpoints = false;  // durable when applied: no checkpointer here
+  c.ingest.checkpoints = false;         // durable when applied: no checkpointer here
   c.ingest.client_timeout_ms = 60'000;  // a client that leaves may come back
   return c;
 }
