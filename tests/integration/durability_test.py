@@ -22,7 +22,10 @@ to that of their merged --distribution-out data, and every client must exit
   D. a daemon that lost its state directory (wiped): a client that was told
      messages were durable ends within seconds with an error naming the
      run, the client and the lost range -- no reconnect storm, no new run
-     of the same name.
+     of the same name; and one whose state directory was restored from an
+     older copy: DATA_LOSS naming the lost range;
+  E. RESOURCE_EXHAUSTED is transient: a client refused for
+     limits.maxRunningRuns retries with backoff and gets in once a run ends.
 
   /usr/bin/python3 tests/integration/durability_test.py --perld build/release/daemon/bench/perld \\
       --perlctl build/release/client/perlctl/perlctl [--powercut build/.../libpowercut_preload.so]
@@ -207,6 +210,56 @@ def main():
     listed = query.ListRuns(pb.ListRunsRequest(), timeout=10)
     check(all(r.name != "wiped" for r in listed.runs),
           f"D: no new run named 'wiped' ({[r.name for r in listed.runs]})")
+    d.stop()
+
+    # --- D2: the state directory restored from an older copy -------------------
+    d = start("d2")
+    p = subprocess.Popen([args.perlctl, "--target", listen, "--json", "load", "-size", "100",
+                          "-time", "ns", "-writers", "1", "-seconds", "20", "-throughput", "1",
+                          "--run", "restored", "--mode", "windows", "-interval", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.6)  # a checkpoint or so
+    os.kill(d.proc.pid, signal.SIGSTOP)  # a consistent copy: nothing writes now
+    shutil.copytree(os.path.join(tmp, "d2"), os.path.join(tmp, "d2-old"))
+    os.kill(d.proc.pid, signal.SIGCONT)
+    time.sleep(2.5)  # more windows acknowledged durable after the copy
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait(timeout=30)
+    shutil.rmtree(os.path.join(tmp, "d2"))
+    shutil.copytree(os.path.join(tmp, "d2-old"), os.path.join(tmp, "d2"))
+    os.remove(os.path.join(tmp, "d2", "perld.lock"))
+    d = start("d2")
+    try:
+        stdout, stderr = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        stdout, stderr = p.communicate()
+    summary = json.loads(stdout) if stdout.strip() else {}
+    error = summary.get("error", "") + " " + stderr
+    check(p.returncode == 1 and "DATA_LOSS" in error and "were lost on the daemon's side" in error,
+          f"D2: a restored older state directory: the client ends with DATA_LOSS naming the "
+          f"range ({error.strip()[:300]})")
+    d.stop()
+
+    # --- E: RESOURCE_EXHAUSTED is retried --------------------------------------
+    with open(config, "a") as f:
+        f.write("limits:\n  maxRunningRuns: 1\n")
+    d = start("e")
+    bench = subprocess.run([args.perlctl, "--target", listen, "bench", "-writers", "1",
+                            "-seconds", "2", "-time", "ns", "--name", "occupies-the-slot"],
+                           capture_output=True, text=True, timeout=30)
+    check(bench.returncode == 0, f"E: a 2 s bench runs ({bench.stderr.strip()[:200]})")
+    began = time.time()
+    load = subprocess.run([args.perlctl, "--target", listen, "--json", "load", "-size", "100",
+                           "-time", "ns", "-writers", "1", "-records", "1000", "--run", "waits"],
+                          capture_output=True, text=True, timeout=60)
+    summary = json.loads(load.stdout) if load.stdout.strip() else {}
+    check(load.returncode == 0 and summary.get("records") == 1000 and time.time() - began > 0.5,
+          f"E: a load refused for limits.maxRunningRuns retried and got in after the bench "
+          f"(exit {load.returncode}, {summary.get('reconnects')} reconnects, last error "
+          f"{summary.get('lastStreamError', '')[:120]})")
+    check("RESOURCE_EXHAUSTED" in summary.get("lastStreamError", ""),
+          "E: it was refused with RESOURCE_EXHAUSTED first")
     rc = d.stop()
     check(rc == 0, f"SIGTERM: exit {rc}")
     return finish()
