@@ -20,8 +20,8 @@
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/tsc_clock.h"
+#include "daemon/http/http_server.h"
 #include "daemon/http/live_api.h"
-#include "daemon/http/metrics_server.h"
 #include "daemon/log/log.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
@@ -188,7 +188,7 @@ struct DaemonServer::Parts {
   std::unique_ptr<DaemonMetrics> metrics;
   int64_t start_mono_ns = MonotonicNanos();
   std::unique_ptr<grpc::Server> grpc;
-  std::unique_ptr<http::MetricsServer> http;
+  std::unique_ptr<http::HttpServer> http;
   std::atomic<bool> ready{false};
   Listeners listeners;
   bool shut_down = false;
@@ -411,8 +411,8 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
                       (route.path == "/metrics" && config.auth.metrics_open);
     if (!open) route = Guarded(*p->auth, std::move(route));
   }
-  absl::StatusOr<std::unique_ptr<http::MetricsServer>> http_server =
-      http::MetricsServer::Start(http_host, http_port, std::move(routes), *https);
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> http_server =
+      http::HttpServer::Start(http_host, http_port, std::move(routes), *https);
   if (!http_server.ok()) {
     p->grpc->Shutdown();
     p->manager->Stop();
