@@ -19,8 +19,8 @@
 #include "daemon/bench/sbk_report.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/tsc_clock.h"
+#include "daemon/http/http_server.h"
 #include "daemon/http/metrics_exposition.h"
-#include "daemon/http/metrics_server.h"
 #include "daemon/runs/run_manager.h"
 #include "perld/version.h"
 
@@ -140,11 +140,11 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   described.readers = described.max_readers = ctx.readers;
   described.start_unix_seconds = static_cast<double>(absl::ToUnixMillis(absl::Now())) / 1e3;
   http::LatestMetrics latest(std::move(described));
-  std::unique_ptr<http::MetricsServer> metrics;
+  std::unique_ptr<http::HttpServer> metrics;
   if (options.metrics) {
-    absl::StatusOr<std::unique_ptr<http::MetricsServer>> server =
-        http::MetricsServer::Start(options.metrics_host, options.metrics_port, options.metrics_path,
-                                   [&latest] { return latest.Render(); });
+    absl::StatusOr<std::unique_ptr<http::HttpServer>> server =
+        http::HttpServer::Start(options.metrics_host, options.metrics_port, options.metrics_path,
+                                [&latest] { return latest.Render(); });
     if (!server.ok()) {
       return absl::Status(server.status().code(),
                           absl::StrCat("-context: ", server.status().message()));

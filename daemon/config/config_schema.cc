@@ -376,6 +376,19 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "prometheus.finishedRunSeconds", kLive, 0, int64_t{365} * 86'400,
       [](auto& c) -> auto& { return c.prometheus.finished_run_seconds; }));
+  // http: the HTTP listener's bounds, taken when it starts.
+  keys.push_back(IntKey(
+      "http.maxConnections", kRestart, 1, 65536,
+      [](auto& c) -> auto& { return c.http.max_connections; }));
+  keys.push_back(IntKey(
+      "http.handlerThreads", kRestart, 1, 64,
+      [](auto& c) -> auto& { return c.http.handler_threads; }));
+  keys.push_back(IntKey(
+      "http.maxQueuedRequests", kRestart, 1, 65536,
+      [](auto& c) -> auto& { return c.http.max_queued_requests; }));
+  keys.push_back(IntKey(
+      "http.headerTimeoutMs", kRestart, 50, 1000,
+      [](auto& c) -> auto& { return c.http.header_timeout_ms; }));
   // sbp:
   keys.push_back(StringKey(
       "sbp.storageName", kLive, [](auto& c) -> auto& { return c.sbp.storage_name; }));
@@ -475,7 +488,7 @@ const ConfigKey* FindConfigKey(absl::string_view name) {
 
 const std::vector<std::string>& SectionNames() {
   static const std::vector<std::string>* const names = new std::vector<std::string>(
-      {"retention", "limits", "ingest", "prometheus", "sbp", "upstream", "auth", "tls"});
+      {"retention", "limits", "ingest", "prometheus", "http", "sbp", "upstream", "auth", "tls"});
   return *names;
 }
 

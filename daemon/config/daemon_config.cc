@@ -52,8 +52,8 @@ bool operator==(const DaemonConfig& a, const DaemonConfig& b) {
          SameChannels(a.channels, b.channels) && a.idle_ns == b.idle_ns &&
          a.bench_worker_yield_us == b.bench_worker_yield_us && a.retention == b.retention &&
          a.limits == b.limits && a.grpc_unix == b.grpc_unix && a.ingest == b.ingest &&
-         a.prometheus == b.prometheus && a.sbp == b.sbp && a.upstream == b.upstream &&
-         a.auth == b.auth && a.tls == b.tls;
+         a.prometheus == b.prometheus && a.http == b.http && a.sbp == b.sbp &&
+         a.upstream == b.upstream && a.auth == b.auth && a.tls == b.tls;
 }
 
 }  // namespace perld::config

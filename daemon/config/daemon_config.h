@@ -85,6 +85,19 @@ struct PrometheusConfig {
   bool operator==(const PrometheusConfig&) const = default;
 };
 
+// The HTTP listener's resource bounds (http::HttpServer; README "HTTP
+// listener"). All [restart]: the server takes them when it starts.
+struct HttpConfig {
+  int64_t max_connections = 1024;     // key http.maxConnections: open connections, [1, 65536]
+  int64_t handler_threads = 4;        // key http.handlerThreads: threads running routes, [1, 64]
+  int64_t max_queued_requests = 256;  // key http.maxQueuedRequests: waiting for one, [1, 65536]
+  // key http.headerTimeoutMs: a connection's TLS handshake and request head
+  // (a later request's head from its first byte) within this, [50, 1000].
+  int64_t header_timeout_ms = 1000;
+
+  bool operator==(const HttpConfig&) const = default;
+};
+
 // SBK's Storage Benchmark Protocol (SbpService): perld as a drop-in SBM.
 // SBK's EnumAction, in its numbering.
 enum class SbpAction {
@@ -186,6 +199,7 @@ struct DaemonConfig {
   LimitsConfig limits;
   IngestConfig ingest;
   PrometheusConfig prometheus;
+  HttpConfig http;
   SbpConfig sbp;
   UpstreamConfig upstream;
   AuthConfig auth;

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/http/metrics_server.h"
+#include "daemon/http/http_message.h"
 #include "daemon/runs/run_registry.h"
 
 namespace perld::http {

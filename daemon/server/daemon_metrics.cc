@@ -60,7 +60,8 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
                              const service::IngestStats& ingest_stats,
                              const service::GrpcCallStats& grpc,
                              const service::CurrentConfig& config,
-                             const UpstreamForwarder* upstream, const service::CallAuth* auth)
+                             const UpstreamForwarder* upstream, const service::CallAuth* auth,
+                             const http::HttpServerStats* http_stats)
     : manager_(manager),
       ingest_runs_(ingest_runs),
       ingest_stats_(ingest_stats),
@@ -68,6 +69,7 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
       config_(config),
       upstream_(upstream),
       auth_(auth),
+      http_(http_stats),
       start_unix_ms_(absl::ToUnixMillis(absl::Now())),
       start_mono_ns_(MonotonicNanos()) {}
 
@@ -191,6 +193,28 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
                "code they got (HTTP 401 counts as UNAUTHENTICATED, 403 as PERMISSION_DENIED).");
     out.Sample(Labels().Add("code", "UNAUTHENTICATED"), absl::StrCat(auth_->unauthenticated()));
     out.Sample(Labels().Add("code", "PERMISSION_DENIED"), absl::StrCat(auth_->permission_denied()));
+  }
+  if (http_ != nullptr) {
+    Gauge(out, "perld_http_connections_open",
+          "Connections open on the HTTP listener (at most http.maxConnections).",
+          absl::StrCat(http_->connections_open()));
+    Counter(out, "perld_http_connections_total", "Connections the HTTP listener accepted.",
+            http_->connections_accepted());
+    Counter(out, "perld_http_responses_total",
+            "Responses the HTTP listener started to write (any status).", http_->responses());
+    Gauge(out, "perld_http_queued_requests",
+          "Complete HTTP requests waiting for a handler thread (at most http.maxQueuedRequests).",
+          absl::StrCat(http_->queued()));
+    out.Family("perld_http_refused_total", MetricType::kCounter,
+               "HTTP connections and requests refused or dropped, by reason: connections "
+               "(http.maxConnections, 503), queue (http.maxQueuedRequests, 503), header_timeout "
+               "(http.headerTimeoutMs), bad_request (400, 405, 413, 431, 505), write_timeout (a "
+               "client that did not read its response), tls (a failed TLS handshake).");
+    for (int i = 0; i < http::HttpServerStats::kRefusals; ++i) {
+      const auto reason = static_cast<http::HttpServerStats::Refusal>(i);
+      out.Sample(Labels().Add("reason", http::HttpServerStats::RefusalName(reason)),
+                 absl::StrCat(http_->refused(reason)));
+    }
   }
   if (upstream_ != nullptr) {
     const UpstreamForwarder::Counters u = upstream_->counters();

@@ -3,8 +3,9 @@
 // cardinality cap), the ingest counters, gRPC calls by method and code, and
 // the daemon's own health: build info, uptime, process CPU and memory, the
 // recorder's drain counter and its outbox depth, runs by state, snapshot
-// store memory, runs left out by the cap, the scrapes themselves, and the
-// forwarding to a parent perld when there is one.
+// store memory, runs left out by the cap, the scrapes themselves, the HTTP
+// listener's connections and refusals, and the forwarding to a parent perld
+// when there is one.
 //
 // Cost: a scrape reads published snapshots (the registry under its reader
 // lock, per-run channel counters, atomics); it never waits for the recorder
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <string>
 
+#include "daemon/http/http_server_stats.h"
 #include "daemon/http/run_metrics.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/upstream_forwarder.h"
@@ -36,7 +38,8 @@ class DaemonMetrics {
   DaemonMetrics(const runs::RunManager& manager, const service::IngestRuns& ingest_runs,
                 const service::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
                 const service::CurrentConfig& config, const UpstreamForwarder* upstream = nullptr,
-                const service::CallAuth* auth = nullptr);
+                const service::CallAuth* auth = nullptr,
+                const http::HttpServerStats* http_stats = nullptr);
 
   // Renders the whole exposition into `buffer` (replacing its text, keeping
   // its capacity: a scraper's repeated ~1 MB texts cost no regrowth).
@@ -69,6 +72,7 @@ class DaemonMetrics {
   const service::CurrentConfig& config_;
   const UpstreamForwarder* const upstream_;  // null: no upstream
   const service::CallAuth* const auth_;      // null: no auth families
+  const http::HttpServerStats* const http_;  // null: no perld_http_* families
   const int64_t start_unix_ms_;
   const int64_t start_mono_ns_;
   std::mutex render_mu_;                 // one scrape renders at a time (the cache)

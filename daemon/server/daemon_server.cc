@@ -3,6 +3,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -20,8 +21,8 @@
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/tsc_clock.h"
+#include "daemon/http/http_server.h"
 #include "daemon/http/live_api.h"
-#include "daemon/http/metrics_server.h"
 #include "daemon/log/log.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
@@ -186,9 +187,10 @@ struct DaemonServer::Parts {
   std::unique_ptr<service::SbpService> sbp;
   service::GrpcCallStats grpc_stats;
   std::unique_ptr<DaemonMetrics> metrics;
+  http::HttpServerStats http_stats;  // written by `http`, read by `metrics`
   int64_t start_mono_ns = MonotonicNanos();
   std::unique_ptr<grpc::Server> grpc;
-  std::unique_ptr<http::MetricsServer> http;
+  std::unique_ptr<http::HttpServer> http;
   std::atomic<bool> ready{false};
   Listeners listeners;
   bool shut_down = false;
@@ -314,7 +316,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   p->sbp = std::make_unique<service::SbpService>(*p->ingest_runs, p->current, *p->auth);
   p->metrics =
       std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats, p->grpc_stats,
-                                      p->current, p->upstream.get(), p->auth.get());
+                                      p->current, p->upstream.get(), p->auth.get(), &p->http_stats);
 
   // gRPC: Query, Control, Ingest, health, reflection; TCP and optionally a
   // Unix socket.
@@ -416,14 +418,28 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
                       (route.path == "/metrics" && config.auth.metrics_open);
     if (!open) route = Guarded(*p->auth, std::move(route));
   }
-  absl::StatusOr<std::unique_ptr<http::MetricsServer>> http_server =
-      http::MetricsServer::Start(http_host, http_port, std::move(routes), *https);
+  http::HttpServerOptions http_options;
+  http_options.max_connections = static_cast<int>(config.http.max_connections);
+  http_options.handler_threads = static_cast<int>(config.http.handler_threads);
+  http_options.max_queued_requests = static_cast<int>(config.http.max_queued_requests);
+  http_options.header_timeout_ms = static_cast<int>(config.http.header_timeout_ms);
+  http_options.stats = &p->http_stats;
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> http_server =
+      http::HttpServer::Start(http_host, http_port, std::move(routes), *https, http_options);
   if (!http_server.ok()) {
     p->grpc->Shutdown();
     p->manager->Stop();
     return http_server.status();
   }
   p->http = std::move(*http_server);
+  // Each HTTP connection is a file descriptor: a cap the process cannot
+  // reach leaves accept failing (EMFILE) before the cap answers 503.
+  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+                      files.rlim_cur < static_cast<rlim_t>(config.http.max_connections) + 256) {
+    log::Warning("http.maxConnections ", config.http.max_connections,
+                 " is close to or above the open-file limit ", files.rlim_cur,
+                 " (ulimit -n; the systemd unit sets LimitNOFILE=65536)");
+  }
   p->listeners.http = JoinHostPort(http_host, p->http->port());
   p->ready.store(true, std::memory_order_relaxed);
   return std::unique_ptr<DaemonServer>(new DaemonServer(std::move(p)));

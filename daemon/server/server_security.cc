@@ -25,7 +25,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> GrpcServerCredentials(
 absl::StatusOr<http::HttpTls> HttpsFiles(const config::TlsConfig& tls) {
   http::HttpTls files;
   if (!tls.enabled()) return files;
-  // The same checks as for gRPC; httplib then loads the files itself.
+  // The same checks as for gRPC; HttpServer then loads the files itself.
   if (absl::StatusOr<std::string> key = client::ReadSecretFile(tls.key_file, "tls.keyFile");
       !key.ok()) {
     return key.status();

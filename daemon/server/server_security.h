@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "client/lib/secure_channel.h"
 #include "daemon/config/daemon_config.h"
-#include "daemon/http/metrics_server.h"
+#include "daemon/http/http_server.h"
 
 namespace perld::server {
 
@@ -25,7 +25,7 @@ namespace perld::server {
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> GrpcServerCredentials(
     const config::TlsConfig& tls);
 
-// The HTTPS files for MetricsServer (checked as above; disabled without tls.certFile).
+// The HTTPS files for HttpServer (checked as above; disabled without tls.certFile).
 absl::StatusOr<http::HttpTls> HttpsFiles(const config::TlsConfig& tls);
 
 // The upstream parent's channel security.

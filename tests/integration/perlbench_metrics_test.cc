@@ -20,7 +20,7 @@
 
 #include "daemon/bench/bench_options.h"
 #include "daemon/bench/bench_run.h"
-#include "daemon/http/metrics_server.h"
+#include "daemon/http/http_server.h"
 #include "tests/promtool_check.h"
 
 namespace perld::bench {
@@ -161,8 +161,8 @@ TEST(PerlBenchMetricsTest, TimedRunServesIntervalMetricsWhileRunning) {
 }
 
 TEST(PerlBenchMetricsTest, PortInUseFailsTheRunNamingTheOption) {
-  auto holder = http::MetricsServer::Start(http::kDefaultMetricsHost, 0, "/metrics",
-                                           [] { return std::string(); });
+  auto holder = http::HttpServer::Start(http::kDefaultMetricsHost, 0, "/metrics",
+                                        [] { return std::string(); });
   ASSERT_TRUE(holder.ok()) << holder.status();
   auto options = Parse({"-writers", "1", "-records", "1000", "-context",
                         std::to_string((*holder)->port()) + "/metrics", "--progress", "false"});

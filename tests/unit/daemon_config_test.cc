@@ -177,6 +177,11 @@ TEST(DaemonConfigTest, OutOfRangeNamesTheRange) {
             "perld.yaml:1: key 'minLatency': -1 is outside [0, 4611686018427387903]");
   EXPECT_EQ(ErrorOf("retention:\n  maxBytes: 1000\n"),
             "perld.yaml:2: key 'retention.maxBytes': 1000 is outside [1048576, 1099511627776]");
+  // The HTTP header deadline stays within a second (issue 24).
+  EXPECT_EQ(ErrorOf("http:\n  headerTimeoutMs: 5000\n"),
+            "perld.yaml:2: key 'http.headerTimeoutMs': 5000 is outside [50, 1000]");
+  EXPECT_EQ(ErrorOf("http:\n  handlerThreads: 0\n"),
+            "perld.yaml:2: key 'http.handlerThreads': 0 is outside [1, 64]");
 }
 
 TEST(DaemonConfigTest, IntegersBeyondInt64AreRefused) {
@@ -387,11 +392,12 @@ TEST(DaemonConfigTest, RenderedConfigListsEveryKey) {
 
 TEST(DaemonConfigTest, EqualityComparesEveryField) {
   const DaemonConfig base;
-  std::vector<DaemonConfig> changed(4, base);
+  std::vector<DaemonConfig> changed(5, base);
   changed[0].latency.percentiles.pop_back();
   changed[1].channels.producer_idle_ns += 1;
   changed[2].limits.max_watchers += 1;
   changed[3].latency.exact_latency_max_memory_mb += 1;
+  changed[4].http.header_timeout_ms -= 1;
   for (const DaemonConfig& c : changed) EXPECT_FALSE(c == base);
   EXPECT_TRUE(base == DaemonConfig{});
 }

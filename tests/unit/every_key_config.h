@@ -57,6 +57,11 @@ prometheus:
   names: both
   maxRuns: 7
   finishedRunSeconds: 30
+http:
+  maxConnections: 300
+  handlerThreads: 2
+  maxQueuedRequests: 17
+  headerTimeoutMs: 250
 sbp:
   storageName: Kafka
   action: Read_Writing
@@ -132,6 +137,10 @@ inline DaemonConfig EveryKeyConfig() {
   c.prometheus.names = MetricNames::kBoth;
   c.prometheus.max_runs = 7;
   c.prometheus.finished_run_seconds = 30;
+  c.http.max_connections = 300;
+  c.http.handler_threads = 2;
+  c.http.max_queued_requests = 17;
+  c.http.header_timeout_ms = 250;
   c.sbp.storage_name = "Kafka";
   c.sbp.action = SbpAction::kReadWriting;
   c.sbp.max_connections = 9;
