@@ -40,11 +40,11 @@ struct IngestRuns::Client {
   mutable std::condition_variable progress_cv;
   Progress progress;  // progress_mu
 
-  grpc::ServerContext* stream = nullptr;  // mu_: the attached stream, if any
-  bool closed = false;                    // mu_: sent IngestClose
-  uint64_t closed_at = 0;                 // mu_: the close's last sequence
-  int64_t gone_deadline_ns = 0;           // mu_: > 0 while detached without a close
-  bool gone = false;                      // mu_: timed out
+  grpc::ServerContextBase* stream = nullptr;  // mu_: the attached stream, if any
+  bool closed = false;                        // mu_: sent IngestClose
+  uint64_t closed_at = 0;                     // mu_: the close's last sequence
+  int64_t gone_deadline_ns = 0;               // mu_: > 0 while detached without a close
+  bool gone = false;                          // mu_: timed out
 };
 
 struct IngestRuns::Run {
@@ -145,7 +145,7 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
 }
 
 absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
-                                                     grpc::ServerContext* context,
+                                                     grpc::ServerContextBase* context,
                                                      runs::RunSource source) {
   const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
   if (open.client_id().empty() || open.client_id().size() > 256) {
@@ -305,7 +305,7 @@ absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
 
 absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& session,
                                                            const v1::TimestampBatch& batch,
-                                                           grpc::ServerContext* context) {
+                                                           grpc::ServerContextBase* context) {
   Client& c = *session.client;
   if (c.mode != v1::IngestOpen::MODE_RAW) {
     return Refuse(stats_, Refusal::kMalformed,
@@ -356,7 +356,7 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyBatch(const Session& sessio
 
 absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& session,
                                                             const v1::WindowReport& report,
-                                                            grpc::ServerContext* context) {
+                                                            grpc::ServerContextBase* context) {
   return ApplyWindow(
       session, report.sequence(),
       [&](const LatencyConfig& run, int64_t max_pairs) {
@@ -367,7 +367,7 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
 
 absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& session,
                                                             uint64_t sequence, WindowBuilder build,
-                                                            grpc::ServerContext* context) {
+                                                            grpc::ServerContextBase* context) {
   Client& c = *session.client;
   if (c.mode != v1::IngestOpen::MODE_WINDOWS) {
     return Refuse(stats_, Refusal::kMalformed,
@@ -412,7 +412,7 @@ absl::StatusOr<IngestRuns::Applied> IngestRuns::ApplyWindow(const Session& sessi
 
 absl::Status IngestRuns::Queue(const Session& session, Client& c, runs::RemoteWindow w,
                                uint64_t sequence, const config::DaemonConfig& config,
-                               grpc::ServerContext* context) {
+                               grpc::ServerContextBase* context) {
   const int64_t bytes = w.bytes();
   if (bytes > session.max_memory_bytes) {
     return Refuse(stats_, Refusal::kClientMemory,
@@ -687,7 +687,11 @@ bool IngestRuns::RunStopped(const Session& session) const {
 }
 
 bool IngestRuns::ReadyToEndLocked(Run& run, int64_t now_ns) {
-  if (run.ending || run.attached > 0) return false;
+  if (run.ending) return false;
+  // A detached client times out even while other clients' streams are
+  // attached (else the reaper would wake for its past deadline at once,
+  // again and again, until they leave).
+  bool waiting = false;  // a client may still come back
   if (!run.stopped.load(std::memory_order_relaxed)) {
     for (auto& [id, c] : run.clients) {
       if (c->closed || c->gone) continue;
@@ -696,11 +700,13 @@ bool IngestRuns::ReadyToEndLocked(Run& run, int64_t now_ns) {
         stats_.clients_gone.fetch_add(1, std::memory_order_relaxed);
         log::Warning("ingest: run ", run.id, " '", run.name, "': ", Describe(*c),
                      " did not come back within ingest.clientTimeoutMs");
+        departures_.push_back({run.id, c->id});
         continue;
       }
-      return false;  // a client may still come back
+      waiting = true;
     }
   }
+  if (waiting || run.attached > 0) return false;
   std::vector<std::string> lost;
   for (auto& [id, c] : run.clients) {
     if (!c->closed) lost.push_back(Describe(*c));
@@ -718,10 +724,50 @@ bool IngestRuns::ReadyToEndLocked(Run& run, int64_t now_ns) {
 
 void IngestRuns::End(const std::shared_ptr<Run>& run) {
   manager_.EndRun(run->id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_.erase(run->id);
+    ended_.push_back(run);
+    if (ended_.size() > kEndedBreakdowns) ended_.pop_front();
+    departures_.push_back({run->id, ""});
+  }
+  reap_cv_.notify_all();
+}
+
+void IngestRuns::SetDepartureHook(DepartureHook hook) {
   std::lock_guard<std::mutex> lock(mu_);
-  active_.erase(run->id);
-  ended_.push_back(run);
-  if (ended_.size() > kEndedBreakdowns) ended_.pop_front();
+  departure_hook_ = std::move(hook);
+}
+
+absl::Status IngestRuns::Abandon(runs::RunId id, const std::string& client_id) {
+  std::shared_ptr<Run> run;
+  bool end = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(id);
+    if (it == active_.end()) return absl::OkStatus();  // ended already
+    run = it->second;
+    auto found = run->clients.find(client_id);
+    if (found == run->clients.end()) {
+      return absl::NotFoundError(absl::StrCat("run ", id, " has no client '", client_id, "'"));
+    }
+    Client& c = *found->second;
+    if (c.closed || c.gone) return absl::OkStatus();
+    if (c.stream != nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("client '", client_id, "' of run ", id, " is streaming"));
+    }
+    c.gone = true;
+    c.gone_deadline_ns = 0;
+    stats_.clients_gone.fetch_add(1, std::memory_order_relaxed);
+    log::Warning("ingest: run ", run->id, " '", run->name, "': ", Describe(c),
+                 " gave its part up without closing it");
+    departures_.push_back({run->id, c.id});
+    end = ReadyToEndLocked(*run, MonotonicNanos());
+  }
+  reap_cv_.notify_all();
+  if (end) End(run);
+  return absl::OkStatus();
 }
 
 void IngestRuns::Reap() {
@@ -735,6 +781,7 @@ void IngestRuns::Reap() {
         ready.push_back(run);
         continue;
       }
+      if (run->stopped.load(std::memory_order_relaxed)) continue;  // ends as its streams leave
       for (auto& [cid, c] : run->clients) {
         if (c->gone_deadline_ns > 0 && !c->gone && !c->closed && c->stream == nullptr) {
           next = next == 0 ? c->gone_deadline_ns : std::min(next, c->gone_deadline_ns);
@@ -744,6 +791,17 @@ void IngestRuns::Reap() {
     if (!ready.empty()) {
       lock.unlock();
       for (const auto& run : ready) End(run);
+      lock.lock();
+      continue;
+    }
+    if (!departures_.empty()) {  // reported outside the lock, in order
+      std::vector<Departure> departed;
+      departed.swap(departures_);
+      const DepartureHook hook = departure_hook_;
+      lock.unlock();
+      if (hook) {
+        for (const Departure& d : departed) hook(d);
+      }
       lock.lock();
       continue;
     }
@@ -758,7 +816,7 @@ void IngestRuns::Reap() {
 absl::Status IngestRuns::Stop(runs::RunId id) {
   std::shared_ptr<Run> run;
   bool end = false;
-  std::vector<grpc::ServerContext*> streams;
+  std::vector<grpc::ServerContextBase*> streams;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = active_.find(id);
@@ -775,7 +833,7 @@ absl::Status IngestRuns::Stop(runs::RunId id) {
     }
     // TryCancel under mu_: a stream's context stays valid until its handler
     // has left (Leave takes mu_).
-    for (grpc::ServerContext* s : streams) s->TryCancel();
+    for (grpc::ServerContextBase* s : streams) s->TryCancel();
     end = ReadyToEndLocked(*run, MonotonicNanos());
   }
   if (end) End(run);

@@ -38,7 +38,8 @@
 // (RunManager::EndRun's requirement).
 //
 // Threads: every public method is thread-safe (gRPC handler threads, the
-// control service, the main thread); a reaper thread times out gone clients.
+// control service, the main thread); a reaper thread times out gone clients
+// and reports departures (SetDepartureHook).
 // Locks: `mu_` (runs, clients' attachment) and each client's apply lock are
 // never held together.
 #pragma once
@@ -117,24 +118,24 @@ class IngestRuns {
   // (shutting down).
   // `source` names who feeds a run this open creates (ingest, or sbp for
   // SBK's protocol translated by SbpService).
-  absl::StatusOr<Session> Join(const v1::IngestOpen& open, grpc::ServerContext* context,
+  absl::StatusOr<Session> Join(const v1::IngestOpen& open, grpc::ServerContextBase* context,
                                runs::RunSource source = runs::RunSource::kIngest);
 
   // Waits, as ApplyWindow, while the client's queued messages exceed its
   // memory limit (until `context` is cancelled).
   absl::StatusOr<Applied> ApplyBatch(const Session& session, const v1::TimestampBatch& batch,
-                                     grpc::ServerContext* context);
+                                     grpc::ServerContextBase* context);
   // Waits while the client's unmerged windows exceed its memory limit
   // (until `context` is cancelled).
   absl::StatusOr<Applied> ApplyWindow(const Session& session, const v1::WindowReport& report,
-                                      grpc::ServerContext* context);
+                                      grpc::ServerContextBase* context);
   // The same for a window in another wire format (SBP): `build` turns it into
   // a checked RemoteWindow (ingest_codec.h: CheckPairs, CheckWindow) for the
   // run's latency range and pair limit; it runs only for a new sequence.
   using WindowBuilder = absl::FunctionRef<absl::StatusOr<runs::RemoteWindow>(
       const LatencyConfig& run, int64_t max_pairs)>;
   absl::StatusOr<Applied> ApplyWindow(const Session& session, uint64_t sequence,
-                                      WindowBuilder build, grpc::ServerContext* context);
+                                      WindowBuilder build, grpc::ServerContextBase* context);
   // The client is done with the run. OutOfRange unless last_sequence is the
   // sequence applied.
   absl::StatusOr<Applied> Close(const Session& session, uint64_t last_sequence);
@@ -167,6 +168,25 @@ class IngestRuns {
   // durable. Set before any stream opens.
   using CloseHook = std::function<void(runs::RunId id, int client_index, uint64_t last_sequence)>;
   void SetCloseHook(CloseHook hook) { close_hook_ = std::move(hook); }
+  // A client that left its run for good without closing -- gone (not back
+  // within ingest.clientTimeoutMs) or given up (Abandon) -- or, with
+  // client_id empty, a run that ended.
+  struct Departure {
+    runs::RunId run_id = 0;
+    std::string client_id;  // "": the run ended
+  };
+  // Called on the reaper thread, outside IngestRuns' locks, in the order the
+  // departures happened (SbpService frees registrations). Set it before any
+  // stream opens; departures before that, or still queued at destruction,
+  // are not reported.
+  using DepartureHook = std::function<void(const Departure&)>;
+  void SetDepartureHook(DepartureHook hook);
+  // The client gives its part of run `id` up now (SBP's closeClient of a
+  // client that never streamed or whose stream failed): the run stops
+  // waiting for it and ends failed naming it, as if it had timed out. OK
+  // when the client closed or is gone already, or the run has ended;
+  // FailedPrecondition while a stream of the client is attached.
+  absl::Status Abandon(runs::RunId id, const std::string& client_id);
   // Rebuilds a running ingest run from its stored checkpoint (after the
   // daemon stopped without ending it): same id, name and start; total from
   // the checkpoint; clients detached, each resuming after its `applied`
@@ -226,7 +246,7 @@ class IngestRuns {
   // Queues a checked window of the client (its charge, backpressure waits)
   // and advances its sequence. Under the client's apply lock.
   absl::Status Queue(const Session& session, Client& c, runs::RemoteWindow w, uint64_t sequence,
-                     const config::DaemonConfig& config, grpc::ServerContext* context);
+                     const config::DaemonConfig& config, grpc::ServerContextBase* context);
   void Advanced(const Session& session, Client& c) const;
 
   runs::RunManager& manager_;
@@ -242,6 +262,8 @@ class IngestRuns {
   std::deque<std::shared_ptr<Run>> ended_;               // the last kEndedBreakdowns ended
   std::shared_ptr<BreakdownBudget> budget_;
   CloseHook close_hook_;
+  DepartureHook departure_hook_;       // mu_
+  std::vector<Departure> departures_;  // mu_: not yet reported (the reaper reports them)
   std::thread reaper_;
 };
 
