@@ -100,7 +100,7 @@ struct SbpConfig {
   std::string storage_name = "PerlBench";
   SbpAction action = SbpAction::kWriting;  // key sbp.action: SBK's action name
   int64_t max_connections = 1000;          // key sbp.maxConnections: clients at once
-  int64_t max_record_size_mb = 16;         // key sbp.maxRecordSizeMB: told to clients
+  int64_t max_record_size_mb = 16;         // key sbp.maxRecordSizeMB: an SBP cap (MB)
 
   bool operator==(const SbpConfig&) const = default;
 };

@@ -3,8 +3,9 @@
 // cardinality cap), the ingest counters, gRPC calls by method and code, and
 // the daemon's own health: build info, uptime, process CPU and memory, the
 // recorder's drain counter and its outbox depth, runs by state, snapshot
-// store memory, runs left out by the cap, the scrapes themselves, and the
-// forwarding to a parent perld when there is one.
+// store memory, runs left out by the cap, the scrapes themselves, SBK
+// clients' registration slots, and the forwarding to a parent perld when
+// there is one.
 //
 // Cost: a scrape reads published snapshots (the registry under its reader
 // lock, per-run channel counters, atomics); it never waits for the recorder
@@ -28,6 +29,7 @@
 #include "daemon/service/grpc_call_stats.h"
 #include "daemon/service/ingest_runs.h"
 #include "daemon/service/ingest_stats.h"
+#include "daemon/service/sbp_service.h"
 
 namespace perld::server {
 
@@ -36,7 +38,7 @@ class DaemonMetrics {
   DaemonMetrics(const runs::RunManager& manager, const service::IngestRuns& ingest_runs,
                 const service::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
                 const service::CurrentConfig& config, const UpstreamForwarder* upstream = nullptr,
-                const service::CallAuth* auth = nullptr);
+                const service::CallAuth* auth = nullptr, const service::SbpService* sbp = nullptr);
 
   // Renders the whole exposition into `buffer` (replacing its text, keeping
   // its capacity: a scraper's repeated ~1 MB texts cost no regrowth).
@@ -69,6 +71,7 @@ class DaemonMetrics {
   const service::CurrentConfig& config_;
   const UpstreamForwarder* const upstream_;  // null: no upstream
   const service::CallAuth* const auth_;      // null: no auth families
+  const service::SbpService* const sbp_;     // null: no SBP families
   const int64_t start_unix_ms_;
   const int64_t start_mono_ns_;
   std::mutex render_mu_;                 // one scrape renders at a time (the cache)

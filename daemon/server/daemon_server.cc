@@ -306,13 +306,15 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
                                                          p->current, *p->auth);
   p->ingest = std::make_unique<service::IngestService>(*p->ingest_runs, p->ingest_stats, p->current,
                                                        *p->auth);
-  p->sbp = std::make_unique<service::SbpService>(*p->ingest_runs, p->current, *p->auth);
+  p->sbp =
+      std::make_unique<service::SbpService>(*p->ingest_runs, p->ingest_stats, p->current, *p->auth);
+  p->ingest_runs->SetDepartureHook(p->sbp->DepartureHook());
   p->metrics =
       std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats, p->grpc_stats,
-                                      p->current, p->upstream.get(), p->auth.get());
+                                      p->current, p->upstream.get(), p->auth.get(), p->sbp.get());
 
-  // gRPC: Query, Control, Ingest, health, reflection; TCP and optionally a
-  // Unix socket.
+  // gRPC: Query, Control, Ingest, SBP (the generic service), health,
+  // reflection; TCP and optionally a Unix socket.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -332,7 +334,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   builder.RegisterService(p->query.get());
   builder.RegisterService(p->control.get());
   builder.RegisterService(p->ingest.get());
-  builder.RegisterService(p->sbp.get());
+  builder.RegisterCallbackGenericService(p->sbp.get());
   p->grpc = builder.BuildAndStart();
   if (p->grpc == nullptr || grpc_port == 0) {
     p->manager->Stop();
