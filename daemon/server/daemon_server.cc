@@ -3,6 +3,8 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -123,6 +125,17 @@ void LogSecurity(const config::DaemonConfig& config) {
     }
   }
 }
+
+// Leaves server reflection out of a server: with auth on it would describe
+// every service to callers without a token (and it has no token check).
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    const std::string reflection = grpc::reflection::ProtoServerReflectionPlugin().name();
+    std::erase_if(*plugins, [&](const auto& plugin) { return plugin->name() == reflection; });
+  }
+};
 
 // `route` behind `auth` (HTTP routes only read: Access::kRead).
 http::HttpRoute Guarded(const service::CallAuth& auth, http::HttpRoute route) {
@@ -314,10 +327,11 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
                                       p->current, p->upstream.get(), p->auth.get(), p->sbp.get());
 
   // gRPC: Query, Control, Ingest, SBP (the generic service), health,
-  // reflection; TCP and optionally a Unix socket.
+  // reflection (not while auth is on); TCP and optionally a Unix socket.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (p->auth->enabled()) builder.SetOption(std::make_unique<WithoutReflection>());
   int grpc_port = 0;
   builder.AddListeningPort(config.grpc_listen, *grpc_credentials, &grpc_port);
   if (!config.grpc_unix.empty()) {
