@@ -111,7 +111,8 @@ struct UpstreamConfig {
   // "" (default): no forwarding.
   std::string target;
   // key upstream.nodeId: this daemon's name at the parent (its client ids are
-  // "<nodeId>/<run id>"); "" -> $PERLD_NODE_ID, else the host name.
+  // "<nodeId>/<run id>"); "" -> $PERLD_NODE_ID, else a UUID kept in the
+  // state directory (state/node_id.h).
   std::string node_id;
   int64_t max_pairs_per_report = 65'536;  // key upstream.maxPairsPerReport: a window is split
   int64_t max_queued_windows = 10'000;    // key upstream.maxQueuedWindows: unacknowledged, all runs

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -40,6 +41,7 @@
 #include "daemon/service/ingest_stats.h"
 #include "daemon/service/query_service.h"
 #include "daemon/service/sbp_service.h"
+#include "daemon/state/node_id.h"
 #include "daemon/state/run_history.h"
 #include "daemon/state/state_store.h"
 #include "perld/version.h"
@@ -269,9 +271,17 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats);
   runs::RunManager* manager = p->manager.get();
   if (!config.upstream.target.empty()) {
+    // The edge's name at its parent: configured, $PERLD_NODE_ID, or the
+    // UUID kept in the state directory.
+    config::UpstreamConfig upstream = config.upstream;
+    absl::StatusOr<std::string> node_id = state::ResolveNodeId(
+        upstream.node_id, std::getenv("PERLD_NODE_ID"),  // NOLINT(concurrency-mt-unsafe)
+        state_dir);
+    if (!node_id.ok()) return node_id.status();
+    upstream.node_id = *std::move(node_id);
     service::IngestRuns* ingest_runs = p->ingest_runs.get();
     p->upstream = std::make_unique<UpstreamForwarder>(
-        config.upstream, upstream_channel, &p->history->store(),
+        std::move(upstream), upstream_channel, &p->history->store(),
         [ingest_runs](runs::RunId id) { return ingest_runs->Checkpointed(id); });
     absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog =
         p->history->store().LoadUpstream();
