@@ -353,11 +353,11 @@ def protocol(args, tmp, pb, rpc, sbp, sbp_rpc):
 
 
 def slots(args, tmp, pb, rpc, sbp, sbp_rpc):
-    """sbp.maxConnections 2, ingest.clientTimeoutMs 500: crashed clients'
+    """sbp.maxConnections 2, ingest.clientTimeoutMs 1000: crashed clients'
     slots come back."""
     config = os.path.join(tmp, "slots.yaml")
     with open(config, "w") as f:
-        f.write("timeUnit: ns\ningest:\n  clientTimeoutMs: 500\n"
+        f.write("timeUnit: ns\ningest:\n  clientTimeoutMs: 1000\n"
                 "sbp:\n  storageName: Kafka\n  maxConnections: 2\n")
     d = Daemon(args.perld, os.path.join(tmp, "state-slots"), config)
     channel = grpc.insecure_channel(d.grpc)
