@@ -1,17 +1,19 @@
 #include "client/lib/secure_channel.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
-#include <grpcpp/support/client_interceptor.h>
+#include <grpcpp/security/credentials.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <utility>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -58,35 +60,62 @@ absl::StatusOr<std::string> ReadLimited(const std::string& path, const std::stri
   return text;
 }
 
-// Adds "authorization: Bearer <token>" to every call's initial metadata.
-class BearerInterceptor final : public grpc::experimental::Interceptor {
+// Sends "authorization: Bearer <token>" with every call, as gRPC call
+// credentials: gRPC attaches them only to a channel whose security level
+// allows it (TLS; local credentials on a Unix socket or loopback).
+class BearerToken final : public grpc::MetadataCredentialsPlugin {
  public:
-  explicit BearerInterceptor(const std::string* header) : header_(header) {}
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
-    if (methods->QueryInterceptionHookPoint(
-            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
-      methods->GetSendInitialMetadata()->insert({"authorization", *header_});
+  explicit BearerToken(const std::string& token) : header_(absl::StrCat("Bearer ", token)) {}
+  bool IsBlocking() const override { return false; }
+  const char* GetType() const override { return "perld.bearer"; }
+  grpc::Status GetMetadata(grpc::string_ref /*service_url*/, grpc::string_ref /*method_name*/,
+                           const grpc::AuthContext& /*channel_auth_context*/,
+                           std::multimap<grpc::string, grpc::string>* metadata) override {
+    metadata->insert({"authorization", header_});
+    return grpc::Status::OK;
+  }
+  grpc::string DebugString() override { return "perld bearer token (not shown)"; }
+
+ private:
+  const std::string header_;
+};
+
+// "host" of a target HOST:PORT, [V6]:PORT, ipv4:/ipv6:/dns: forms.
+std::string TargetHost(std::string target) {
+  for (const char* scheme : {"dns:///", "dns:", "ipv4:", "ipv6:"}) {
+    if (absl::StartsWith(target, scheme)) {
+      target.erase(0, strlen(scheme));
+      break;
     }
-    methods->Proceed();
   }
-
- private:
-  const std::string* header_;
-};
-
-class BearerFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
- public:
-  explicit BearerFactory(const std::string& token) : header_(absl::StrCat("Bearer ", token)) {}
-  grpc::experimental::Interceptor* CreateClientInterceptor(
-      grpc::experimental::ClientRpcInfo* /*info*/) override {
-    return new BearerInterceptor(&header_);
+  if (const size_t comma = target.find(','); comma != std::string::npos) return "";  // a list
+  if (!target.empty() && target.front() == '[') {
+    const size_t close = target.find(']');
+    return close == std::string::npos ? "" : target.substr(1, close - 1);
   }
-
- private:
-  const std::string header_;  // lives as long as the channel holding this factory
-};
+  const size_t colon = target.rfind(':');
+  if (colon != std::string::npos && target.find(':') == colon) return target.substr(0, colon);
+  return target;  // no port, or a bare IPv6 address
+}
 
 }  // namespace
+
+std::optional<grpc_local_connect_type> LocalTarget(const std::string& target) {
+  if (absl::StartsWith(target, "unix:") || absl::StartsWith(target, "unix-abstract:")) {
+    return UDS;
+  }
+  const std::string host = absl::AsciiStrToLower(TargetHost(target));
+  if (host == "localhost") return LOCAL_TCP;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127 ? std::optional(LOCAL_TCP) : std::nullopt;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6)) return LOCAL_TCP;
+  return std::nullopt;
+}
+
+namespace {}  // namespace
 
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
   return ReadLimited(path, what, kMaxSecretFileBytes, /*secret=*/true);
@@ -115,6 +144,7 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path, const std::st
 absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& target,
                                                            const ChannelSecurity& security) {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  std::optional<grpc_local_connect_type> local;
   if (security.UsesTls()) {
     grpc::SslCredentialsOptions options;
     if (!security.ca_file.empty()) {
@@ -139,15 +169,31 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& ta
     if (!security.key_file.empty()) {
       return absl::InvalidArgumentError("a client key file is only used with TLS");
     }
-    credentials = grpc::InsecureChannelCredentials();
+    if (security.token_file.empty()) {
+      credentials = grpc::InsecureChannelCredentials();
+    } else {
+      // A token travels only where nobody else can read it: this host.
+      local = LocalTarget(target);
+      if (!local) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "a token is never sent in clear text to another host, and ", target,
+            " is neither loopback nor a unix: socket: use TLS (perlctl --tls or --ca-file; "
+            "ClientOptions.tls; upstream.tls: true or upstream.caFile)"));
+      }
+      credentials = grpc::experimental::LocalCredentials(*local);
+    }
   }
   if (security.token_file.empty()) return grpc::CreateChannel(target, credentials);
   absl::StatusOr<std::string> token = ReadTokenFile(security.token_file, "token file");
   if (!token.ok()) return token.status();
-  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> factories;
-  factories.push_back(std::make_unique<BearerFactory>(*token));
-  return grpc::experimental::CreateCustomChannelWithInterceptors(
-      target, credentials, grpc::ChannelArguments(), std::move(factories));
+  // Local TCP has no transport security of its own (the kernel's loopback
+  // keeps the token on this host); TLS and Unix sockets have gRPC's
+  // highest level, which call credentials require by default.
+  const grpc_security_level level =
+      local == LOCAL_TCP ? GRPC_SECURITY_NONE : GRPC_PRIVACY_AND_INTEGRITY;
+  std::shared_ptr<grpc::CallCredentials> call = grpc::experimental::MetadataCredentialsFromPlugin(
+      std::make_unique<BearerToken>(*token), level);
+  return grpc::CreateChannel(target, grpc::CompositeChannelCredentials(credentials, call));
 }
 
 }  // namespace perld::client

@@ -2,6 +2,14 @@
 // daemon forwarding upstream): TLS (server verification, optional client
 // certificate for mutual TLS) and a bearer token attached to every call.
 //
+// A token never travels in clear text beyond this host: it rides as gRPC
+// call credentials composed with the channel's credentials -- TLS, or, on a
+// plaintext channel, gRPC's local credentials, which connect only to a Unix
+// socket (UDS) or a loopback address (LOCAL_TCP). A token for a plaintext
+// target on another host is refused by OpenChannel (FailedPrecondition
+// naming the fix: TLS). A perld listening in plaintext accepts local
+// credentials' connections as any other (nothing extra on the wire).
+//
 // Secret files -- a token or a private key -- must be regular files that
 // grant nothing to "others" (mode & 007 == 0): a file anyone on the host can
 // read is refused with its path and mode, never its content. A token file
@@ -15,6 +23,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -43,7 +52,14 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path, const std::stri
 
 // A channel to `target` (HOST:PORT or unix:PATH) with `security`; the
 // token, when given, rides on every call made through the channel.
+// FailedPrecondition: a token without TLS for a target LocalTarget does not
+// know as local.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& target,
                                                            const ChannelSecurity& security);
+
+// How gRPC's local credentials reach `target`: UDS for unix:PATH (and
+// unix-abstract:), LOCAL_TCP for localhost, 127.0.0.0/8 and ::1 (also in
+// the ipv4:/ipv6:/dns: forms); nullopt for anything else.
+std::optional<grpc_local_connect_type> LocalTarget(const std::string& target);
 
 }  // namespace perld::client

@@ -113,7 +113,7 @@ struct SbpConfig {
   std::string storage_name = "PerlBench";
   SbpAction action = SbpAction::kWriting;  // key sbp.action: SBK's action name
   int64_t max_connections = 1000;          // key sbp.maxConnections: clients at once
-  int64_t max_record_size_mb = 16;         // key sbp.maxRecordSizeMB: told to clients
+  int64_t max_record_size_mb = 16;         // key sbp.maxRecordSizeMB: an SBP cap (MB)
 
   bool operator==(const SbpConfig&) const = default;
 };
@@ -124,7 +124,8 @@ struct UpstreamConfig {
   // "" (default): no forwarding.
   std::string target;
   // key upstream.nodeId: this daemon's name at the parent (its client ids are
-  // "<nodeId>/<run id>"); "" -> $PERLD_NODE_ID, else the host name.
+  // "<nodeId>/<run id>"); "" -> $PERLD_NODE_ID, else a UUID kept in the
+  // state directory (state/node_id.h).
   std::string node_id;
   int64_t max_pairs_per_report = 65'536;  // key upstream.maxPairsPerReport: a window is split
   int64_t max_queued_windows = 10'000;    // key upstream.maxQueuedWindows: unacknowledged, all runs

@@ -61,7 +61,8 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
                              const service::GrpcCallStats& grpc,
                              const service::CurrentConfig& config,
                              const UpstreamForwarder* upstream, const service::CallAuth* auth,
-                             const http::HttpServerStats* http_stats)
+                             const http::HttpServerStats* http_stats,
+                             const service::SbpService* sbp)
     : manager_(manager),
       ingest_runs_(ingest_runs),
       ingest_stats_(ingest_stats),
@@ -70,6 +71,7 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
       upstream_(upstream),
       auth_(auth),
       http_(http_stats),
+      sbp_(sbp),
       start_unix_ms_(absl::ToUnixMillis(absl::Now())),
       start_mono_ns_(MonotonicNanos()) {}
 
@@ -215,6 +217,22 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
       out.Sample(Labels().Add("reason", http::HttpServerStats::RefusalName(reason)),
                  absl::StrCat(http_->refused(reason)));
     }
+  }
+  if (sbp_ != nullptr) {
+    const service::SbpSlots& slots = sbp_->slots();
+    Gauge(out, "perld_sbp_slots",
+          "SBK clients registered and holding one of sbp.maxConnections slots.",
+          absl::StrCat(slots.in_use()));
+    out.Family("perld_sbp_slots_freed_total", MetricType::kCounter,
+               "SBP registration slots freed, by why: the client closed it (closeClient), was "
+               "gone from its run (ingest.clientTimeoutMs), or its run ended.");
+    for (size_t r = 0; r < service::SbpSlots::kReasons; ++r) {
+      const auto reason = static_cast<service::SbpSlots::Freed>(r);
+      out.Sample(Labels().Add("reason", service::SbpSlots::FreedName(reason)),
+                 absl::StrCat(slots.freed(reason)));
+    }
+    Counter(out, "perld_sbp_client_failures_total",
+            "Failures SBK clients reported (SBP reportClientFailure).", sbp_->client_failures());
   }
   if (upstream_ != nullptr) {
     const UpstreamForwarder::Counters u = upstream_->counters();

@@ -4,8 +4,8 @@
 // the daemon's own health: build info, uptime, process CPU and memory, the
 // recorder's drain counter and its outbox depth, runs by state, snapshot
 // store memory, runs left out by the cap, the scrapes themselves, the HTTP
-// listener's connections and refusals, and the forwarding to a parent perld
-// when there is one.
+// listener's connections and refusals, SBK clients' registration slots, and
+// the forwarding to a parent perld when there is one.
 //
 // Cost: a scrape reads published snapshots (the registry under its reader
 // lock, per-run channel counters, atomics); it never waits for the recorder
@@ -30,6 +30,7 @@
 #include "daemon/service/grpc_call_stats.h"
 #include "daemon/service/ingest_runs.h"
 #include "daemon/service/ingest_stats.h"
+#include "daemon/service/sbp_service.h"
 
 namespace perld::server {
 
@@ -39,7 +40,8 @@ class DaemonMetrics {
                 const service::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
                 const service::CurrentConfig& config, const UpstreamForwarder* upstream = nullptr,
                 const service::CallAuth* auth = nullptr,
-                const http::HttpServerStats* http_stats = nullptr);
+                const http::HttpServerStats* http_stats = nullptr,
+                const service::SbpService* sbp = nullptr);
 
   // Renders the whole exposition into `buffer` (replacing its text, keeping
   // its capacity: a scraper's repeated ~1 MB texts cost no regrowth).
@@ -73,6 +75,7 @@ class DaemonMetrics {
   const UpstreamForwarder* const upstream_;  // null: no upstream
   const service::CallAuth* const auth_;      // null: no auth families
   const http::HttpServerStats* const http_;  // null: no perld_http_* families
+  const service::SbpService* const sbp_;     // null: no SBP families
   const int64_t start_unix_ms_;
   const int64_t start_mono_ns_;
   std::mutex render_mu_;                 // one scrape renders at a time (the cache)

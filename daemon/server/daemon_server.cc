@@ -3,12 +3,15 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -39,6 +42,7 @@
 #include "daemon/service/ingest_stats.h"
 #include "daemon/service/query_service.h"
 #include "daemon/service/sbp_service.h"
+#include "daemon/state/node_id.h"
 #include "daemon/state/run_history.h"
 #include "daemon/state/state_store.h"
 #include "perld/version.h"
@@ -124,6 +128,17 @@ void LogSecurity(const config::DaemonConfig& config) {
     }
   }
 }
+
+// Leaves server reflection out of a server: with auth on it would describe
+// every service to callers without a token (and it has no token check).
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    const std::string reflection = grpc::reflection::ProtoServerReflectionPlugin().name();
+    std::erase_if(*plugins, [&](const auto& plugin) { return plugin->name() == reflection; });
+  }
+};
 
 // `route` behind `auth` (HTTP routes only read: Access::kRead).
 http::HttpRoute Guarded(const service::CallAuth& auth, http::HttpRoute route) {
@@ -263,9 +278,17 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
                                                          &p->history->store());
   runs::RunManager* manager = p->manager.get();
   if (!config.upstream.target.empty()) {
+    // The edge's name at its parent: configured, $PERLD_NODE_ID, or the
+    // UUID kept in the state directory.
+    config::UpstreamConfig upstream = config.upstream;
+    absl::StatusOr<std::string> node_id = state::ResolveNodeId(
+        upstream.node_id, std::getenv("PERLD_NODE_ID"),  // NOLINT(concurrency-mt-unsafe)
+        state_dir);
+    if (!node_id.ok()) return node_id.status();
+    upstream.node_id = *std::move(node_id);
     service::IngestRuns* ingest_runs = p->ingest_runs.get();
     p->upstream = std::make_unique<UpstreamForwarder>(
-        config.upstream, upstream_channel, &p->history->store(),
+        std::move(upstream), upstream_channel, &p->history->store(),
         [ingest_runs](runs::RunId id) { return ingest_runs->Checkpointed(id); });
     absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog =
         p->history->store().LoadUpstream();
@@ -313,16 +336,19 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
                                                          p->current, *p->auth);
   p->ingest = std::make_unique<service::IngestService>(*p->ingest_runs, p->ingest_stats, p->current,
                                                        *p->auth);
-  p->sbp = std::make_unique<service::SbpService>(*p->ingest_runs, p->current, *p->auth);
-  p->metrics =
-      std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats, p->grpc_stats,
-                                      p->current, p->upstream.get(), p->auth.get(), &p->http_stats);
+  p->sbp =
+      std::make_unique<service::SbpService>(*p->ingest_runs, p->ingest_stats, p->current, *p->auth);
+  p->ingest_runs->SetDepartureHook(p->sbp->DepartureHook());
+  p->metrics = std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats,
+                                               p->grpc_stats, p->current, p->upstream.get(),
+                                               p->auth.get(), &p->http_stats, p->sbp.get());
 
-  // gRPC: Query, Control, Ingest, health, reflection; TCP and optionally a
-  // Unix socket.
+  // gRPC: Query, Control, Ingest, SBP (the generic service), health,
+  // reflection (not while auth is on); TCP and optionally a Unix socket.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (p->auth->enabled()) builder.SetOption(std::make_unique<WithoutReflection>());
   int grpc_port = 0;
   builder.AddListeningPort(config.grpc_listen, *grpc_credentials, &grpc_port);
   if (!config.grpc_unix.empty()) {
@@ -339,7 +365,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   builder.RegisterService(p->query.get());
   builder.RegisterService(p->control.get());
   builder.RegisterService(p->ingest.get());
-  builder.RegisterService(p->sbp.get());
+  builder.RegisterCallbackGenericService(p->sbp.get());
   p->grpc = builder.BuildAndStart();
   if (p->grpc == nullptr || grpc_port == 0) {
     p->manager->Stop();

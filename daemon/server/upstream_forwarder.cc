@@ -1,9 +1,6 @@
 #include "daemon/server/upstream_forwarder.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,17 +24,6 @@ constexpr size_t kReloadBatch = 64;
 // durable and looks after closing streams.
 constexpr auto kTendEvery = std::chrono::milliseconds(100);
 
-// upstream.nodeId when set, else $PERLD_NODE_ID (a Kubernetes DaemonSet sets
-// it from spec.nodeName), else the host name.
-std::string NodeId(const std::string& configured) {
-  if (!configured.empty()) return configured;
-  const char* env = std::getenv("PERLD_NODE_ID");  // NOLINT(concurrency-mt-unsafe): read once
-  if (env != nullptr && env[0] != '\0') return env;
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "perld";
-  return name;
-}
-
 }  // namespace
 
 UpstreamForwarder::UpstreamForwarder(config::UpstreamConfig config,
@@ -46,7 +32,7 @@ UpstreamForwarder::UpstreamForwarder(config::UpstreamConfig config,
                                      std::function<bool(runs::RunId)> checkpointed)
     : config_(std::move(config)),
       channel_(std::move(channel)),
-      node_id_(NodeId(config_.node_id)),
+      node_id_(config_.node_id.empty() ? "perld" : config_.node_id),
       store_(store),
       checkpointed_(std::move(checkpointed)),
       worker_([this] { Work(); }) {

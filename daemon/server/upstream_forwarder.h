@@ -78,7 +78,8 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
 
   // REQUIRES: !config.target.empty(); `channel` reaches it (OpenChannel with
   // the upstream's TLS and token, see UpstreamSecurity). The node id is
-  // config.node_id, else $PERLD_NODE_ID, else the host name. `store` (may
+  // config.node_id, resolved by the caller (state::ResolveNodeId: the
+  // configured one, $PERLD_NODE_ID, or the state directory's UUID). `store` (may
   // be null: nothing is gated) keeps gated runs' messages;
   // `checkpointed(id)` says whether a run's windows are checkpointed
   // (IngestRuns::Checkpointed), asked at its first window.

@@ -68,7 +68,7 @@ AuthVerdict CallAuth::Check(std::string_view authorization, Access access) const
   return AuthVerdict::kUnauthenticated;
 }
 
-grpc::Status CallAuth::CheckCall(const grpc::ServerContext& context, Access access) const {
+grpc::Status CallAuth::CheckCall(const grpc::ServerContextBase& context, Access access) const {
   if (!enabled()) return grpc::Status::OK;
   std::string_view authorization;
   const auto& metadata = context.client_metadata();

@@ -45,7 +45,7 @@ class CallAuth {
   // `authorization`: the header's value ("" when absent).
   AuthVerdict Check(std::string_view authorization, Access access) const;
   // Check on the call's "authorization" metadata, as the call's status.
-  grpc::Status CheckCall(const grpc::ServerContext& context, Access access) const;
+  grpc::Status CheckCall(const grpc::ServerContextBase& context, Access access) const;
 
   uint64_t unauthenticated() const { return unauthenticated_.load(std::memory_order_relaxed); }
   uint64_t permission_denied() const { return permission_denied_.load(std::memory_order_relaxed); }

@@ -38,8 +38,9 @@ grpc::Status ControlService::StopRun(grpc::ServerContext* context,
   absl::StatusOr<runs::RunInfo> info = manager_.registry().Info(*id);
   if (!info.ok()) return ToGrpcStatus(info.status());
   if (info->state == runs::RunState::kRunning) {
+    // Remote runs (perld.v1.Ingest and SBK's SBP) are IngestRuns'; benches are BenchJobs'.
     absl::Status s =
-        info->spec.source == runs::RunSource::kIngest ? ingest_.Stop(*id) : jobs_.Stop(*id);
+        info->spec.source == runs::RunSource::kBench ? jobs_.Stop(*id) : ingest_.Stop(*id);
     if (!s.ok()) return ToGrpcStatus(s);
     if (request->wait()) {
       while (!manager_.WaitEnded(*id, absl::Milliseconds(200))) {

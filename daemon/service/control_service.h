@@ -1,6 +1,7 @@
 // ControlService: perld.v1.Control -- start an in-process PerlBench run,
-// stop a run. Validation happens here and in BenchJobs; a run is never
-// created half-configured.
+// stop a run of any source (a bench through BenchJobs; an ingest or SBP run
+// through IngestRuns, which cancels its streams). Validation happens here
+// and in BenchJobs; a run is never created half-configured.
 //
 // Threads: gRPC's sync server threads, concurrently.
 #pragma once

@@ -1,6 +1,7 @@
 // GrpcIngestStream: a gRPC server call as an IngestStream (ingest_stream.h).
-// It borrows the call's ServerContext: it lives on the handler's stack and
-// must not outlive the call (IngestRuns drops it when the handler Leaves).
+// It borrows the call's context (synchronous or callback API): it lives as
+// long as the handler or reactor and must not outlive the call (IngestRuns
+// drops it when the handler Leaves).
 //
 // Threads: as IngestStream; TryCancel and IsCancelled are thread-safe in gRPC.
 #pragma once
@@ -13,12 +14,12 @@ namespace perld::service {
 
 class GrpcIngestStream final : public IngestStream {
  public:
-  explicit GrpcIngestStream(grpc::ServerContext* context) : context_(context) {}
+  explicit GrpcIngestStream(grpc::ServerContextBase* context) : context_(context) {}
   bool IsCancelled() const override { return context_->IsCancelled(); }
   void Cancel() override { context_->TryCancel(); }
 
  private:
-  grpc::ServerContext* const context_;
+  grpc::ServerContextBase* const context_;
 };
 
 }  // namespace perld::service

@@ -826,7 +826,11 @@ bool IngestRuns::RunStopped(const Session& session) const {
 }
 
 bool IngestRuns::ReadyToEndLocked(Run& run, int64_t now_ns) {
-  if (run.ending || run.attached > 0) return false;
+  if (run.ending) return false;
+  // A detached client times out even while other clients' streams are
+  // attached (else the reaper would wake for its past deadline at once,
+  // again and again, until they leave).
+  bool waiting = false;  // a client may still come back
   if (!run.stopped.load(std::memory_order_relaxed)) {
     for (auto& [id, c] : run.clients) {
       if (c->closed || c->gone) continue;
@@ -835,11 +839,13 @@ bool IngestRuns::ReadyToEndLocked(Run& run, int64_t now_ns) {
         stats_.clients_gone.fetch_add(1, std::memory_order_relaxed);
         log::Warning("ingest: run ", run.id, " '", run.name, "': ", Describe(*c),
                      " did not come back within ingest.clientTimeoutMs");
+        departures_.push_back({run.id, c->id});
         continue;
       }
-      return false;  // a client may still come back
+      waiting = true;
     }
   }
+  if (waiting || run.attached > 0) return false;
   std::vector<std::string> lost;
   for (auto& [id, c] : run.clients) {
     if (!c->closed) lost.push_back(Describe(*c));
@@ -871,10 +877,50 @@ void IngestRuns::End(const std::shared_ptr<Run>& run) {
   } else {
     run->stored.store(true, std::memory_order_release);
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_.erase(run->id);
+    ended_.push_back(run);
+    if (ended_.size() > kEndedBreakdowns) ended_.pop_front();
+    departures_.push_back({run->id, ""});
+  }
+  reap_cv_.notify_all();
+}
+
+void IngestRuns::SetDepartureHook(DepartureHook hook) {
   std::lock_guard<std::mutex> lock(mu_);
-  active_.erase(run->id);
-  ended_.push_back(run);
-  if (ended_.size() > kEndedBreakdowns) ended_.pop_front();
+  departure_hook_ = std::move(hook);
+}
+
+absl::Status IngestRuns::Abandon(runs::RunId id, const std::string& client_id) {
+  std::shared_ptr<Run> run;
+  bool end = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(id);
+    if (it == active_.end()) return absl::OkStatus();  // ended already
+    run = it->second;
+    auto found = run->clients.find(client_id);
+    if (found == run->clients.end()) {
+      return absl::NotFoundError(absl::StrCat("run ", id, " has no client '", client_id, "'"));
+    }
+    Client& c = *found->second;
+    if (c.closed || c.gone) return absl::OkStatus();
+    if (c.stream != nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("client '", client_id, "' of run ", id, " is streaming"));
+    }
+    c.gone = true;
+    c.gone_deadline_ns = 0;
+    stats_.clients_gone.fetch_add(1, std::memory_order_relaxed);
+    log::Warning("ingest: run ", run->id, " '", run->name, "': ", Describe(c),
+                 " gave its part up without closing it");
+    departures_.push_back({run->id, c.id});
+    end = ReadyToEndLocked(*run, MonotonicNanos());
+  }
+  reap_cv_.notify_all();
+  if (end) End(run);
+  return absl::OkStatus();
 }
 
 std::vector<state::CheckpointClient> IngestRuns::ClientRowsLocked(const Run& run) {
@@ -905,6 +951,7 @@ void IngestRuns::Reap() {
         ready.push_back(run);
         continue;
       }
+      if (run->stopped.load(std::memory_order_relaxed)) continue;  // ends as its streams leave
       for (auto& [cid, c] : run->clients) {
         if (c->gone_deadline_ns > 0 && !c->gone && !c->closed && c->stream == nullptr) {
           next = next == 0 ? c->gone_deadline_ns : std::min(next, c->gone_deadline_ns);
@@ -914,6 +961,17 @@ void IngestRuns::Reap() {
     if (!ready.empty()) {
       lock.unlock();
       for (const auto& run : ready) End(run);
+      lock.lock();
+      continue;
+    }
+    if (!departures_.empty()) {  // reported outside the lock, in order
+      std::vector<Departure> departed;
+      departed.swap(departures_);
+      const DepartureHook hook = departure_hook_;
+      lock.unlock();
+      if (hook) {
+        for (const Departure& d : departed) hook(d);
+      }
       lock.lock();
       continue;
     }

@@ -50,7 +50,8 @@
 // can fall between the two.
 //
 // Threads: every public method is thread-safe (gRPC handler threads, the
-// control service, the main thread); a reaper thread times out gone clients.
+// control service, the main thread); a reaper thread times out gone clients
+// and reports departures (SetDepartureHook).
 // Locks: `mu_` (runs, clients' attachment) and each client's apply lock are
 // never held together.
 #pragma once
@@ -185,6 +186,25 @@ class IngestRuns {
   // durable. Set before any stream opens.
   using CloseHook = std::function<void(runs::RunId id, int client_index, uint64_t last_sequence)>;
   void SetCloseHook(CloseHook hook) { close_hook_ = std::move(hook); }
+  // A client that left its run for good without closing -- gone (not back
+  // within ingest.clientTimeoutMs) or given up (Abandon) -- or, with
+  // client_id empty, a run that ended.
+  struct Departure {
+    runs::RunId run_id = 0;
+    std::string client_id;  // "": the run ended
+  };
+  // Called on the reaper thread, outside IngestRuns' locks, in the order the
+  // departures happened (SbpService frees registrations). Set it before any
+  // stream opens; departures before that, or still queued at destruction,
+  // are not reported.
+  using DepartureHook = std::function<void(const Departure&)>;
+  void SetDepartureHook(DepartureHook hook);
+  // The client gives its part of run `id` up now (SBP's closeClient of a
+  // client that never streamed or whose stream failed): the run stops
+  // waiting for it and ends failed naming it, as if it had timed out. OK
+  // when the client closed or is gone already, or the run has ended;
+  // FailedPrecondition while a stream of the client is attached.
+  absl::Status Abandon(runs::RunId id, const std::string& client_id);
   // Rebuilds a running ingest run from its stored checkpoint (after the
   // daemon stopped without ending it): same id, name and start; total from
   // the checkpoint; clients detached, each resuming after its `applied`
@@ -279,6 +299,8 @@ class IngestRuns {
   std::deque<std::shared_ptr<Run>> ended_;               // the last kEndedBreakdowns ended
   std::shared_ptr<BreakdownBudget> budget_;
   CloseHook close_hook_;
+  DepartureHook departure_hook_;       // mu_
+  std::vector<Departure> departures_;  // mu_: not yet reported (the reaper reports them)
   std::thread reaper_;
 };
 

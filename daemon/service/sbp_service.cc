@@ -1,14 +1,17 @@
 #include "daemon/service/sbp_service.h"
 
-#include <grpcpp/impl/rpc_service_method.h>
-#include <grpcpp/support/method_handler.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/log/log.h"
 #include "daemon/service/grpc_ingest_stream.h"
@@ -18,6 +21,12 @@
 
 namespace perld::service {
 namespace {
+
+using Refusal = IngestStats::Refusal;
+
+constexpr absl::string_view kPrefix = "/Service/";
+constexpr const char* kStreamLatencies = "/Service/streamLatencies";
+constexpr absl::string_view kClientPrefix = "sbp-";  // a client's id in its run
 
 // SBK's EnumAction names, in its numbering (config::SbpAction has the same order).
 const char* const kActionNames[] = {"Writing",           "Reading",      "Write_Reading",
@@ -41,6 +50,8 @@ std::string RunName(const config::DaemonConfig& c) {
   return absl::StrCat("sbp:", c.sbp.storage_name, ":", ActionName(c.sbp.action));
 }
 
+std::string ClientId(int64_t client) { return absl::StrCat(kClientPrefix, client); }
+
 // The ingest open of SBP client `client` for the configured run.
 v1::IngestOpen OpenFor(const config::DaemonConfig& c, int64_t client, const std::string& peer) {
   v1::IngestOpen open;
@@ -48,45 +59,39 @@ v1::IngestOpen OpenFor(const config::DaemonConfig& c, int64_t client, const std:
   (*open.mutable_labels())["class"] = c.sbp.storage_name;
   (*open.mutable_labels())["action"] = ActionName(c.sbp.action);
   open.set_time_unit(ToProto(c.latency.time_unit));
-  open.set_client_id(absl::StrCat("sbp-", client));
+  open.set_client_id(ClientId(client));
   open.set_client_name(absl::StrCat("SBK client ", client, " (", peer, ")"));
   open.set_mode(v1::IngestOpen::MODE_WINDOWS);
   return open;
 }
 
-// Leaves the run when the stream handler returns, however it returns.
-class Joined {
- public:
-  Joined(IngestRuns& runs, IngestRuns::Session session)
-      : runs_(runs), session_(std::move(session)) {}
-  ~Joined() { runs_.Leave(session_); }
-  Joined(const Joined&) = delete;
-  Joined& operator=(const Joined&) = delete;
-  IngestRuns::Session& session() { return session_; }
-
- private:
-  IngestRuns& runs_;
-  IngestRuns::Session session_;
-};
-
-}  // namespace
-
-namespace {
-
-// A unary method `/Service/<name>` served by `handler`.
-template <typename Request, typename Response>
-grpc::internal::RpcServiceMethod* Unary(const char* name, SbpService* service,
-                                        grpc::Status (SbpService::*handler)(grpc::ServerContext*,
-                                                                            const Request*,
-                                                                            Response*)) {
-  return new grpc::internal::RpcServiceMethod(
-      name, grpc::internal::RpcMethod::NORMAL_RPC,
-      new grpc::internal::RpcMethodHandler<
-          SbpService, Request, Response, grpc::protobuf::MessageLite, grpc::protobuf::MessageLite>(
-          [handler](SbpService* s, grpc::ServerContext* context, const Request* request,
-                    Response* response) { return (s->*handler)(context, request, response); },
-          service));
+// Who is calling: the connection and the authorization header it sent.
+SbpSlots::Owner OwnerOf(const grpc::ServerContextBase& context) {
+  std::string_view authorization;
+  const auto& metadata = context.client_metadata();
+  if (const auto it = metadata.find("authorization"); it != metadata.end()) {
+    authorization = std::string_view(it->second.data(), it->second.size());
+  }
+  return SbpSlots::OwnerOf(context.peer(), authorization);
 }
+
+bool Parse(grpc::ByteBuffer* bytes, google::protobuf::MessageLite* message) {
+  grpc::ProtoBufferReader reader(bytes);
+  return message->ParseFromZeroCopyStream(&reader);
+}
+
+grpc::ByteBuffer Serialize(const google::protobuf::MessageLite& message) {
+  const std::string bytes = message.SerializeAsString();
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// A call answered at once with `status` (unknown method, refused by auth).
+class Refused final : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit Refused(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
 
 }  // namespace
 
@@ -147,45 +152,256 @@ absl::StatusOr<runs::RemoteWindow> SbpWindow(const ::MessageLatenciesRecord& r,
   return w;
 }
 
-SbpService::SbpService(IngestRuns& runs, const CurrentConfig& config, const CallAuth& auth)
-    : runs_(runs), config_(config), auth_(auth) {
-  // The order and names of SBK's sbp.proto; the paths gRPC routes by.
-  AddMethod(Unary("/Service/getVersion", this, &SbpService::getVersion));
-  AddMethod(Unary("/Service/isVersionSupported", this, &SbpService::isVersionSupported));
-  AddMethod(Unary("/Service/getConfig", this, &SbpService::getConfig));
-  AddMethod(Unary("/Service/registerClient", this, &SbpService::registerClient));
-  AddMethod(new grpc::internal::RpcServiceMethod(
-      "/Service/streamLatencies", grpc::internal::RpcMethod::CLIENT_STREAMING,
-      new grpc::internal::ClientStreamingHandler<SbpService, ::MessageLatenciesRecord,
-                                                 google::protobuf::Empty>(
-          [](SbpService* s, grpc::ServerContext* context,
-             grpc::ServerReader<::MessageLatenciesRecord>* reader,
-             google::protobuf::Empty* response) {
-            return s->streamLatencies(context, reader, response);
-          },
-          this)));
-  AddMethod(Unary("/Service/reportClientFailure", this, &SbpService::reportClientFailure));
-  AddMethod(Unary("/Service/closeClient", this, &SbpService::closeClient));
+// A unary `/Service/<name>` call: one request message, one answer.
+class SbpService::UnaryCall final : public grpc::ServerGenericBidiReactor {
+ public:
+  UnaryCall(SbpService& service, grpc::GenericCallbackServerContext* context, const Unary& handler)
+      : service_(service), context_(context), handler_(handler) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(context_->IsCancelled()
+                 ? grpc::Status::CANCELLED
+                 : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                "a unary call ended without its request message"));
+      return;
+    }
+    grpc::Status status = service_.CheckSize(request_, *service_.config_.Get());
+    if (status.ok()) status = handler_(service_, context_, &request_, &response_);
+    if (!status.ok()) {
+      Finish(status);
+      return;
+    }
+    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  SbpService& service_;
+  grpc::GenericCallbackServerContext* const context_;
+  const Unary& handler_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+};
+
+// streamLatencies: the client's records, one window each, into its run.
+class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
+ public:
+  LatencyStream(SbpService& service, grpc::GenericCallbackServerContext* context)
+      : service_(service),
+        context_(context),
+        config_(service.config_.Get()),
+        owner_(OwnerOf(*context)) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      End(InputEnded());
+      return;
+    }
+    if (grpc::Status status = Apply(); !status.ok()) {
+      End(status);
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnDone() override {
+    if (session_) service_.runs_.Leave(*session_);  // End left already; kept for safety
+    delete this;
+  }
+
+ private:
+  // The record in `in_`.
+  grpc::Status Apply() {
+    if (grpc::Status s = service_.CheckSize(in_, *config_); !s.ok()) return s;
+    if (!Parse(&in_, &record_)) {
+      service_.stats_.Refused(Refusal::kMalformed);
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("record ", expected_, " is not a MessageLatenciesRecord"));
+    }
+    if (!began_) {
+      client_ = record_.clientid();
+      absl::StatusOr<SbpSlots::Slot> slot = service_.slots_->BeginStream(client_, owner_);
+      if (!slot.ok()) return ToGrpcStatus(slot.status());
+      began_ = true;
+      v1::IngestOpen open = OpenFor(*config_, client_, context_->peer());
+      open.set_must_exist(true);  // its registration joined the run: a stream never starts one
+      absl::StatusOr<IngestRuns::Session> session =
+          service_.runs_.Join(open, &stream_, runs::RunSource::kSbp);
+      if (!session.ok()) return ToGrpcStatus(session.status());
+      session_ = *std::move(session);
+      run_id_ = session_->run_id;
+    }
+    if (record_.clientid() != client_) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("a stream carries one client: record ", expected_,
+                                       " names client ", record_.clientid(), ", not ", client_));
+    }
+    if (record_.sequencenumber() != expected_) {
+      return grpc::Status(
+          grpc::StatusCode::DATA_LOSS,
+          absl::StrCat("client ", client_, ": sequence number ", record_.sequencenumber(),
+                       " where ", expected_, " was expected (records start at 1 and rise by 1)"));
+    }
+    absl::StatusOr<IngestRuns::Applied> applied = service_.runs_.ApplyWindow(
+        *session_, static_cast<uint64_t>(record_.sequencenumber()),
+        [&](const LatencyConfig& run, int64_t max_pairs) {
+          return SbpWindow(record_, run, max_pairs);
+        },
+        stream_);
+    if (!applied.ok()) return ToGrpcStatus(applied.status());
+    ++expected_;
+    return grpc::Status::OK;
+  }
+
+  // The client half-closed, or the call was cancelled.
+  grpc::Status InputEnded() {
+    if (context_->IsCancelled()) return grpc::Status::CANCELLED;
+    if (!session_) return grpc::Status::OK;  // an empty stream: nothing to apply
+    // The stream's end is the client's end in the run (SBK closes it next).
+    absl::StatusOr<IngestRuns::Applied> closed =
+        service_.runs_.Close(*session_, static_cast<uint64_t>(expected_ - 1));
+    if (!closed.ok()) return ToGrpcStatus(closed.status());
+    closed_ = true;
+    return grpc::Status::OK;
+  }
+
+  // Leaves the run before the client hears the stream's status.
+  void End(const grpc::Status& status) {
+    if (session_) {
+      service_.runs_.Leave(*session_);
+      session_.reset();
+    }
+    if (began_ && service_.slots_->EndStream(client_, closed_) && !closed_ && run_id_ != 0) {
+      // closeClient came while the stream was open: its run need not wait.
+      service_.runs_.Abandon(run_id_, ClientId(client_)).IgnoreError();
+    }
+    if (!status.ok()) {
+      Finish(status);
+      return;
+    }
+    out_ = Serialize(google::protobuf::Empty());
+    StartWriteAndFinish(&out_, grpc::WriteOptions(), status);
+  }
+
+  SbpService& service_;
+  grpc::GenericCallbackServerContext* const context_;
+  GrpcIngestStream stream_{context_};                         // the call, for IngestRuns
+  const std::shared_ptr<const config::DaemonConfig> config_;  // one read per stream
+  const SbpSlots::Owner owner_;
+  grpc::ByteBuffer in_;
+  grpc::ByteBuffer out_;
+  ::MessageLatenciesRecord record_;
+  int64_t client_ = 0;
+  int64_t expected_ = 1;  // the next sequence number
+  bool began_ = false;    // SbpSlots::BeginStream succeeded
+  bool closed_ = false;   // the client closed its part of the run
+  runs::RunId run_id_ = 0;
+  std::optional<IngestRuns::Session> session_;
+};
+
+template <typename Request, typename Response>
+SbpService::Unary SbpService::Handler(grpc::Status (SbpService::*method)(
+    grpc::GenericCallbackServerContext*, const Request&, Response*)) {
+  return [method](SbpService& service, grpc::GenericCallbackServerContext* context,
+                  grpc::ByteBuffer* request_bytes, grpc::ByteBuffer* response_bytes) {
+    Request request;
+    if (!Parse(request_bytes, &request)) {
+      service.stats_.Refused(Refusal::kMalformed);
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("the request is not a ", request.GetTypeName()));
+    }
+    Response response;
+    grpc::Status status = (service.*method)(context, request, &response);
+    if (status.ok()) *response_bytes = Serialize(response);
+    return status;
+  };
 }
 
-grpc::Status SbpService::getVersion(grpc::ServerContext* context, const google::protobuf::Empty*,
-                                    ::Version* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
+SbpService::SbpService(IngestRuns& runs, IngestStats& stats, const CurrentConfig& config,
+                       const CallAuth& auth)
+    : runs_(runs),
+      stats_(stats),
+      config_(config),
+      auth_(auth),
+      // The names of SBK's sbp.proto: the paths gRPC routes by.
+      unary_({
+          {"/Service/getVersion", Handler(&SbpService::GetVersion)},
+          {"/Service/isVersionSupported", Handler(&SbpService::IsVersionSupported)},
+          {"/Service/getConfig", Handler(&SbpService::GetConfig)},
+          {"/Service/registerClient", Handler(&SbpService::RegisterClient)},
+          {"/Service/reportClientFailure", Handler(&SbpService::ReportClientFailure)},
+          {"/Service/closeClient", Handler(&SbpService::CloseClient)},
+      }) {}
+
+int64_t SbpService::MaxMessageBytes(const config::DaemonConfig& config) {
+  return std::min<int64_t>(config.limits.max_message_bytes, config.sbp.max_record_size_mb << 20);
+}
+
+grpc::Status SbpService::CheckSize(const grpc::ByteBuffer& message,
+                                   const config::DaemonConfig& config) {
+  const int64_t max = MaxMessageBytes(config);
+  const auto size = static_cast<int64_t>(message.Length());
+  if (size <= max) return grpc::Status::OK;
+  stats_.Refused(Refusal::kMessageSize);
+  return grpc::Status(
+      grpc::StatusCode::RESOURCE_EXHAUSTED,
+      absl::StrCat("limits.maxMessageBytes / sbp.maxRecordSizeMB: a message of ", size,
+                   " bytes, the limit is ", max, " (getConfig's maxRecordSizeBytes)"));
+}
+
+grpc::ServerGenericBidiReactor* SbpService::CreateReactor(
+    grpc::GenericCallbackServerContext* context) {
+  const std::string& method = context->method();
+  const auto unary = unary_.find(method);
+  const bool stream = method == kStreamLatencies;
+  if (!stream && unary == unary_.end()) {
+    return new Refused(grpc::Status(
+        grpc::StatusCode::UNIMPLEMENTED,
+        absl::StartsWith(method, kPrefix) ? "SBP 4.0 has no such method" : "unknown service"));
+  }
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) {
+    return new Refused(denied);
+  }
+  if (stream) return new LatencyStream(*this, context);
+  return new UnaryCall(*this, context, unary->second);
+}
+
+IngestRuns::DepartureHook SbpService::DepartureHook() const {
+  return [slots = slots_](const IngestRuns::Departure& d) {
+    if (d.client_id.empty()) {
+      slots->RunEnded(d.run_id);
+      return;
+    }
+    int64_t id = 0;
+    if (absl::StartsWith(d.client_id, kClientPrefix) &&
+        absl::SimpleAtoi(absl::string_view(d.client_id).substr(kClientPrefix.size()), &id)) {
+      slots->Gone(d.run_id, id);
+    }
+  };
+}
+
+grpc::Status SbpService::GetVersion(grpc::GenericCallbackServerContext*,
+                                    const google::protobuf::Empty&, ::Version* response) {
   response->set_major(kMajor);
   response->set_minor(kMinor);
   return grpc::Status::OK;
 }
 
-grpc::Status SbpService::isVersionSupported(grpc::ServerContext* context, const ::Version* request,
+grpc::Status SbpService::IsVersionSupported(grpc::GenericCallbackServerContext*,
+                                            const ::Version& request,
                                             google::protobuf::BoolValue* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
-  response->set_value(request->major() == kMajor);
+  response->set_value(request.major() == kMajor);
   return grpc::Status::OK;
 }
 
-grpc::Status SbpService::getConfig(grpc::ServerContext* context, const google::protobuf::Empty*,
-                                   ::Config* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
+grpc::Status SbpService::GetConfig(grpc::GenericCallbackServerContext*,
+                                   const google::protobuf::Empty&, ::Config* response) {
   const std::shared_ptr<const config::DaemonConfig> c = config_.Get();
   response->set_storagename(c->sbp.storage_name);
   response->set_action(static_cast<::EnumAction>(c->sbp.action));
@@ -194,124 +410,70 @@ grpc::Status SbpService::getConfig(grpc::ServerContext* context, const google::p
   response->set_maxlatency(c->latency.max_latency);
   response->set_iswriterequests(true);
   response->set_isreadrequests(true);
-  response->set_maxrecordsizebytes(c->sbp.max_record_size_mb << 20);
+  response->set_maxrecordsizebytes(MaxMessageBytes(*c));
   return grpc::Status::OK;
 }
 
-grpc::Status SbpService::registerClient(grpc::ServerContext* context, const ::Config* request,
-                                        ::ClientID* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
+grpc::Status SbpService::RegisterClient(grpc::GenericCallbackServerContext* context,
+                                        const ::Config& request, ::ClientID* response) {
   const std::shared_ptr<const config::DaemonConfig> c = config_.Get();
   if (!runs_.accepting()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
   }
-  if (absl::AsciiStrToLower(request->storagename()) != absl::AsciiStrToLower(c->sbp.storage_name) ||
-      request->action() != static_cast<::EnumAction>(c->sbp.action) ||
-      request->timeunit() != ToSbp(c->latency.time_unit)) {
+  if (absl::AsciiStrToLower(request.storagename()) != absl::AsciiStrToLower(c->sbp.storage_name) ||
+      request.action() != static_cast<::EnumAction>(c->sbp.action) ||
+      request.timeunit() != ToSbp(c->latency.time_unit)) {
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("this perld aggregates storage '", c->sbp.storage_name, "', action ",
                      ActionName(c->sbp.action), ", time unit ", TimeUnitName(c->latency.time_unit),
                      " (sbp.storageName, sbp.action, timeUnit); the client sent '",
-                     request->storagename(), "', ", ::EnumAction_Name(request->action()), ", ",
-                     ::EnumTimeUnit_Name(request->timeunit())));
+                     request.storagename(), "', ", ::EnumAction_Name(request.action()), ", ",
+                     ::EnumTimeUnit_Name(request.timeunit())));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (static_cast<int64_t>(registered_.size()) >= c->sbp.max_connections) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("sbp.maxConnections: ", c->sbp.max_connections,
-                                     " SBP clients are connected already"));
-  }
-  const int64_t id = next_id_++;
+  const std::string peer = context->peer();
   // The client joins the run now (and detaches until its stream comes), so
   // the run does not end between one client's close and the next one's
   // stream; a client that never streams counts as gone after
   // ingest.clientTimeoutMs, as a vanished ingest client.
-  absl::StatusOr<IngestRuns::Session> joined =
-      runs_.Join(OpenFor(*c, id, context->peer()), nullptr, runs::RunSource::kSbp);
-  if (!joined.ok()) return ToGrpcStatus(joined.status());
-  runs_.Leave(*joined);
-  registered_[id] = false;
-  response->set_id(id);
-  log::Info("sbp: client ", id, " registered (", request->storagename(), ", ",
-            ::EnumAction_Name(request->action()), ")");
+  absl::StatusOr<int64_t> id =
+      slots_->Register(c->sbp.max_connections, OwnerOf(*context),
+                       [&](int64_t client) -> absl::StatusOr<runs::RunId> {
+                         absl::StatusOr<IngestRuns::Session> joined =
+                             runs_.Join(OpenFor(*c, client, peer), nullptr, runs::RunSource::kSbp);
+                         if (!joined.ok()) return joined.status();
+                         const runs::RunId run = joined->run_id;
+                         runs_.Leave(*joined);
+                         return run;
+                       });
+  if (!id.ok()) return ToGrpcStatus(id.status());
+  response->set_id(*id);
+  log::Info("sbp: client ", *id, " registered (", request.storagename(), ", ",
+            ::EnumAction_Name(request.action()), ", ", peer, ")");
   return grpc::Status::OK;
 }
 
-grpc::Status SbpService::streamLatencies(grpc::ServerContext* context,
-                                         grpc::ServerReader<::MessageLatenciesRecord>* reader,
-                                         google::protobuf::Empty*) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
-  const std::shared_ptr<const config::DaemonConfig> c = config_.Get();
-  ::MessageLatenciesRecord record;
-  if (!reader->Read(&record)) return grpc::Status::OK;  // an empty stream: nothing to apply
-  const int64_t client = record.clientid();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = registered_.find(client);
-    if (it == registered_.end()) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          absl::StrCat("client id ", client, " is not registered"));
-    }
-    if (it->second) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          absl::StrCat("client ", client, " has streamed already"));
-    }
-    it->second = true;
-  }
-  GrpcIngestStream stream(context);
-  absl::StatusOr<IngestRuns::Session> session =
-      runs_.Join(OpenFor(*c, client, context->peer()), &stream, runs::RunSource::kSbp);
-  if (!session.ok()) return ToGrpcStatus(session.status());
-  Joined joined(runs_, *std::move(session));
-
-  int64_t expected = 1;
-  do {
-    if (record.clientid() != client) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          absl::StrCat("a stream carries one client: record ", expected,
-                                       " names client ", record.clientid(), ", not ", client));
-    }
-    if (record.sequencenumber() != expected) {
-      return grpc::Status(
-          grpc::StatusCode::DATA_LOSS,
-          absl::StrCat("client ", client, ": sequence number ", record.sequencenumber(), " where ",
-                       expected, " was expected (records start at 1 and rise by 1)"));
-    }
-    absl::StatusOr<IngestRuns::Applied> applied = runs_.ApplyWindow(
-        joined.session(), static_cast<uint64_t>(record.sequencenumber()),
-        [&](const LatencyConfig& run, int64_t max_pairs) {
-          return SbpWindow(record, run, max_pairs);
-        },
-        stream);
-    if (!applied.ok()) return ToGrpcStatus(applied.status());
-    ++expected;
-  } while (reader->Read(&record));
-  if (context->IsCancelled()) return grpc::Status::CANCELLED;
-  // The stream's end is the client's end in the run (SBK closes it next).
-  absl::StatusOr<IngestRuns::Applied> closed =
-      runs_.Close(joined.session(), static_cast<uint64_t>(expected - 1));
-  if (!closed.ok()) return ToGrpcStatus(closed.status());
-  return grpc::Status::OK;
-}
-
-grpc::Status SbpService::reportClientFailure(grpc::ServerContext* context,
-                                             const ::ClientFailure* request,
+grpc::Status SbpService::ReportClientFailure(grpc::GenericCallbackServerContext* context,
+                                             const ::ClientFailure& request,
                                              google::protobuf::Empty*) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
+  absl::StatusOr<SbpSlots::Slot> slot = slots_->Find(request.clientid(), OwnerOf(*context));
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
   failures_.fetch_add(1, std::memory_order_relaxed);
-  log::Warning("sbp: client ", request->clientid(), " reported a failure in ", request->component(),
-               ": ", request->message());
+  log::Warning("sbp: client ", request.clientid(), " reported a failure in ", request.component(),
+               ": ", request.message());
   return grpc::Status::OK;
 }
 
-grpc::Status SbpService::closeClient(grpc::ServerContext* context, const ::ClientID* request,
-                                     google::protobuf::Empty*) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kSbp); !denied.ok()) return denied;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (registered_.erase(request->id()) == 0) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("client id ", request->id(), " is not registered"));
+grpc::Status SbpService::CloseClient(grpc::GenericCallbackServerContext* context,
+                                     const ::ClientID& request, google::protobuf::Empty*) {
+  absl::StatusOr<SbpSlots::Slot> slot = slots_->Close(request.id(), OwnerOf(*context));
+  if (!slot.ok()) return ToGrpcStatus(slot.status());
+  if (slot->stage == SbpSlots::Stage::kRegistered || slot->stage == SbpSlots::Stage::kFailed) {
+    // No stream closed the client in its run: it gives its part up now
+    // instead of the run waiting ingest.clientTimeoutMs for it.
+    if (absl::Status s = runs_.Abandon(slot->run_id, ClientId(request.id())); !s.ok()) {
+      log::Debug("sbp: client ", request.id(), ": ", s.message());
+    }
   }
   return grpc::Status::OK;
 }

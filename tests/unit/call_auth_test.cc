@@ -6,11 +6,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "client/lib/secure_channel.h"
+#include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
 namespace {
@@ -143,6 +148,106 @@ TEST_F(CallAuthTest, RefusesUnsafeOrIdenticalTokenFiles) {
   absl::StatusOr<std::unique_ptr<CallAuth>> identical = CallAuth::Create(same);
   ASSERT_FALSE(identical.ok());
   EXPECT_EQ(identical.status().message().find("same-token"), std::string::npos);
+}
+
+// --- Tokens on the client side (secure_channel.h) ---------------------------
+
+TEST(LocalTargetTest, KnowsUnixSocketsAndLoopbackOnly) {
+  EXPECT_EQ(client::LocalTarget("unix:/run/perld/perld.sock"), UDS);
+  EXPECT_EQ(client::LocalTarget("unix:///run/perld.sock"), UDS);
+  EXPECT_EQ(client::LocalTarget("unix-abstract:perld"), UDS);
+  for (const char* loopback :
+       {"127.0.0.1:9717", "127.3.2.1:1", "localhost:9717", "LocalHost:9717", "[::1]:9717",
+        "ipv4:127.0.0.1:9717", "ipv6:[::1]:9717", "dns:///localhost:9717", "localhost"}) {
+    EXPECT_EQ(client::LocalTarget(loopback), LOCAL_TCP) << loopback;
+  }
+  for (const char* remote :
+       {"10.0.0.5:9717", "perld.example:9717", "[2001:db8::1]:9717", "128.0.0.1:9717",
+        "localhost.example.com:9717", "dns:///perld.example:443", "ipv4:127.0.0.1:1,10.0.0.1:1",
+        "127.0.0.1.example:9717"}) {
+    EXPECT_EQ(client::LocalTarget(remote), std::nullopt) << remote;
+  }
+}
+
+TEST_F(SecretFileTest, TokenIsRefusedOnAPlaintextChannelToAnotherHost) {
+  client::ChannelSecurity security;
+  security.token_file = Write("token", "s3cr3t\n", 0600);
+  for (const char* remote : {"10.0.0.5:9717", "perld.example:9717"}) {
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = client::OpenChannel(remote, security);
+    ASSERT_FALSE(channel.ok()) << remote;
+    EXPECT_EQ(channel.status().code(), absl::StatusCode::kFailedPrecondition);
+    const std::string message(channel.status().message());
+    EXPECT_NE(message.find(remote), std::string::npos) << message;
+    EXPECT_NE(message.find("--tls"), std::string::npos) << message;      // perlctl
+    EXPECT_NE(message.find("tls: true"), std::string::npos) << message;  // upstream
+    EXPECT_EQ(message.find("s3cr3t"), std::string::npos) << message;
+  }
+  // With TLS, or without a token, any host will do (nothing connects yet).
+  client::ChannelSecurity tls = security;
+  tls.tls = true;
+  EXPECT_TRUE(client::OpenChannel("perld.example:9717", tls).ok());
+  EXPECT_TRUE(client::OpenChannel("perld.example:9717", client::ChannelSecurity{}).ok());
+  EXPECT_TRUE(client::OpenChannel("127.0.0.1:9717", security).ok());
+  EXPECT_TRUE(client::OpenChannel("unix:/tmp/none.sock", security).ok());
+}
+
+// A Query service that answers ListRuns with one run named after the call's
+// authorization header ("" when absent).
+class EchoAuthorization final : public v1::Query::Service {
+ public:
+  grpc::Status ListRuns(grpc::ServerContext* context, const v1::ListRunsRequest*,
+                        v1::ListRunsResponse* response) override {
+    const auto& metadata = context->client_metadata();
+    const auto it = metadata.find("authorization");
+    response->add_runs()->set_name(
+        it == metadata.end() ? std::string() : std::string(it->second.data(), it->second.size()));
+    return grpc::Status::OK;
+  }
+};
+
+// The header a plaintext server receives through OpenChannel(target).
+absl::StatusOr<std::string> HeaderSeen(const std::string& target,
+                                       const client::ChannelSecurity& security) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = client::OpenChannel(target, security);
+  if (!channel.ok()) return channel.status();
+  std::unique_ptr<v1::Query::Stub> stub = v1::Query::NewStub(*channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::ListRunsResponse response;
+  const grpc::Status status = stub->ListRuns(&context, v1::ListRunsRequest(), &response);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  }
+  if (response.runs_size() != 1) return absl::InternalError("no answer");
+  return response.runs(0).name();
+}
+
+TEST_F(SecretFileTest, TokenReachesAPlaintextServerOverLoopbackAndUnixSockets) {
+  EchoAuthorization echo;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  const std::string socket = dir_ + "/perld.sock";
+  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
+  builder.RegisterService(&echo);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(port, 0);
+
+  client::ChannelSecurity security;
+  security.token_file = Write("token", "s3cr3t-token\n", 0600);
+  for (const std::string& target :
+       {absl::StrCat("127.0.0.1:", port), absl::StrCat("localhost:", port),
+        absl::StrCat("ipv4:127.0.0.1:", port), "unix:" + socket}) {
+    absl::StatusOr<std::string> header = HeaderSeen(target, security);
+    ASSERT_TRUE(header.ok()) << target << ": " << header.status();
+    EXPECT_EQ(*header, "Bearer s3cr3t-token") << target;
+    absl::StatusOr<std::string> none = HeaderSeen(target, client::ChannelSecurity{});
+    ASSERT_TRUE(none.ok()) << target << ": " << none.status();
+    EXPECT_EQ(*none, "") << target;
+  }
+  server->Shutdown();
+  std::remove(socket.c_str());
 }
 
 }  // namespace
