@@ -1,6 +1,7 @@
 // ControlService: perld.v1.Control -- start an in-process PerlBench run,
-// stop a run. Validation happens here and in BenchJobs; a run is never
-// created half-configured.
+// stop a run. Validation happens here (the request's caps: request_limits.h,
+// counted as perld_runs_refused_total{reason="input_limit"}) and in
+// BenchJobs; a run is never created half-configured.
 //
 // Threads: gRPC's sync server threads, concurrently.
 #pragma once

@@ -32,6 +32,8 @@ const char* IngestStats::RefusalName(Refusal r) {
       return "superseded";
     case Refusal::kShutdown:
       return "shutdown";
+    case Refusal::kInputLimit:
+      return "input_limit";
     case Refusal::kCount:
       break;
   }

@@ -30,6 +30,7 @@ class IngestStats {
     kMemory,         // RESOURCE_EXHAUSTED: ingest.maxMemoryBytes
     kSuperseded,     // ABORTED: a newer stream of the same client took over
     kShutdown,       // UNAVAILABLE: the daemon is shutting down
+    kInputLimit,     // INVALID_ARGUMENT: the open's names, labels or percentiles over limits.*
     kCount
   };
   static constexpr size_t kRefusals = static_cast<size_t>(Refusal::kCount);
