@@ -224,11 +224,19 @@ int Runs(Cli& cli) {
   }
   for (const auto& [k, v] : TakeLabels(&cli.args)) (*request.mutable_labels())[k] = v;
   NoMoreArgs(cli.args);
-  grpc::ClientContext context;
-  cli.Deadline(&context);
+  // Every page, in order: each response holds at most a page of runs.
   v1::ListRunsResponse response;
-  if (grpc::Status s = cli.query->ListRuns(&context, request, &response); !s.ok()) {
-    return ServerError(s);
+  for (;;) {
+    grpc::ClientContext context;
+    cli.Deadline(&context);
+    v1::ListRunsResponse page;
+    if (grpc::Status s = cli.query->ListRuns(&context, request, &page); !s.ok()) {
+      return ServerError(s);
+    }
+    for (v1::RunInfo& run : *page.mutable_runs()) *response.add_runs() = std::move(run);
+    // A token that does not move on would repeat the page: stop there.
+    if (page.next_page_token().empty() || page.next_page_token() == request.page_token()) break;
+    request.set_page_token(page.next_page_token());
   }
   if (cli.json) {
     JsonWriter json;

@@ -244,6 +244,19 @@ class Loader {
                                " (it is ", latency.exact_latency_sparse_page_entries, ")"));
       }
     }
+    // Every run's percentiles become series and answers: one cap for all.
+    if (Accepted("percentiles") && Accepted("limits.maxPercentiles") &&
+        static_cast<int64_t>(latency.percentiles.size()) > config_.limits.max_percentiles) {
+      if (Given("percentiles")) {
+        AddForKey(LineOfKey("percentiles"), "percentiles",
+                  absl::StrCat(latency.percentiles.size(), " percentiles, more than ",
+                               "limits.maxPercentiles ", config_.limits.max_percentiles));
+      } else {
+        AddForKey(LineOfKey("limits.maxPercentiles"), "limits.maxPercentiles",
+                  absl::StrCat(config_.limits.max_percentiles, " is below the ",
+                               latency.percentiles.size(), " default percentiles"));
+      }
+    }
     const ChannelOptions& channels = config_.channels;
     if (Accepted("maxQs") && Accepted("qPerWorker") && channels.max_qs == 0 &&
         channels.q_per_worker == 0) {

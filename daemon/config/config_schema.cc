@@ -339,6 +339,42 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "limits.maxWatchers", kLive, 1, 65536,
       [](auto& c) -> auto& { return c.limits.max_watchers; }));
+  keys.push_back(IntKey(
+      "limits.maxLabels", kLive, 0, 4096, [](auto& c) -> auto& { return c.limits.max_labels; }));
+  keys.push_back(IntKey(
+      "limits.maxLabelKeyBytes", kLive, 1, 65536,
+      [](auto& c) -> auto& { return c.limits.max_label_key_bytes; }));
+  keys.push_back(IntKey(
+      "limits.maxLabelValueBytes", kLive, 0, 1 << 20,
+      [](auto& c) -> auto& { return c.limits.max_label_value_bytes; }));
+  keys.push_back(IntKey(
+      "limits.maxNameBytes", kLive, 1, 65536,
+      [](auto& c) -> auto& { return c.limits.max_name_bytes; }));
+  keys.push_back(IntKey(
+      "limits.maxPercentiles", kLive, 1, 100'000,
+      [](auto& c) -> auto& { return c.limits.max_percentiles; }));
+  keys.push_back(IntKey(
+      "limits.maxMemoryBytes", kLive, 0, int64_t{1} << 50,
+      [](auto& c) -> auto& { return c.limits.max_memory_bytes; }));
+  // grpc: the server takes them when it is built.
+  keys.push_back(IntKey(
+      "grpc.maxConcurrentStreams", kRestart, 1, INT32_MAX,
+      [](auto& c) -> auto& { return c.grpc.max_concurrent_streams; }));
+  keys.push_back(IntKey(
+      "grpc.keepaliveMinPingIntervalMs", kRestart, 0, 86'400'000,
+      [](auto& c) -> auto& { return c.grpc.keepalive_min_ping_interval_ms; }));
+  keys.push_back(IntKey(
+      "grpc.keepaliveMaxPingStrikes", kRestart, 0, 1000,
+      [](auto& c) -> auto& { return c.grpc.keepalive_max_ping_strikes; }));
+  keys.push_back(IntKey(
+      "grpc.maxConnectionAgeMs", kRestart, 0, INT32_MAX,
+      [](auto& c) -> auto& { return c.grpc.max_connection_age_ms; }));
+  keys.push_back(IntKey(
+      "grpc.maxConnectionAgeGraceMs", kRestart, 0, INT32_MAX,
+      [](auto& c) -> auto& { return c.grpc.max_connection_age_grace_ms; }));
+  keys.push_back(IntKey(
+      "grpc.maxThreads", kRestart, 0, 1'000'000,
+      [](auto& c) -> auto& { return c.grpc.max_threads; }));
   // ingest:
   keys.push_back(IntKey(
       "ingest.maxBatchLength", kLive, 1, 1 << 24,
@@ -487,8 +523,9 @@ const ConfigKey* FindConfigKey(absl::string_view name) {
 }
 
 const std::vector<std::string>& SectionNames() {
-  static const std::vector<std::string>* const names = new std::vector<std::string>(
-      {"retention", "limits", "ingest", "prometheus", "http", "sbp", "upstream", "auth", "tls"});
+  static const std::vector<std::string>* const names =
+      new std::vector<std::string>({"retention", "limits", "grpc", "ingest", "prometheus", "http",
+                                    "sbp", "upstream", "auth", "tls"});
   return *names;
 }
 

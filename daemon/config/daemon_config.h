@@ -39,8 +39,47 @@ struct LimitsConfig {
   int64_t max_bench_payload_bytes = 1 << 20;  // key limits.maxBenchPayloadBytes: per worker
   int64_t max_message_bytes = 4 << 20;        // key limits.maxMessageBytes: gRPC receive limit
   int64_t max_watchers = 256;                 // key limits.maxWatchers: concurrent WatchRun streams
+  // Caps on what one request may carry (service/request_limits.h): over one,
+  // INVALID_ARGUMENT naming the key.
+  int64_t max_labels = 32;               // key limits.maxLabels: labels of a run, [0, 4096]
+  int64_t max_label_key_bytes = 128;     // key limits.maxLabelKeyBytes, [1, 65536]
+  int64_t max_label_value_bytes = 1024;  // key limits.maxLabelValueBytes, [0, 1048576]
+  // key limits.maxNameBytes: run names, client names and client ids, [1, 65536]
+  int64_t max_name_bytes = 256;
+  // key limits.maxPercentiles: a run's percentile list (IngestOpen, the
+  // percentiles key) and a GetPercentiles/GetClients request, [1, 100000]
+  int64_t max_percentiles = 1000;
+  // key limits.maxMemoryBytes: what every running run together may reserve
+  // for its windows and pending timestamps (runs/run_memory_budget.h); 0:
+  // automatic (75% of the smaller of physical memory and the cgroup limit).
+  int64_t max_memory_bytes = 0;
 
   bool operator==(const LimitsConfig&) const = default;
+};
+
+// The gRPC server's process-wide caps (grpc::ServerBuilder; all need a restart).
+struct GrpcConfig {
+  // key grpc.maxConcurrentStreams: calls at once on one connection (HTTP/2
+  // SETTINGS_MAX_CONCURRENT_STREAMS; more wait in the client), [1, 2^31-1].
+  int64_t max_concurrent_streams = 1000;
+  // key grpc.keepaliveMinPingIntervalMs: a client pinging more often than this
+  // while the server sends nothing gets a strike, [0, 86'400'000].
+  int64_t keepalive_min_ping_interval_ms = 10'000;
+  // key grpc.keepaliveMaxPingStrikes: strikes before the connection gets
+  // GOAWAY (too_many_pings); 0 never, [0, 1000].
+  int64_t keepalive_max_ping_strikes = 2;
+  // key grpc.maxConnectionAgeMs: a connection older than this gets GOAWAY
+  // (clients reconnect); 0 never, [0, 2^31-1].
+  int64_t max_connection_age_ms = 0;
+  // key grpc.maxConnectionAgeGraceMs: calls open at that point may run this
+  // long before the connection closes; 0 no limit, [0, 2^31-1].
+  int64_t max_connection_age_grace_ms = 0;
+  // key grpc.maxThreads: threads of the gRPC server (grpc::ResourceQuota);
+  // every open stream and every call in progress holds one; past it a new
+  // call is refused (RESOURCE_EXHAUSTED); 0 no limit, [0, 1'000'000].
+  int64_t max_threads = 2048;
+
+  bool operator==(const GrpcConfig&) const = default;
 };
 
 // Remote clients streaming into runs (perld.v1.Ingest).
@@ -198,6 +237,7 @@ struct DaemonConfig {
 
   RetentionConfig retention;
   LimitsConfig limits;
+  GrpcConfig grpc;
   IngestConfig ingest;
   PrometheusConfig prometheus;
   HttpConfig http;

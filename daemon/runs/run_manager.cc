@@ -1,5 +1,6 @@
 #include "daemon/runs/run_manager.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -18,8 +19,24 @@ int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
 }  // namespace
 
+const char* RunRefusalName(RunRefusal refusal) {
+  switch (refusal) {
+    case RunRefusal::kInputLimit:
+      return "input_limit";
+    case RunRefusal::kRunningRuns:
+      return "running_runs";
+    case RunRefusal::kMemory:
+      return "memory";
+    case RunRefusal::kCount:
+      break;
+  }
+  return "unknown";
+}
+
 RunManager::RunManager(Options options)
     : options_(options),
+      budget_(options.max_memory_bytes),
+      max_running_runs_(options.max_running_runs),
       registry_(options.retention),
       host_(&outbox_),
       recorder_(host_, options.recorder),
@@ -65,6 +82,14 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
   if (spec.reporting_interval_ms < 1) {
     return absl::InvalidArgumentError("reportingIntervalMs must be >= 1");
   }
+  // The worst case of the run's caps, reserved before any of it is allocated.
+  const bool hybrid = setup.aggregate && spec.latency.time_unit == TimeUnit::kNs;
+  absl::StatusOr<RunMemoryBudget::Reservation> memory = budget_.Reserve(
+      RunMemoryNeedFor(spec.latency, hybrid, setup.channels, std::max(setup.producers, 0)));
+  if (!memory.ok()) {
+    CountRefusal(RunRefusal::kMemory);
+    return memory.status();
+  }
   std::shared_ptr<TimeStampChannels> channels;
   if (setup.producers > 0) {
     absl::StatusOr<std::unique_ptr<TimeStampChannels>> made =
@@ -80,9 +105,8 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
   const int64_t start_ns =
       setup.resume ? now_ns - (now_unix_ms - setup.resume->info.start_unix_ms) * 1'000'000 : now_ns;
   absl::StatusOr<PeriodicAndTotalWindows> windows =
-      setup.aggregate && spec.latency.time_unit == TimeUnit::kNs
-          ? PeriodicAndTotalWindows::CreateHybrid(spec.latency, start_ns / ns_per_unit)
-          : PeriodicAndTotalWindows::Create(spec.latency, start_ns / ns_per_unit);
+      hybrid ? PeriodicAndTotalWindows::CreateHybrid(spec.latency, start_ns / ns_per_unit)
+             : PeriodicAndTotalWindows::Create(spec.latency, start_ns / ns_per_unit);
   if (!windows.ok()) return windows.status();
   spec.periodic_recorder = windows->periodic().kind();
   spec.total_recorder = windows->total().kind();
@@ -110,9 +134,11 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
       lock.lock();
     }
     if (!accepting_) return absl::UnavailableError("perld is shutting down: no new runs");
-    if (static_cast<int64_t>(pending_.size()) >= options_.max_running_runs) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "limits.maxRunningRuns: ", options_.max_running_runs, " runs are running already"));
+    const int64_t max_running = max_running_runs_.load(std::memory_order_relaxed);
+    if (static_cast<int64_t>(pending_.size()) >= max_running) {
+      CountRefusal(RunRefusal::kRunningRuns);
+      return absl::ResourceExhaustedError(
+          absl::StrCat("limits.maxRunningRuns: ", max_running, " runs are running already"));
     }
     if (setup.resume) {
       info = setup.resume->info;
@@ -128,6 +154,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
     info.state = RunState::kRunning;
     pending_[info.id].judge = std::move(setup.judge);
     pending_[info.id].channels = channels;
+    pending_[info.id].memory = *std::move(memory);
     // Registered and announced under the lock: a run is visible before any
     // of its windows can be dispatched, and ids are announced in order.
     if (setup.resume) {
@@ -160,6 +187,11 @@ absl::Status RunManager::ReserveNextId() {
   std::lock_guard<std::mutex> lock(mu_);
   reserved_through_ = std::max(reserved_through_, through);
   return absl::OkStatus();
+}
+
+void RunManager::SetLimits(int64_t max_running_runs, int64_t max_memory_bytes) {
+  max_running_runs_.store(max_running_runs, std::memory_order_relaxed);
+  budget_.SetLimit(max_memory_bytes);
 }
 
 void RunManager::EndRun(RunId id) {
@@ -234,6 +266,14 @@ void RunManager::HandleFinished(RecorderEvent& event) {
   WindowRecord total = pending.total ? std::move(*pending.total) : WindowRecord{};
   std::string reason;
   const RunState state = pending.judge ? pending.judge(total, &reason) : RunState::kFinished;
+  ChannelCounters final_counts;
+  if (std::shared_ptr<TimeStampChannels> channels = pending.channels.lock()) {
+    final_counts = {channels->dropped(), channels->blocked()};
+  }
+  event.retired.reset();  // frees the run's windows and channels here
+  // Given back before anyone can see the run ended: a run started after
+  // that finds its share free.
+  pending.memory.Release();
   // Observers first (CSV Total row written, final total queued for storage),
   // then the registry: a client that sees the run ended finds its outputs
   // complete.
@@ -247,11 +287,6 @@ void RunManager::HandleFinished(RecorderEvent& event) {
     NotifyEvicted(registry_.MarkEnded(id, std::move(total), ended.state,
                                       std::move(ended.failure_reason), ended.end_unix_ms, nullptr));
   }
-  ChannelCounters final_counts;
-  if (std::shared_ptr<TimeStampChannels> channels = pending.channels.lock()) {
-    final_counts = {channels->dropped(), channels->blocked()};
-  }
-  event.retired.reset();  // frees the run's windows and channels here
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.erase(id);

@@ -16,10 +16,16 @@
 //                        state, stores the total, marks the run ended and
 //                        calls OnRunEnded. WaitEnded(id) waits for that.
 //
+// Admission: a new run is refused at max_running_runs, and when the worst
+// case its caps allow would take the runs' memory reservations past the
+// budget (RunMemoryBudget, limits.maxMemoryBytes); an ended run's share is
+// given back once its windows are freed. Refusals are counted by reason.
+//
 // Threads: all public methods are thread-safe. Observers are added before
 // Start. Stop() ends the threads; it REQUIRES that every run has ended.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -42,6 +48,7 @@
 #include "daemon/runs/recorder_host.h"
 #include "daemon/runs/remote_window_inbox.h"
 #include "daemon/runs/run_info.h"
+#include "daemon/runs/run_memory_budget.h"
 #include "daemon/runs/run_observer.h"
 #include "daemon/runs/run_recorder.h"
 #include "daemon/runs/run_registry.h"
@@ -87,6 +94,15 @@ struct ChannelCounters {
   uint64_t blocked = 0;
 };
 
+// Why a new run was refused (perld_runs_refused_total{reason}).
+enum class RunRefusal {
+  kInputLimit,   // a request's input over a limits.* cap (counted by the service)
+  kRunningRuns,  // limits.maxRunningRuns
+  kMemory,       // limits.maxMemoryBytes
+  kCount
+};
+const char* RunRefusalName(RunRefusal refusal);  // "input_limit", "running_runs", "memory"
+
 struct CreatedRun {
   RunId id = 0;
   std::shared_ptr<TimeStampChannels> channels;
@@ -99,7 +115,8 @@ class RunManager {
     RecorderOptions recorder;
     config::RetentionConfig retention;
     int64_t max_running_runs = 16;
-    RunId first_id = 1;  // ids continue after the stored ones
+    int64_t max_memory_bytes = 0;  // the runs' memory budget; <= 0: none
+    RunId first_id = 1;            // ids continue after the stored ones
     // Makes ids up to `through` durable before any is handed out (the state
     // store's ReserveRunIds), called with blocks of kIdBlock ids; an error
     // refuses the run. Null: ids are not reserved (tests, no state).
@@ -119,12 +136,24 @@ class RunManager {
   // Stops the recorder and dispatcher. REQUIRES: every run has ended.
   void Stop();
 
-  // Validates the spec (latency config, channel topology), assigns an id
-  // (or keeps setup.resume's, REQUIRES below Options::first_id),
-  // builds the windows by the recorder policy, registers and attaches the
-  // run. ResourceExhausted at max_running_runs, Unavailable after
+  // Validates the spec (latency config, channel topology), reserves the
+  // run's worst-case memory, assigns an id (or keeps setup.resume's,
+  // REQUIRES below Options::first_id), builds the windows by the recorder
+  // policy, registers and attaches the run. ResourceExhausted at
+  // max_running_runs or over the memory budget (counted), Unavailable after
   // StopAccepting, InvalidArgument for a bad configuration.
   absl::StatusOr<CreatedRun> CreateRun(RunSetup setup);
+  // New limits for runs created from now on (SIGHUP); running runs keep
+  // their reservations.
+  void SetLimits(int64_t max_running_runs, int64_t max_memory_bytes);
+  const RunMemoryBudget& memory_budget() const { return budget_; }
+  // A refusal decided outside (kInputLimit), or by CreateRun.
+  void CountRefusal(RunRefusal refusal) {
+    refused_[static_cast<size_t>(refusal)].fetch_add(1, std::memory_order_relaxed);
+  }
+  uint64_t refused(RunRefusal refusal) const {
+    return refused_[static_cast<size_t>(refusal)].load(std::memory_order_relaxed);
+  }
   // Ends a run. REQUIRES: every producer of the run has stopped sending and
   // been joined. Idempotent.
   void EndRun(RunId id);
@@ -154,6 +183,7 @@ class RunManager {
     std::optional<WindowRecord> total;
     bool ending = false;
     std::weak_ptr<TimeStampChannels> channels;
+    RunMemoryBudget::Reservation memory;  // given back when the run has ended
   };
   void Dispatch();
   void HandleWindow(RecorderEvent& event);
@@ -164,6 +194,9 @@ class RunManager {
   absl::Status ReserveNextId();
 
   const Options options_;
+  RunMemoryBudget budget_;  // outlives pending_ (declared first)
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(RunRefusal::kCount)> refused_{};
+  std::atomic<int64_t> max_running_runs_;
   RunRegistry registry_;
   RecorderOutbox outbox_;
   RecorderHost host_;

@@ -97,7 +97,11 @@ struct RunRegistry::Entry {
   int64_t bytes = 0;
 
   int64_t Bytes() const {
-    int64_t b = static_cast<int64_t>(sizeof(Entry)) + bytes;
+    int64_t b = static_cast<int64_t>(sizeof(Entry)) + bytes + InfoBytes(info);
+    // The percentile set (percents and fractions) and the live total's snapshot.
+    b += static_cast<int64_t>(percentiles.percents().size()) * 2 *
+             static_cast<int64_t>(sizeof(double)) +
+         RecordBytes(live_total);
     if (latest) b += RecordBytes(*latest);
     if (final_total) b += RecordBytes(*final_total);
     b += static_cast<int64_t>(live.RetainedBytes() + latest_index.RetainedBytes() +
@@ -240,9 +244,11 @@ std::vector<RunId> RunRegistry::MarkEnded(RunId id, WindowRecord total, RunState
   total.run_id = id;
   total.kind = WindowRecord::Kind::kTotal;
   AddWindowLocked(e, std::move(total));
+  bytes_ -= e->Bytes();  // the failure reason counts too
   e->info.state = state;
   e->info.failure_reason = std::move(reason);
   e->info.end_unix_ms = end_unix_ms;
+  bytes_ += e->Bytes();
   e->ended = true;
   if (ended != nullptr) *ended = e->info;
   return Evict();
@@ -301,6 +307,26 @@ std::vector<RunInfo> RunRegistry::List(const RunFilter& filter) const {
     if (match) out.push_back(e->info);
   }
   return out;
+}
+
+RunPage RunRegistry::List(const RunFilter& filter, RunId after, size_t max) const {
+  std::shared_lock lock(mu_);
+  RunPage page;
+  for (auto it = runs_.upper_bound(after); it != runs_.end(); ++it) {
+    const RunInfo& info = it->second->info;
+    if (filter.state && info.state != *filter.state) continue;
+    const bool match = std::all_of(filter.labels.begin(), filter.labels.end(), [&](const auto& kv) {
+      auto label = info.spec.labels.find(kv.first);
+      return label != info.spec.labels.end() && label->second == kv.second;
+    });
+    if (!match) continue;
+    if (page.runs.size() == max) {
+      page.more = true;
+      break;
+    }
+    page.runs.push_back(info);
+  }
+  return page;
 }
 
 absl::StatusOr<RunInfo> RunRegistry::Info(RunId id) const {
@@ -438,6 +464,21 @@ size_t RunRegistry::running() const {
 size_t RunRegistry::size() const {
   std::shared_lock lock(mu_);
   return runs_.size();
+}
+
+int64_t RunRegistry::InfoBytes(const RunInfo& info) {
+  // A string's heap block beyond its inline buffer, and a map node's
+  // allocation (its key/value pair and the tree links).
+  constexpr int64_t kMapNodeBytes = 32 + 2 * static_cast<int64_t>(sizeof(std::string));
+  const auto heap = [](const std::string& s) {
+    return s.capacity() > 15 ? static_cast<int64_t>(s.capacity()) + 1 : int64_t{0};
+  };
+  const RunSpec& spec = info.spec;
+  int64_t b = heap(spec.name) + heap(spec.parameters) + heap(spec.clock) +
+              heap(info.failure_reason) +
+              static_cast<int64_t>(spec.latency.percentiles.size() * sizeof(double));
+  for (const auto& [key, value] : spec.labels) b += kMapNodeBytes + heap(key) + heap(value);
+  return b;
 }
 
 int64_t RunRegistry::ApproxBytes() const {

@@ -11,6 +11,10 @@
 // distributions). Window events of a run get consecutive event numbers from 0;
 // WaitForEvents lets a watcher follow them.
 //
+// Memory estimate (ApproxBytes, bounded by retention.max_bytes): per run its
+// entry, its RunInfo's strings (name, labels, parameters, percentiles,
+// failure reason, clock), the retained windows and the distributions held.
+//
 // Retention: at most retention.max_windows_per_run history entries per run
 // (the oldest go first) and at most retention.max_finished_runs ended runs;
 // beyond retention.max_bytes of estimated memory the oldest ended runs are
@@ -71,6 +75,12 @@ struct RunFilter {
   std::map<std::string, std::string> labels;  // every pair must match
 };
 
+// One page of List: matching runs in ascending id.
+struct RunPage {
+  std::vector<RunInfo> runs;
+  bool more = false;  // a matching run with a higher id exists
+};
+
 class RunRegistry {
  public:
   explicit RunRegistry(config::RetentionConfig retention);
@@ -100,6 +110,8 @@ class RunRegistry {
 
   // Queries. NotFound for an unknown id.
   std::vector<RunInfo> List(const RunFilter& filter) const;
+  // At most `max` matching runs with ids above `after`, ascending.
+  RunPage List(const RunFilter& filter, RunId after, size_t max) const;
   absl::StatusOr<RunInfo> Info(RunId id) const;
   absl::StatusOr<RunView> Get(RunId id) const;
   // A running run's live total with its exact distribution (a copy, O(D)):
@@ -133,6 +145,8 @@ class RunRegistry {
   size_t running() const;
   size_t size() const;
   int64_t ApproxBytes() const;
+  // The estimate's share of one RunInfo: its strings, labels and percentiles.
+  static int64_t InfoBytes(const RunInfo& info);
 
  private:
   struct Entry;

@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -163,6 +164,22 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
   out.Family("perld_runs", MetricType::kGauge, "Runs the daemon holds, by state.");
   out.Sample(Labels().Add("state", "running"), absl::StrCat(running));
   out.Sample(Labels().Add("state", "ended"), absl::StrCat(registry.size() - running));
+  out.Family(
+      "perld_runs_refused_total", MetricType::kCounter,
+      "New runs refused, by reason: input_limit (a StartBench name or labels over a "
+      "limits.* cap), running_runs (limits.maxRunningRuns), memory (limits.maxMemoryBytes).");
+  for (runs::RunRefusal r :
+       {runs::RunRefusal::kInputLimit, runs::RunRefusal::kRunningRuns, runs::RunRefusal::kMemory}) {
+    out.Sample(Labels().Add("reason", runs::RunRefusalName(r)), absl::StrCat(manager_.refused(r)));
+  }
+  const runs::RunMemoryBudget& budget = manager_.memory_budget();
+  Gauge(out, "perld_run_memory_reserved_bytes",
+        "Memory the running runs reserved: the worst case of each run's caps (windows and "
+        "pending timestamps).",
+        absl::StrCat(budget.reserved()));
+  Gauge(out, "perld_run_memory_budget_bytes",
+        "The running runs' memory budget (limits.maxMemoryBytes, or automatic); 0: none.",
+        absl::StrCat(std::max<int64_t>(budget.limit(), 0)));
   Gauge(out, "perld_snapshot_store_bytes",
         "Estimated memory of the published windows and distributions (the snapshot store).",
         absl::StrCat(registry.ApproxBytes()));

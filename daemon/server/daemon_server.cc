@@ -5,6 +5,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
+#include <grpcpp/resource_quota.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -30,6 +31,7 @@
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
 #include "daemon/server/ingest_checkpointer.h"
+#include "daemon/server/memory_budget.h"
 #include "daemon/server/run_csv_writer.h"
 #include "daemon/server/server_security.h"
 #include "daemon/server/upstream_forwarder.h"
@@ -139,6 +141,38 @@ class WithoutReflection final : public grpc::ServerBuilderOption {
     std::erase_if(*plugins, [&](const auto& plugin) { return plugin->name() == reflection; });
   }
 };
+
+// The gRPC server's process-wide caps (grpc.*): streams per connection,
+// keepalive enforcement, connection age and the thread quota.
+void ApplyGrpcCaps(const config::DaemonConfig& config, grpc::ServerBuilder* builder) {
+  const config::GrpcConfig& g = config.grpc;
+  const auto arg = [builder](const char* name, int64_t value) {
+    builder->AddChannelArgument(name, static_cast<int>(std::min<int64_t>(value, INT32_MAX)));
+  };
+  arg(GRPC_ARG_MAX_CONCURRENT_STREAMS, g.max_concurrent_streams);
+  arg(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, g.keepalive_min_ping_interval_ms);
+  arg(GRPC_ARG_HTTP2_MAX_PING_STRIKES, g.keepalive_max_ping_strikes);
+  // A client may ping at that interval also with no call open (else gRPC
+  // allows one ping per two hours then).
+  arg(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  if (g.max_connection_age_ms > 0) {
+    arg(GRPC_ARG_MAX_CONNECTION_AGE_MS, g.max_connection_age_ms);
+    arg(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+        g.max_connection_age_grace_ms > 0 ? g.max_connection_age_grace_ms : INT32_MAX);
+  }
+  if (g.max_threads > 0) {
+    grpc::ResourceQuota quota("perld");
+    quota.SetMaxThreads(static_cast<int>(g.max_threads));
+    builder->SetResourceQuota(quota);
+    const int64_t streams = config.ingest.max_streams + config.limits.max_watchers;
+    if (g.max_threads < streams + 16) {
+      log::Warning("grpc.maxThreads ", g.max_threads, " is below ingest.maxStreams + ",
+                   "limits.maxWatchers + 16 = ", streams + 16,
+                   ": calls past the threads are refused with RESOURCE_EXHAUSTED before the "
+                   "per-service limits apply");
+    }
+  }
+}
 
 // `route` behind `auth` (HTTP routes only read: Access::kRead).
 http::HttpRoute Guarded(const service::CallAuth& auth, http::HttpRoute route) {
@@ -265,6 +299,9 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   options.recorder.idle_ns = config.idle_ns;
   options.retention = config.retention;
   options.max_running_runs = config.limits.max_running_runs;
+  const MemoryBudget budget = ResolveMemoryBudget(config.limits.max_memory_bytes);
+  options.max_memory_bytes = budget.bytes;
+  log::Info("runs' memory budget: ", budget.bytes, " bytes (", budget.source, ")");
   options.first_id = p->history->NextRunId();
   state::StateStore* store_for_ids = &p->history->store();
   options.reserve_ids = [store_for_ids](runs::RunId through) {
@@ -359,6 +396,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   // gRPC itself refuses anything larger.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<int64_t>(config.limits.max_message_bytes * 2, INT32_MAX)));
+  ApplyGrpcCaps(config, &builder);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(p->grpc_stats.InterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
@@ -473,6 +511,8 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
 
 void DaemonServer::Reload(const config::DaemonConfig& next) {
   log::SetLevel(ToLogLevel(next.log_level));
+  const MemoryBudget budget = ResolveMemoryBudget(next.limits.max_memory_bytes);
+  parts_->manager->SetLimits(next.limits.max_running_runs, budget.bytes);
   parts_->manager->registry().SetRetention(next.retention);
   parts_->history->store().SetRetention(next.retention);
   parts_->current.Set(next);

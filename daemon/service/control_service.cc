@@ -1,10 +1,12 @@
 #include "daemon/service/control_service.h"
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/service/grpc_status.h"
+#include "daemon/service/request_limits.h"
 #include "daemon/service/run_proto.h"
 
 namespace perld::service {
@@ -13,13 +15,15 @@ grpc::Status ControlService::StartBench(grpc::ServerContext* context,
                                         const v1::StartBenchRequest* request,
                                         v1::StartBenchResponse* response) {
   if (grpc::Status denied = auth_.CheckCall(*context, Access::kWrite); !denied.ok()) return denied;
+  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
+  if (absl::Status s = CheckStartBench(*request, config->limits); !s.ok()) {
+    manager_.CountRefusal(runs::RunRefusal::kInputLimit);
+    return ToGrpcStatus(s);
+  }
   int64_t interval_ms = 0;
   absl::StatusOr<bench::BenchOptions> options =
-      BenchOptionsFromProto(request->options(), *config_.Get(), &interval_ms);
+      BenchOptionsFromProto(request->options(), *config, &interval_ms);
   if (!options.ok()) return ToGrpcStatus(options.status());
-  if (request->name().size() > 256) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "name: at most 256 bytes");
-  }
   std::map<std::string, std::string> labels(request->labels().begin(), request->labels().end());
   absl::StatusOr<runs::RunInfo> info =
       jobs_.Start(*options, request->name(), std::move(labels), interval_ms);

@@ -1,7 +1,9 @@
 // ControlService: perld.v1.Control -- start an in-process PerlBench run,
 // stop a run of any source (a bench through BenchJobs; an ingest or SBP run
 // through IngestRuns, which cancels its streams). Validation happens here
-// and in BenchJobs; a run is never created half-configured.
+// (the request's caps: request_limits.h, counted as
+// perld_runs_refused_total{reason="input_limit"}) and in BenchJobs; a run is
+// never created half-configured.
 //
 // Threads: gRPC's sync server threads, concurrently.
 #pragma once

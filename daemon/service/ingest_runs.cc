@@ -12,6 +12,7 @@
 #include "daemon/core/run_total.h"
 #include "daemon/log/log.h"
 #include "daemon/service/ingest_codec.h"
+#include "daemon/service/request_limits.h"
 #include "daemon/service/run_proto.h"
 
 namespace perld::service {
@@ -187,13 +188,16 @@ absl::StatusOr<std::shared_ptr<IngestRuns::Run>> IngestRuns::CreateLocked(
 absl::StatusOr<IngestRuns::Session> IngestRuns::Join(const v1::IngestOpen& open,
                                                      IngestStream* stream, runs::RunSource source) {
   const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
-  if (open.client_id().empty() || open.client_id().size() > 256) {
-    return Refuse(stats_, Refusal::kMalformed,
-                  absl::InvalidArgumentError("open: client_id must have 1..256 characters"));
+  if (absl::Status s = CheckIngestOpen(open, config->limits); !s.ok()) {
+    return Refuse(stats_, Refusal::kInputLimit, std::move(s));
   }
-  if (open.run_name().empty() || open.run_name().size() > 256) {
+  if (open.client_id().empty()) {
     return Refuse(stats_, Refusal::kMalformed,
-                  absl::InvalidArgumentError("open: run_name must have 1..256 characters"));
+                  absl::InvalidArgumentError("open: client_id must not be empty"));
+  }
+  if (open.run_name().empty()) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("open: run_name must not be empty"));
   }
   if (open.mode() != v1::IngestOpen::MODE_RAW && open.mode() != v1::IngestOpen::MODE_WINDOWS) {
     return Refuse(stats_, Refusal::kMalformed,

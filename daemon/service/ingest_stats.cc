@@ -36,6 +36,8 @@ const char* IngestStats::RefusalName(Refusal r) {
       return "run_ended";
     case Refusal::kDataLoss:
       return "data_loss";
+    case Refusal::kInputLimit:
+      return "input_limit";
     case Refusal::kCount:
       break;
   }

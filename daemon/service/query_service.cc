@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "daemon/service/grpc_status.h"
+#include "daemon/service/request_limits.h"
 #include "daemon/service/run_proto.h"
 
 namespace perld::service {
@@ -21,7 +22,24 @@ grpc::Status QueryService::ListRuns(grpc::ServerContext* context,
                         absl::StrCat("state: unknown run state ", request->state()));
   }
   for (const auto& [k, v] : request->labels()) filter.labels[k] = v;
-  for (const runs::RunInfo& info : registry_.List(filter)) ToProto(info, response->add_runs());
+  absl::StatusOr<ListPage> page = ParseListPage(request->page_size(), request->page_token());
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  runs::RunPage runs = registry_.List(filter, page->after, page->size);
+  // A page also ends before it passes kMaxListPageBytes (one run at least).
+  size_t bytes = 0;
+  for (const runs::RunInfo& info : runs.runs) {
+    v1::RunInfo run;
+    ToProto(info, &run);
+    bytes += run.ByteSizeLong() + 8;  // the field's tag and length
+    if (response->runs_size() > 0 && bytes > kMaxListPageBytes) {
+      runs.more = true;
+      break;
+    }
+    *response->add_runs() = std::move(run);
+  }
+  if (runs.more) {
+    response->set_next_page_token(ListPageToken(response->runs().rbegin()->id()));
+  }
   return grpc::Status::OK;
 }
 
@@ -50,8 +68,10 @@ grpc::Status QueryService::GetPercentiles(grpc::ServerContext* context,
     if (!info.ok()) return ToGrpcStatus(info.status());
     percents = info->spec.latency.percentiles;
   }
-  if (percents.size() > 1000) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "at most 1000 percentiles per call");
+  if (absl::Status s = CheckPercentileCount("percentiles", static_cast<int64_t>(percents.size()),
+                                            config_.Get()->limits);
+      !s.ok()) {
+    return ToGrpcStatus(s);
   }
   if (!v1::GetPercentilesRequest::Scope_IsValid(request->scope())) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -105,6 +125,11 @@ grpc::Status QueryService::GetClients(grpc::ServerContext* context,
   if (info->spec.source == runs::RunSource::kBench) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         absl::StrCat("run ", *id, " is a bench run: it has no remote clients"));
+  }
+  if (absl::Status s =
+          CheckPercentileCount("percentiles", request->percentiles_size(), config_.Get()->limits);
+      !s.ok()) {
+    return ToGrpcStatus(s);
   }
   std::vector<double> percents(request->percentiles().begin(), request->percentiles().end());
   if (percents.empty()) percents = info->spec.latency.percentiles;

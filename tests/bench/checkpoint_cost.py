@@ -37,6 +37,9 @@ import perld_it  # noqa: E402
 from perld_it import Daemon, IngestStream  # noqa: E402
 
 TEMPLATES = 20
+# limits.maxMemoryBytes: the 100 windows-mode ns runs reserve 3 GiB each (SBM's
+# exactLatency* caps) and fill a few KiB: deliberately past the automatic budget.
+MEMORY_BYTES = 1 << 50
 
 
 def window_templates(ipb, pairs, seed):
@@ -70,6 +73,7 @@ def trial(args, pb, ipb, rpc, irpc, checkpoints, templates, tmp, index, root=Non
     config = os.path.join(tmp, f"perld-{index}.yaml")
     with open(config, "w") as f:
         f.write(f"reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: {args.runs + 8}\n"
+                f"  maxMemoryBytes: {MEMORY_BYTES}\n"
                 f"ingest:\n  checkpoints: {'true' if checkpoints else 'false'}\n")
         if root:
             f.write(f"upstream:\n  target: {root}\n  nodeId: edge-{index}\n")
@@ -151,7 +155,8 @@ def main():
     if args.forward:
         config = os.path.join(tmp, "root.yaml")
         with open(config, "w") as f:
-            f.write(f"reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: {args.runs + 8}\n")
+            f.write(f"reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: {args.runs + 8}\n"
+                    f"  maxMemoryBytes: {MEMORY_BYTES}\n")
         root = Daemon(args.perld, os.path.join(tmp, "root-state"), config=config)
     label = "forwarded" if args.forward else "checkpoints"
     names = {True: "on", False: "off"}

@@ -75,19 +75,22 @@ TEST(ConfigReloadTest, RestartKeysKeepTheRunningValue) {
 
 // Every key classified once: the restart set is exactly the listeners, the
 // Unix socket, the state directory, the recorder thread's idleNS, the gRPC message limit,
-// the HTTP listener's bounds, the upstream and the security material (auth, tls).
+// the gRPC server's caps (grpc.*), the HTTP listener's bounds, the upstream and the security
+// material (auth, tls).
 TEST(ConfigReloadTest, ClassifiesEveryKey) {
   const ReloadDecision d = DecideReload(DaemonConfig{}, testing::EveryKeyConfig());
   EXPECT_THAT(
       KeysOf(d.needs_restart),
-      ElementsAre("grpcListen", "httpListen", "grpcUnix", "stateDir", "idleNS",
-                  "limits.maxMessageBytes", "http.maxConnections", "http.handlerThreads",
-                  "http.maxQueuedRequests", "http.headerTimeoutMs", "upstream.target",
-                  "upstream.nodeId", "upstream.maxPairsPerReport", "upstream.maxQueuedWindows",
-                  "upstream.closeTimeoutMs", "upstream.tls", "upstream.caFile", "upstream.certFile",
-                  "upstream.keyFile", "upstream.tokenFile", "auth.ingestTokenFile",
-                  "auth.queryTokenFile", "auth.metricsOpen", "auth.sbpOpen", "tls.certFile",
-                  "tls.keyFile", "tls.clientCaFile"));
+      ElementsAre(
+          "grpcListen", "httpListen", "grpcUnix", "stateDir", "idleNS", "limits.maxMessageBytes",
+          "grpc.maxConcurrentStreams", "grpc.keepaliveMinPingIntervalMs",
+          "grpc.keepaliveMaxPingStrikes", "grpc.maxConnectionAgeMs", "grpc.maxConnectionAgeGraceMs",
+          "grpc.maxThreads", "http.maxConnections", "http.handlerThreads", "http.maxQueuedRequests",
+          "http.headerTimeoutMs", "upstream.target", "upstream.nodeId",
+          "upstream.maxPairsPerReport", "upstream.maxQueuedWindows", "upstream.closeTimeoutMs",
+          "upstream.tls", "upstream.caFile", "upstream.certFile", "upstream.keyFile",
+          "upstream.tokenFile", "auth.ingestTokenFile", "auth.queryTokenFile", "auth.metricsOpen",
+          "auth.sbpOpen", "tls.certFile", "tls.keyFile", "tls.clientCaFile"));
   EXPECT_EQ(d.applied.size() + d.needs_restart.size(), ConfigKeyNames().size());
   // `next` is the reloaded config with the restart keys at their running values.
   DaemonConfig expected = testing::EveryKeyConfig();
@@ -99,6 +102,7 @@ TEST(ConfigReloadTest, ClassifiesEveryKey) {
   expected.idle_ns = defaults.idle_ns;
   expected.limits.max_message_bytes = defaults.limits.max_message_bytes;
   expected.http = defaults.http;
+  expected.grpc = defaults.grpc;
   expected.upstream = defaults.upstream;
   expected.auth = defaults.auth;
   expected.tls = defaults.tls;

@@ -129,6 +129,8 @@ TEST(DaemonConfigTest, UnknownKeyInOrOutOfASectionSuggestsTheDottedName) {
             "perld.yaml:1: unknown key 'maxWatchers' (did you mean 'limits.maxWatchers'?)");
   EXPECT_EQ(ErrorOf("limits:\n  maxQs: 3\n"),
             "perld.yaml:2: unknown key 'limits.maxQs' (did you mean 'maxQs'?)");
+  EXPECT_EQ(ErrorOf("grpc:\n  maxThread: 3\n"),
+            "perld.yaml:2: unknown key 'grpc.maxThread' (did you mean 'grpc.maxThreads'?)");
   EXPECT_EQ(ErrorOf("retension:\n  maxBytes: 3\n"),
             "perld.yaml:1: unknown key 'retension' (did you mean 'retention'?)");
   EXPECT_EQ(ErrorOf("limits.maxWatchers: 3\n"),
@@ -253,6 +255,12 @@ TEST(DaemonConfigTest, CrossKeyRulesNameTheKeyTheFileGives) {
   EXPECT_EQ(ErrorOf("auth:\n  metricsOpen: \"true\"\n"),
             "perld.yaml:2: key 'auth.metricsOpen': expected true or false, got the string "
             "\"true\"");
+  // One cap for every percentile list (runs, GetPercentiles): the configured set within it.
+  EXPECT_EQ(ErrorOf("percentiles: [50, 90, 99]\nlimits:\n  maxPercentiles: 2\n"),
+            "perld.yaml:1: key 'percentiles': 3 percentiles, more than limits.maxPercentiles 2");
+  EXPECT_EQ(ErrorOf("limits:\n  maxPercentiles: 10\n"),
+            "perld.yaml:2: key 'limits.maxPercentiles': 10 is below the 28 default percentiles");
+  EXPECT_TRUE(Load("percentiles: [50, 99]\nlimits:\n  maxPercentiles: 2\n").ok());
   // A refused key does not also fail the rules it is part of.
   EXPECT_EQ(ErrorOf("minLatency: x\nmaxLatency: 100\n"),
             "perld.yaml:1: key 'minLatency': expected an integer, got 'x'");

@@ -43,6 +43,19 @@ limits:
   maxBenchPayloadBytes: 4096
   maxMessageBytes: 65536
   maxWatchers: 4
+  maxLabels: 3
+  maxLabelKeyBytes: 16
+  maxLabelValueBytes: 40
+  maxNameBytes: 64
+  maxPercentiles: 12
+  maxMemoryBytes: 1073741824
+grpc:
+  maxConcurrentStreams: 50
+  keepaliveMinPingIntervalMs: 20000
+  keepaliveMaxPingStrikes: 5
+  maxConnectionAgeMs: 3600000
+  maxConnectionAgeGraceMs: 60000
+  maxThreads: 300
 ingest:
   maxBatchLength: 512
   maxPairsPerReport: 2048
@@ -124,6 +137,18 @@ inline DaemonConfig EveryKeyConfig() {
   c.limits.max_bench_payload_bytes = 4096;
   c.limits.max_message_bytes = 65536;
   c.limits.max_watchers = 4;
+  c.limits.max_labels = 3;
+  c.limits.max_label_key_bytes = 16;
+  c.limits.max_label_value_bytes = 40;
+  c.limits.max_name_bytes = 64;
+  c.limits.max_percentiles = 12;
+  c.limits.max_memory_bytes = int64_t{1} << 30;
+  c.grpc.max_concurrent_streams = 50;
+  c.grpc.keepalive_min_ping_interval_ms = 20'000;
+  c.grpc.keepalive_max_ping_strikes = 5;
+  c.grpc.max_connection_age_ms = 3'600'000;
+  c.grpc.max_connection_age_grace_ms = 60'000;
+  c.grpc.max_threads = 300;
   c.grpc_unix = "/run/perld-test/perld.sock";
   c.ingest.max_batch_length = 512;
   c.ingest.max_pairs_per_report = 2048;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace perld::runs {
 namespace {
 
@@ -137,6 +139,81 @@ TEST(RunRegistryTest, EndingAppendsTheTotalAndWakesWatchers) {
   ASSERT_TRUE(view.ok());
   EXPECT_TRUE(view->total_final);
   EXPECT_EQ(view->total.snapshot.records, 3);
+}
+
+// The memory estimate counts a run's labels, parameters and percentiles, so
+// retention.maxBytes bounds them: heavy runs are evicted where light ones fit.
+TEST(RunRegistryTest, TheMemoryEstimateCountsLabelsAndParameters) {
+  RunRegistry registry(config::RetentionConfig{});
+  registry.AddRunning(Info(1, "light"));
+  const int64_t light = registry.ApproxBytes();
+  RunInfo heavy = Info(2, "heavy");
+  for (int i = 0; i < 32; ++i) {
+    heavy.spec.labels[absl::StrCat(i, std::string(100, 'k'))] = std::string(1000, 'v');
+  }
+  heavy.spec.parameters = std::string(5000, 'p');
+  registry.AddRunning(heavy);
+  const int64_t heavy_bytes = registry.ApproxBytes() - light;
+  EXPECT_GE(heavy_bytes - light, 32 * 1100 + 5000);
+  EXPECT_EQ(RunRegistry::InfoBytes(Info(3, "x")), static_cast<int64_t>(2 * sizeof(double)));
+  EXPECT_GE(RunRegistry::InfoBytes(heavy), 32 * 1100 + 5000);
+
+  // A failure reason counts from the run's end on; the estimate stays consistent.
+  WindowRecord total;
+  registry.MarkEnded(2, total, RunState::kFailed, std::string(10'000, 'r'), 5000, nullptr);
+  registry.MarkEnded(1, total, RunState::kFinished, "", 5000, nullptr);
+  EXPECT_GE(registry.ApproxBytes() - light, heavy_bytes + 10'000);
+
+  // 40 heavy ended runs against a 1 MiB budget: the oldest go.
+  config::RetentionConfig small;
+  small.max_bytes = 1 << 20;
+  RunRegistry bounded(small);
+  for (RunId id = 1; id <= 40; ++id) {
+    RunInfo info = heavy;
+    info.id = id;
+    info.state = RunState::kFinished;
+    info.end_unix_ms = 1000 + static_cast<int64_t>(id);
+    bounded.Restore(info, {}, std::nullopt);
+  }
+  EXPECT_LE(bounded.ApproxBytes(), 1 << 20);
+  EXPECT_LT(bounded.size(), 40u);
+  EXPECT_GT(bounded.size(), 10u);
+  EXPECT_TRUE(bounded.Info(40).ok());
+  EXPECT_FALSE(bounded.Info(1).ok());
+}
+
+TEST(RunRegistryTest, ListsInPagesInAscendingId) {
+  RunRegistry registry(config::RetentionConfig{});
+  for (RunId id = 1; id <= 25; ++id) {
+    RunInfo info = Info(id, absl::StrCat("r", id));
+    if (id % 2 == 0) info.spec.labels["even"] = "yes";
+    registry.AddRunning(info);
+  }
+  std::vector<RunId> seen;
+  RunId after = 0;
+  int pages = 0;
+  for (bool more = true; more && pages < 100; ++pages) {
+    RunPage page = registry.List(RunFilter{}, after, 10);
+    EXPECT_LE(page.runs.size(), 10u);
+    for (const RunInfo& info : page.runs) seen.push_back(info.id);
+    more = page.more;
+    if (!page.runs.empty()) after = page.runs.back().id;
+  }
+  EXPECT_EQ(pages, 3);
+  ASSERT_EQ(seen.size(), 25u);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i + 1);
+  // The filter applies before the page is cut; an exact last page says no more.
+  RunFilter even;
+  even.labels["even"] = "yes";
+  RunPage first = registry.List(even, 0, 6);
+  ASSERT_EQ(first.runs.size(), 6u);
+  EXPECT_EQ(first.runs.back().id, 12u);
+  EXPECT_TRUE(first.more);
+  RunPage last = registry.List(even, 12, 6);
+  ASSERT_EQ(last.runs.size(), 6u);
+  EXPECT_EQ(last.runs.back().id, 24u);
+  EXPECT_FALSE(last.more);
+  EXPECT_TRUE(registry.List(RunFilter{}, 25, 10).runs.empty());
 }
 
 }  // namespace
