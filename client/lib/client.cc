@@ -292,7 +292,8 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
     if (error != nullptr) *error = why;
     return nullptr;
   };
-  if (o.run.empty() || o.run.size() > 256) return fail("run: 1..256 characters");
+  // The daemon caps names (limits.maxNameBytes) and says so; only empty is refused here.
+  if (o.run.empty()) return fail("run: a name is needed");
   if (o.target.empty()) return fail("target: empty");
   if (o.reporting_interval_ms < 10) return fail("reporting_interval_ms: must be >= 10");
   if (o.max_recorders < 1 || o.max_recorders > 4096) return fail("max_recorders: 1..4096");

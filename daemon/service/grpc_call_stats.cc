@@ -1,5 +1,9 @@
 #include "daemon/service/grpc_call_stats.h"
 
+#include <google/protobuf/descriptor.h>
+
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/http/prometheus_text.h"
@@ -44,6 +48,24 @@ class CountingFactory final : public grpc::experimental::ServerInterceptorFactor
 
 void GrpcCallStats::Count(std::string method, int code) {
   std::lock_guard<std::mutex> lock(mu_);
+  auto it = calls_.find({method, code});
+  if (it != calls_.end()) {
+    ++it->second;
+    return;
+  }
+  // A method name is a label value: only methods the daemon's protos
+  // define get their own series. Anything else a client calls (the generic
+  // SBP service receives every unregistered name) is "other", so a caller
+  // cannot grow /metrics without bound.
+  std::string full = method;
+  std::replace(full.begin(), full.end(), '/', '.');
+  // gRPC's health service is not a generated protobuf service here.
+  const bool health =
+      method == "grpc.health.v1.Health/Check" || method == "grpc.health.v1.Health/Watch";
+  if (!health &&
+      google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(full) == nullptr) {
+    method = "other";
+  }
   ++calls_[{std::move(method), code}];
 }
 
