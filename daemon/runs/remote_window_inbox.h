@@ -10,8 +10,11 @@
 // when the client's own window ended before that interval began.
 //
 // Memory: each window's bytes are charged to its client's `charge` counter at
-// Push and released once merged, so a handler can hold a client to its
-// per-client memory limit while the recorder catches up.
+// Push and released once merged, so the ingest domain can hold a client to
+// its per-client memory limit while the recorder catches up; a client over
+// it waits for room without a thread (its message is parked), and the
+// recorder wakes the waiters through the window's RoomSignal after the
+// release -- one load when nobody waits.
 //
 // Threads: Push from any thread (lock-free: one CAS on an intrusive stack);
 // Drain from the recorder thread only, which takes the whole stack with one
@@ -31,6 +34,23 @@
 
 namespace perld::runs {
 
+// Wakes the ingest domain's waiters for queue room (ingest::RoomNotifier)
+// when the recorder released a window's charge. The recorder releases a
+// charge (seq_cst), then reads waiting() (seq_cst) and Pokes only when
+// someone waits; a waiter registers (waiters_ + 1, seq_cst), then has its
+// condition checked again: in that single total order a release is either
+// seen by the check or sees the waiter.
+class RoomSignal {
+ public:
+  virtual ~RoomSignal() = default;
+  bool waiting() const { return waiters_.load(std::memory_order_seq_cst) > 0; }
+  // The recorder thread: must not block (a flag and a semaphore release).
+  virtual void Poke() = 0;
+
+ protected:
+  std::atomic<int64_t> waiters_{0};
+};
+
 struct RemoteWindow {
   LatencyCounters counters;
   std::vector<LatencyBucket> buckets;  // ascending, each count >= 1, sum == counters.valid
@@ -39,6 +59,7 @@ struct RemoteWindow {
   std::vector<TimeStamp> timestamps;
   std::shared_ptr<std::atomic<int64_t>> charge;        // the client's queued bytes; may be null
   std::shared_ptr<std::atomic<int64_t>> total_charge;  // every client's; may be null
+  std::shared_ptr<RoomSignal> room;                    // poked after the release; may be null
   int32_t client = -1;      // the client's index in its run (>= 0), for per-window client counts
   int64_t end_unix_ms = 0;  // the client's own window end (wall clock); 0: unknown, never late
   // The client's message sequence this window carries (0: none). The
@@ -72,8 +93,10 @@ class RemoteWindowInbox {
       node = node->next;
       RemoteWindow& w = done->window;
       merge(w);
-      if (w.charge) w.charge->fetch_sub(w.bytes(), std::memory_order_relaxed);
-      if (w.total_charge) w.total_charge->fetch_sub(w.bytes(), std::memory_order_relaxed);
+      // seq_cst: ordered before room->waiting() (see RoomSignal).
+      if (w.charge) w.charge->fetch_sub(w.bytes(), std::memory_order_seq_cst);
+      if (w.total_charge) w.total_charge->fetch_sub(w.bytes(), std::memory_order_seq_cst);
+      if (w.room && w.room->waiting()) w.room->Poke();
       queued_.fetch_sub(1, std::memory_order_relaxed);
       ++n;
     }

@@ -56,9 +56,8 @@ void Counter(PrometheusText& out, const char* name, const char* help, uint64_t v
 
 }  // namespace
 
-DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
-                             const service::IngestRuns& ingest_runs,
-                             const service::IngestStats& ingest_stats,
+DaemonMetrics::DaemonMetrics(const runs::RunManager& manager, const ingest::RunTable& ingest_runs,
+                             const ingest::IngestStats& ingest_stats,
                              const service::GrpcCallStats& grpc,
                              const service::CurrentConfig& config,
                              const UpstreamForwarder* upstream, const service::CallAuth* auth,
@@ -198,7 +197,7 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
         "Server time of the previous /metrics scrape, seconds.",
         http::FormatSampleValue(
             static_cast<double>(last_scrape_ns_.load(std::memory_order_relaxed)) / 1e9));
-  const service::BreakdownBudget& breakdown = ingest_runs_.breakdown_budget();
+  const ingest::BreakdownBudget& breakdown = ingest_runs_.breakdown_budget();
   Gauge(out, "perld_ingest_breakdown_bytes",
         "Memory of the remote clients' own distributions (Query.GetClients), all runs.",
         absl::StrCat(breakdown.used()));
@@ -206,6 +205,10 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
           "Clients whose own distribution no longer fitted ingest.clientBreakdownMaxMemoryMB "
           "(they keep their counters).",
           breakdown.drops());
+  Gauge(out, "perld_ingest_parked_clients",
+        "Remote clients whose next message waits for queue room (ingest.maxClientMemoryBytes or "
+        "ingest.maxMemoryBytes): parked, its stream not read, no thread held.",
+        absl::StrCat(ingest_runs_.parked_clients()));
   if (auth_ != nullptr) {
     out.Family("perld_auth_refused_total", MetricType::kCounter,
                "gRPC calls and HTTP requests refused by auth (README \"Security\"), by the gRPC "

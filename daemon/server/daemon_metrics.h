@@ -23,21 +23,21 @@
 
 #include "daemon/http/http_server_stats.h"
 #include "daemon/http/run_metrics.h"
+#include "daemon/ingest/ingest_stats.h"
+#include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/upstream_forwarder.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/grpc_call_stats.h"
-#include "daemon/service/ingest_runs.h"
-#include "daemon/service/ingest_stats.h"
 #include "daemon/service/sbp_service.h"
 
 namespace perld::server {
 
 class DaemonMetrics {
  public:
-  DaemonMetrics(const runs::RunManager& manager, const service::IngestRuns& ingest_runs,
-                const service::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
+  DaemonMetrics(const runs::RunManager& manager, const ingest::RunTable& ingest_runs,
+                const ingest::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
                 const service::CurrentConfig& config, const UpstreamForwarder* upstream = nullptr,
                 const service::CallAuth* auth = nullptr,
                 const http::HttpServerStats* http_stats = nullptr,
@@ -68,8 +68,8 @@ class DaemonMetrics {
   };
 
   const runs::RunManager& manager_;
-  const service::IngestRuns& ingest_runs_;
-  const service::IngestStats& ingest_stats_;
+  const ingest::RunTable& ingest_runs_;
+  const ingest::IngestStats& ingest_stats_;
   const service::GrpcCallStats& grpc_;
   const service::CurrentConfig& config_;
   const UpstreamForwarder* const upstream_;  // null: no upstream

@@ -27,10 +27,11 @@
 #include "daemon/core/tsc_clock.h"
 #include "daemon/http/http_server.h"
 #include "daemon/http/live_api.h"
+#include "daemon/ingest/ingest_checkpointer.h"
+#include "daemon/ingest/run_table.h"
 #include "daemon/log/log.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
-#include "daemon/server/ingest_checkpointer.h"
 #include "daemon/server/memory_budget.h"
 #include "daemon/server/run_csv_writer.h"
 #include "daemon/server/server_security.h"
@@ -39,9 +40,7 @@
 #include "daemon/service/call_auth.h"
 #include "daemon/service/control_service.h"
 #include "daemon/service/current_config.h"
-#include "daemon/service/ingest_runs.h"
 #include "daemon/service/ingest_service.h"
-#include "daemon/service/ingest_stats.h"
 #include "daemon/service/query_service.h"
 #include "daemon/service/sbp_service.h"
 #include "daemon/state/node_id.h"
@@ -229,9 +228,9 @@ struct DaemonServer::Parts {
   std::unique_ptr<service::BenchJobs> jobs;
   std::unique_ptr<service::QueryService> query;
   std::unique_ptr<service::ControlService> control;
-  service::IngestStats ingest_stats;
-  std::unique_ptr<service::IngestRuns> ingest_runs;
-  std::unique_ptr<IngestCheckpointer> checkpointer;
+  ingest::IngestStats ingest_stats;
+  std::unique_ptr<ingest::RunTable> ingest_runs;
+  std::unique_ptr<ingest::IngestCheckpointer> checkpointer;
   std::unique_ptr<service::IngestService> ingest;
   std::unique_ptr<service::SbpService> sbp;
   service::GrpcCallStats grpc_stats;
@@ -311,8 +310,8 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   absl::StatusOr<std::vector<state::StoredRun>> resumable =
       p->history->Restore(p->manager->registry());
   if (!resumable.ok()) return resumable.status();
-  p->ingest_runs = std::make_unique<service::IngestRuns>(*p->manager, p->current, p->ingest_stats,
-                                                         &p->history->store());
+  p->ingest_runs = std::make_unique<ingest::RunTable>(*p->manager, p->current, p->ingest_stats,
+                                                      &p->history->store());
   runs::RunManager* manager = p->manager.get();
   if (!config.upstream.target.empty()) {
     // The edge's name at its parent: configured, $PERLD_NODE_ID, or the
@@ -323,7 +322,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
         state_dir);
     if (!node_id.ok()) return node_id.status();
     upstream.node_id = *std::move(node_id);
-    service::IngestRuns* ingest_runs = p->ingest_runs.get();
+    ingest::RunTable* ingest_runs = p->ingest_runs.get();
     p->upstream = std::make_unique<UpstreamForwarder>(
         std::move(upstream), upstream_channel, &p->history->store(),
         [ingest_runs](runs::RunId id) { return ingest_runs->Checkpointed(id); });
@@ -333,10 +332,10 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
     p->upstream->Restore(*backlog);
     p->history->SetUpstreamJournal(p->upstream.get());
   }
-  p->checkpointer = std::make_unique<IngestCheckpointer>(
+  p->checkpointer = std::make_unique<ingest::IngestCheckpointer>(
       *p->ingest_runs, p->manager->registry(), p->history->store(), p->ingest_stats,
       [manager](runs::RunId id) { manager->CutWindow(id); }, p->upstream.get());
-  IngestCheckpointer* checkpointer = p->checkpointer.get();
+  ingest::IngestCheckpointer* checkpointer = p->checkpointer.get();
   p->ingest_runs->SetCloseHook([checkpointer](runs::RunId id, int index, uint64_t last) {
     checkpointer->OnClientClosed(id, index, last);
   });

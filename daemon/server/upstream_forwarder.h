@@ -82,7 +82,7 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
   // configured one, $PERLD_NODE_ID, or the state directory's UUID). `store` (may
   // be null: nothing is gated) keeps gated runs' messages;
   // `checkpointed(id)` says whether a run's windows are checkpointed
-  // (IngestRuns::Checkpointed), asked at its first window.
+  // (ingest::RunTable::Checkpointed), asked at its first window.
   UpstreamForwarder(config::UpstreamConfig config, std::shared_ptr<grpc::Channel> channel,
                     state::StateStore* store = nullptr,
                     std::function<bool(runs::RunId)> checkpointed = {});

@@ -42,7 +42,7 @@ grpc::Status ControlService::StopRun(grpc::ServerContext* context,
   absl::StatusOr<runs::RunInfo> info = manager_.registry().Info(*id);
   if (!info.ok()) return ToGrpcStatus(info.status());
   if (info->state == runs::RunState::kRunning) {
-    // Remote runs (perld.v1.Ingest and SBK's SBP) are IngestRuns'; benches are BenchJobs'.
+    // Remote runs (perld.v1.Ingest and SBK's SBP) are the RunTable's; benches are BenchJobs'.
     absl::Status s =
         info->spec.source == runs::RunSource::kBench ? jobs_.Stop(*id) : ingest_.Stop(*id);
     if (!s.ok()) return ToGrpcStatus(s);

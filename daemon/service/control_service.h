@@ -1,6 +1,6 @@
 // ControlService: perld.v1.Control -- start an in-process PerlBench run,
 // stop a run of any source (a bench through BenchJobs; an ingest or SBP run
-// through IngestRuns, which cancels its streams). Validation happens here
+// through the ingest RunTable, which cancels its streams). Validation happens here
 // (the request's caps: request_limits.h, counted as
 // perld_runs_refused_total{reason="input_limit"}) and in BenchJobs; a run is
 // never created half-configured.
@@ -8,11 +8,11 @@
 // Threads: gRPC's sync server threads, concurrently.
 #pragma once
 
+#include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_registry.h"
 #include "daemon/service/bench_jobs.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
-#include "daemon/service/ingest_runs.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
@@ -20,7 +20,7 @@ namespace perld::service {
 class ControlService final : public v1::Control::Service {
  public:
   // Every call needs Access::kWrite from `auth`.
-  ControlService(runs::RunManager& manager, BenchJobs& jobs, IngestRuns& ingest,
+  ControlService(runs::RunManager& manager, BenchJobs& jobs, ingest::RunTable& ingest,
                  const CurrentConfig& config, const CallAuth& auth)
       : manager_(manager), jobs_(jobs), ingest_(ingest), config_(config), auth_(auth) {}
 
@@ -32,7 +32,7 @@ class ControlService final : public v1::Control::Service {
  private:
   runs::RunManager& manager_;
   BenchJobs& jobs_;
-  IngestRuns& ingest_;
+  ingest::RunTable& ingest_;
   const CurrentConfig& config_;
   const CallAuth& auth_;
 };

@@ -4,8 +4,40 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/core/latency_recorder.h"
+#include "daemon/service/run_proto.h"
 
 namespace perld::service {
+
+absl::StatusOr<ingest::OpenRequest> DecodeOpen(const v1::IngestOpen& open) {
+  ingest::OpenRequest out;
+  switch (open.mode()) {
+    case v1::IngestOpen::MODE_RAW:
+      out.mode = ingest::ClientMode::kRaw;
+      break;
+    case v1::IngestOpen::MODE_WINDOWS:
+      out.mode = ingest::ClientMode::kWindows;
+      break;
+    default:
+      return absl::InvalidArgumentError("open: mode must be MODE_RAW or MODE_WINDOWS");
+  }
+  if (open.time_unit() != v1::TIME_UNIT_UNSPECIFIED) {
+    out.time_unit = FromProto(open.time_unit(), TimeUnit::kNs);
+    if (!out.time_unit) return absl::InvalidArgumentError("open: unknown time_unit");
+  }
+  out.run_name = open.run_name();
+  out.labels = {open.labels().begin(), open.labels().end()};
+  if (open.has_min_latency()) out.min_latency = open.min_latency();
+  if (open.has_max_latency()) out.max_latency = open.max_latency();
+  out.percentiles.assign(open.percentiles().begin(), open.percentiles().end());
+  if (open.has_reporting_interval_ms()) out.reporting_interval_ms = open.reporting_interval_ms();
+  out.client_id = open.client_id();
+  out.client_name = open.client_name();
+  out.must_exist = open.must_exist();
+  out.run_id = open.run_id();
+  out.durable_sequence = open.durable_sequence();
+  return out;
+}
+
 namespace {
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();

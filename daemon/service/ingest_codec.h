@@ -12,10 +12,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/core/time_stamp.h"
+#include "daemon/ingest/ingest_types.h"
 #include "daemon/runs/remote_window_inbox.h"
 #include "perld/v1/ingest.pb.h"
 
 namespace perld::service {
+
+// An IngestOpen as the ingest domain takes it. InvalidArgument for a mode
+// that is neither MODE_RAW nor MODE_WINDOWS, or an unknown time unit
+// (TIME_UNIT_UNSPECIFIED is the daemon's own: nullopt).
+absl::StatusOr<ingest::OpenRequest> DecodeOpen(const v1::IngestOpen& open);
 
 // Columns -> timestamps (start 0, end = latency), appended to `out` (cleared
 // first). Checks: count == latency column length; records/bytes columns

@@ -20,7 +20,7 @@ void Counter(std::string* out, const char* name, const char* help,
 
 }  // namespace
 
-std::string RenderIngestExposition(const IngestStats& stats) {
+std::string RenderIngestExposition(const ingest::IngestStats& stats) {
   std::string out;
   Family(&out, "perld_ingest_streams_open", "gauge", "Ingest streams open now.");
   absl::StrAppend(&out, "perld_ingest_streams_open ",
@@ -59,10 +59,10 @@ std::string RenderIngestExposition(const IngestStats& stats) {
                   stats.queued_window_bytes->load(std::memory_order_relaxed), "\n");
   Family(&out, "perld_ingest_refused_total", "counter",
          "Ingest messages or streams refused, by reason.");
-  for (size_t i = 0; i < IngestStats::kRefusals; ++i) {
-    const auto r = static_cast<IngestStats::Refusal>(i);
-    absl::StrAppend(&out, "perld_ingest_refused_total{reason=\"", IngestStats::RefusalName(r),
-                    "\"} ", stats.refused(r), "\n");
+  for (size_t i = 0; i < ingest::IngestStats::kRefusals; ++i) {
+    const auto r = static_cast<ingest::IngestStats::Refusal>(i);
+    absl::StrAppend(&out, "perld_ingest_refused_total{reason=\"",
+                    ingest::IngestStats::RefusalName(r), "\"} ", stats.refused(r), "\n");
   }
   return out;
 }

@@ -6,10 +6,10 @@
 
 #include <string>
 
-#include "daemon/service/ingest_stats.h"
+#include "daemon/ingest/ingest_stats.h"
 
 namespace perld::service {
 
-std::string RenderIngestExposition(const IngestStats& stats);
+std::string RenderIngestExposition(const ingest::IngestStats& stats);
 
 }  // namespace perld::service

@@ -1,235 +1,385 @@
 #include "daemon/service/ingest_service.h"
 
-#include <atomic>
-#include <chrono>
-#include <thread>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/ingest/refusals.h"
 #include "daemon/service/grpc_ingest_stream.h"
 #include "daemon/service/grpc_status.h"
+#include "daemon/service/ingest_codec.h"
 #include "daemon/service/run_proto.h"
 
 namespace perld::service {
-namespace {
 
-using Refusal = IngestStats::Refusal;
+using Refusal = ingest::IngestStats::Refusal;
 
-// Counts the stream as open for its lifetime.
-class OpenStream {
+// One client's stream. Reading is sequential: a read is started only once
+// the previous message was handled (applied, or resumed after parking), so
+// OnReadDone and a Resume never overlap. Writes: one in flight; the
+// Opened answer first, then acknowledgements built from the client's
+// progress when it changed, then Finish once nothing is left to write.
+class IngestService::Reactor final
+    : public grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse> {
  public:
-  explicit OpenStream(IngestStats& stats) : stats_(stats) {
-    count_ = stats_.streams_open.fetch_add(1, std::memory_order_relaxed) + 1;
-  }
-  ~OpenStream() { stats_.streams_open.fetch_sub(1, std::memory_order_relaxed); }
-  OpenStream(const OpenStream&) = delete;
-  OpenStream& operator=(const OpenStream&) = delete;
-  int64_t count() const { return count_; }
-
- private:
-  IngestStats& stats_;
-  int64_t count_ = 0;
-};
-
-// Leaves the run when the handler returns, however it returns.
-class Attached {
- public:
-  Attached(IngestRuns& runs, IngestRuns::Session& session) : runs_(runs), session_(session) {}
-  ~Attached() { runs_.Leave(session_); }
-  Attached(const Attached&) = delete;
-  Attached& operator=(const Attached&) = delete;
-
- private:
-  IngestRuns& runs_;
-  IngestRuns::Session& session_;
-};
-
-// Writes the stream's acks from its own thread: they follow the client's
-// progress (applied, and durable as checkpoints commit), so durability
-// reaches a client that is waiting without sending. The only writer after
-// IngestOpened; stopped and joined before the handler returns.
-class AckWriter {
- public:
-  AckWriter(const IngestRuns& runs, const IngestRuns::Session& session,
-            grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream)
-      : runs_(runs), session_(session), stream_(stream), thread_([this] { Loop(); }) {}
-  ~AckWriter() { Stop(); }
-  AckWriter(const AckWriter&) = delete;
-  AckWriter& operator=(const AckWriter&) = delete;
-
-  // Writes what is left to acknowledge, then ends; false when a write failed.
-  bool Stop() {
-    if (thread_.joinable()) {
-      stop_.store(true, std::memory_order_relaxed);
-      runs_.WakeProgress(session_);
-      thread_.join();
+  Reactor(IngestService& service, grpc::CallbackServerContext* context)
+      : service_(service),
+        stream_(context),
+        config_(service.config_.Get()),
+        max_bytes_(static_cast<size_t>(config_->limits.max_message_bytes)) {
+    open_streams_ = service_.stats_.streams_open.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (grpc::Status denied = service_.auth_.CheckCall(*context, Access::kWrite); !denied.ok()) {
+      Finish(denied);  // nothing else started: no write, no read
+      return;
     }
-    return !failed_;
+    if (open_streams_ > config_->ingest.max_streams) {
+      service_.stats_.Refused(Refusal::kStreams);
+      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("ingest.maxStreams: ", config_->ingest.max_streams,
+                                       " ingest streams are open already")));
+      return;
+    }
+    if (!service_.runs_.accepting()) {
+      service_.stats_.Refused(Refusal::kShutdown);
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "perld is shutting down: no new ingest streams"));
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      End(InputEnded());
+      return;
+    }
+    if (in_.ByteSizeLong() > max_bytes_) {
+      End(Refused(Refusal::kMessageSize, grpc::StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("limits.maxMessageBytes: a message of ", in_.ByteSizeLong(),
+                               " bytes, the limit is ", max_bytes_)));
+      return;
+    }
+    switch (phase_) {
+      case Phase::kOpening:
+        Open();
+        return;
+      case Phase::kStreaming:
+        Message();
+        return;
+      case Phase::kRepeatClose:
+        RepeatClose();
+        return;
+      case Phase::kClosing:
+        return;  // no read is started after a close
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok) {  // the client is gone: nothing more can be written
+        broken_ = true;
+        if (!final_) final_ = grpc::Status::CANCELLED;
+      }
+    }
+    Write();
+  }
+
+  // The call was cancelled (the client went away, a newer stream took
+  // over, the run was stopped). A pending read ends the stream itself; a
+  // parked message has none, so the stream ends here.
+  void OnCancel() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!parked_) return;
+    }
+    if (service_.runs_.Superseded(session_)) service_.stats_.Refused(Refusal::kSuperseded);
+    End(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    if (listener_ != 0) service_.runs_.RemoveProgressListener(session_, listener_);
+    service_.runs_.Leave(session_);  // drops a parked message; no Resume after this
+    service_.stats_.streams_open.fetch_sub(1, std::memory_order_relaxed);
+    delete this;
   }
 
  private:
-  void Loop() {
-    // IngestOpened told the client where it stands: report changes only.
-    IngestRuns::Progress sent = runs_.CurrentProgress(session_);
+  enum class Phase { kOpening, kStreaming, kRepeatClose, kClosing };
+
+  grpc::Status Refused(Refusal r, grpc::StatusCode code, const std::string& message) {
+    service_.stats_.Refused(r);
+    return grpc::Status(code, message);
+  }
+
+  // The first message: the open.
+  void Open() {
+    if (!in_.has_open()) {
+      End(Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
+                  "the first message of an ingest stream must be `open`"));
+      return;
+    }
+    absl::StatusOr<ingest::OpenRequest> open = DecodeOpen(in_.open());
+    if (!open.ok()) {
+      service_.stats_.Refused(Refusal::kMalformed);
+      End(ToGrpcStatus(open.status()));
+      return;
+    }
+    absl::StatusOr<ingest::RunTable::Session> joined = service_.runs_.Join(*open, &stream_);
+    if (!joined.ok()) {
+      End(ToGrpcStatus(joined.status()));
+      return;
+    }
+    session_ = *std::move(joined);
     v1::IngestResponse response;
-    for (;;) {
-      const IngestRuns::Progress now =
-          runs_.WaitProgress(session_, sent, stop_, std::chrono::milliseconds(500));
-      if (now != sent) {
-        response.Clear();
-        v1::IngestAck* ack = response.mutable_ack();
-        ack->set_acked_sequence(now.applied);
-        ack->set_duplicates(now.duplicates);
-        ack->set_durable_sequence(now.durable);
-        if (!stream_->Write(response)) {
-          failed_ = true;
+    v1::IngestOpened* opened = response.mutable_opened();
+    opened->set_run_id(session_.run_id);
+    if (absl::StatusOr<runs::RunInfo> info = service_.runs_.Info(session_); info.ok()) {
+      ToProto(*info, opened->mutable_run());
+    }
+    opened->set_created(session_.created);
+    opened->set_acked_sequence(session_.acked_sequence);
+    opened->set_max_message_bytes(config_->limits.max_message_bytes);
+    opened->set_max_batch_length(config_->ingest.max_batch_length);
+    opened->set_max_pairs_per_report(config_->ingest.max_pairs_per_report);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(response));
+      // IngestOpened told the client where it stands: acknowledge changes.
+      sent_ = service_.runs_.CurrentProgress(session_);
+      phase_ = session_.closed ? Phase::kRepeatClose : Phase::kStreaming;
+    }
+    listener_ = service_.runs_.AddProgressListener(session_, [this] { ProgressChanged(); });
+    Write();
+    StartRead(&in_);
+  }
+
+  // A batch, window or close of a streaming client.
+  void Message() {
+    absl::StatusOr<ingest::Offered> offered;
+    const auto resume = [this](absl::StatusOr<ingest::Applied> applied) { Resumed(applied); };
+    switch (in_.body_case()) {
+      case v1::IngestRequest::kBatch: {
+        const v1::TimestampBatch& batch = in_.batch();
+        offered = service_.runs_.OfferBatch(
+            session_, batch.sequence(),
+            [&](int64_t max_length, std::vector<TimeStamp>* out) {
+              return DecodeBatch(batch, max_length, out);
+            },
+            resume);
+        break;
+      }
+      case v1::IngestRequest::kWindow: {
+        const v1::WindowReport& report = in_.window();
+        offered = service_.runs_.OfferWindow(
+            session_, report.sequence(),
+            [&](const LatencyConfig& run, int64_t max_pairs) {
+              return DecodeWindow(report, max_pairs, run.min_latency, run.max_latency);
+            },
+            resume);
+        break;
+      }
+      case v1::IngestRequest::kClose: {
+        absl::StatusOr<ingest::Applied> closed =
+            service_.runs_.Close(session_, in_.close().last_sequence());
+        if (!closed.ok()) {
+          End(ToGrpcStatus(closed.status()));
           return;
         }
-        sent = now;
+        // Acknowledged once durable (a checkpoint holds the client closed):
+        // a daemon crash after it cannot wait for this client again.
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          phase_ = Phase::kClosing;
+        }
+        ProgressChanged();
+        return;
       }
-      if (stop_.load(std::memory_order_relaxed)) return;
+      case v1::IngestRequest::kOpen:
+        End(Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
+                    "`open` may only be the first message of a stream"));
+        return;
+      case v1::IngestRequest::BODY_NOT_SET:
+        End(Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
+                    "an IngestRequest with no body"));
+        return;
+    }
+    if (!offered.ok()) {
+      End(ToGrpcStatus(offered.status()));
+      return;
+    }
+    if (offered->parked) {  // backpressure: Resumed reads on
+      std::lock_guard<std::mutex> lock(mu_);
+      parked_ = true;
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  // A parked message's outcome (the RoomNotifier's thread).
+  void Resumed(const absl::StatusOr<ingest::Applied>& applied) {
+    if (!applied.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        parked_ = false;
+      }
+      End(ToGrpcStatus(applied.status()));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      parked_ = false;
+      if (final_) return;  // ending: no more reads
+    }
+    StartRead(&in_);
+  }
+
+  // A client that closed its part already reconnected (its close's
+  // acknowledgement was lost): it may only repeat that close, acknowledged
+  // once durable.
+  void RepeatClose() {
+    const uint64_t last = session_.acked_sequence;
+    if (!in_.has_close() || in_.close().last_sequence() != last) {
+      End(Refused(Refusal::kMismatch, grpc::StatusCode::FAILED_PRECONDITION,
+                  absl::StrCat("this client already closed its part of run ", session_.run_id,
+                               " after message ", last, ": only that IngestClose may follow")));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      phase_ = Phase::kClosing;
+      repeat_ = true;
+    }
+    ProgressChanged();
+  }
+
+  // The client's progress changed (any thread), or a close waits for it.
+  void ProgressChanged() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (final_) return;
+    dirty_ = true;
+    if (phase_ == Phase::kClosing && service_.runs_.CloseDurable(session_)) {
+      final_ = grpc::Status::OK;  // after the last acknowledgement
+      if (repeat_) {
+        v1::IngestResponse response;
+        v1::IngestAck* ack = response.mutable_ack();
+        ack->set_acked_sequence(session_.acked_sequence);
+        ack->set_durable_sequence(session_.acked_sequence);
+        ack->set_duplicates(service_.runs_.CurrentProgress(session_).duplicates);
+        queue_.push_back(std::move(response));
+        dirty_ = false;
+      }
+    }
+    lock.unlock();
+    Write();
+  }
+
+  // Starts the next write (or the Finish) when none is in flight.
+  void Write() {
+    std::optional<grpc::Status> finish;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (writing_ || finished_) return;
+      if (!broken_ && NextWriteLocked()) {
+        writing_ = true;
+      } else if (final_) {
+        finished_ = true;
+        finish = *final_;
+      } else {
+        return;
+      }
+    }
+    if (finish) {
+      Finish(*finish);
+    } else {
+      StartWrite(&out_);
     }
   }
 
-  const IngestRuns& runs_;
-  const IngestRuns::Session& session_;
-  grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* const stream_;
-  std::atomic<bool> stop_{false};
-  bool failed_ = false;  // the writer thread's until joined
-  std::thread thread_;   // last: starts after every member above exists
+  // Fills out_ with what to write next: a queued answer, else an
+  // acknowledgement if the progress changed. False: nothing.
+  bool NextWriteLocked() {
+    if (!queue_.empty()) {
+      out_ = std::move(queue_.front());
+      queue_.pop_front();
+      return true;
+    }
+    if (!dirty_ || phase_ == Phase::kOpening || repeat_) return false;
+    dirty_ = false;
+    const ingest::Progress now = service_.runs_.CurrentProgress(session_);
+    if (now == sent_) return false;
+    out_.Clear();
+    v1::IngestAck* ack = out_.mutable_ack();
+    ack->set_acked_sequence(now.applied);
+    ack->set_duplicates(now.duplicates);
+    ack->set_durable_sequence(now.durable);
+    sent_ = now;
+    return true;
+  }
+
+  // The client stopped sending, or the stream was cancelled.
+  grpc::Status InputEnded() {
+    if (phase_ == Phase::kOpening) {
+      return Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
+                     "the stream ended before its IngestOpen");
+    }
+    if (phase_ == Phase::kRepeatClose) return grpc::Status::CANCELLED;
+    if (service_.runs_.Superseded(session_)) {
+      return Refused(Refusal::kSuperseded, grpc::StatusCode::ABORTED,
+                     "a newer stream of this client took over");
+    }
+    if (service_.runs_.RunStopped(session_)) {
+      return grpc::Status(grpc::StatusCode::ABORTED, "the run was stopped");
+    }
+    if (!service_.runs_.accepting()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
+    }
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "the stream ended without an IngestClose: the client counts as gone "
+                        "unless it reconnects within ingest.clientTimeoutMs");
+  }
+
+  // Ends the stream with `status` once what is queued is written.
+  void End(const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (final_) return;
+      final_ = status;
+      queue_.clear();  // an error ends the stream now
+      dirty_ = false;
+    }
+    Write();
+  }
+
+  IngestService& service_;
+  GrpcIngestStream stream_;  // the call, for the domain (takeover, StopRun)
+  const std::shared_ptr<const config::DaemonConfig> config_;  // one read per stream
+  const size_t max_bytes_;
+  int64_t open_streams_ = 0;
+  v1::IngestRequest in_;  // the reading path's (one read at a time)
+  ingest::RunTable::Session session_;
+  uint64_t listener_ = 0;
+
+  std::mutex mu_;  // the writing state below
+  Phase phase_ = Phase::kOpening;
+  std::deque<v1::IngestResponse> queue_;  // answers to write before any ack
+  v1::IngestResponse out_;                // the write in flight
+  ingest::Progress sent_;                 // what the acknowledgements said
+  std::optional<grpc::Status> final_;     // set: finish once nothing is left to write
+  bool dirty_ = false;                    // the progress may have changed
+  bool writing_ = false;
+  bool finished_ = false;  // Finish was called
+  bool broken_ = false;    // a write failed
+  bool repeat_ = false;    // a closed client repeating its close
+  bool parked_ = false;    // the last message waits for room (no read pending)
 };
 
-grpc::Status Refused(IngestStats& stats, Refusal r, grpc::StatusCode code,
-                     const std::string& message) {
-  stats.Refused(r);
-  return grpc::Status(code, message);
-}
-
-}  // namespace
-
-grpc::Status IngestService::Stream(
-    grpc::ServerContext* context,
-    grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kWrite); !denied.ok()) return denied;
-  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
-  OpenStream open_stream(stats_);
-  if (open_stream.count() > config->ingest.max_streams) {
-    return Refused(stats_, Refusal::kStreams, grpc::StatusCode::RESOURCE_EXHAUSTED,
-                   absl::StrCat("ingest.maxStreams: ", config->ingest.max_streams,
-                                " ingest streams are open already"));
-  }
-  if (!runs_.accepting()) {
-    return Refused(stats_, Refusal::kShutdown, grpc::StatusCode::UNAVAILABLE,
-                   "perld is shutting down: no new ingest streams");
-  }
-  const size_t max_bytes = static_cast<size_t>(config->limits.max_message_bytes);
-  v1::IngestRequest request;
-  if (!stream->Read(&request)) {
-    return Refused(stats_, Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
-                   "the stream ended before its IngestOpen");
-  }
-  if (!request.has_open()) {
-    return Refused(stats_, Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
-                   "the first message of an ingest stream must be `open`");
-  }
-  GrpcIngestStream ingest_stream(context);
-  absl::StatusOr<IngestRuns::Session> joined = runs_.Join(request.open(), &ingest_stream);
-  if (!joined.ok()) return ToGrpcStatus(joined.status());
-  IngestRuns::Session session = *std::move(joined);
-  Attached attached(runs_, session);
-
-  v1::IngestResponse response;
-  v1::IngestOpened* opened = response.mutable_opened();
-  opened->set_run_id(session.run_id);
-  if (absl::StatusOr<runs::RunInfo> info = runs_.Info(session); info.ok()) {
-    ToProto(*info, opened->mutable_run());
-  }
-  opened->set_created(session.created);
-  opened->set_acked_sequence(session.acked_sequence);
-  opened->set_max_message_bytes(config->limits.max_message_bytes);
-  opened->set_max_batch_length(config->ingest.max_batch_length);
-  opened->set_max_pairs_per_report(config->ingest.max_pairs_per_report);
-  if (!stream->Write(response)) return grpc::Status::CANCELLED;
-  if (session.closed) return RepeatClose(session, stream, context);
-
-  AckWriter acks(runs_, session, stream);
-  while (stream->Read(&request)) {
-    if (request.ByteSizeLong() > max_bytes) {
-      return Refused(stats_, Refusal::kMessageSize, grpc::StatusCode::INVALID_ARGUMENT,
-                     absl::StrCat("limits.maxMessageBytes: a message of ", request.ByteSizeLong(),
-                                  " bytes, the limit is ", max_bytes));
-    }
-    absl::StatusOr<IngestRuns::Applied> applied;
-    bool closing = false;
-    switch (request.body_case()) {
-      case v1::IngestRequest::kBatch:
-        applied = runs_.ApplyBatch(session, request.batch(), ingest_stream);
-        break;
-      case v1::IngestRequest::kWindow:
-        applied = runs_.ApplyWindow(session, request.window(), ingest_stream);
-        break;
-      case v1::IngestRequest::kClose:
-        applied = runs_.Close(session, request.close().last_sequence());
-        closing = true;
-        break;
-      case v1::IngestRequest::kOpen:
-        return Refused(stats_, Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
-                       "`open` may only be the first message of a stream");
-      case v1::IngestRequest::BODY_NOT_SET:
-        return Refused(stats_, Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
-                       "an IngestRequest with no body");
-    }
-    if (!applied.ok()) return ToGrpcStatus(applied.status());
-    if (closing) {
-      // The close is acknowledged once it is durable (a checkpoint holds
-      // the client closed): a daemon crash after it cannot wait for this
-      // client again.
-      IngestRuns::Progress seen;
-      const std::atomic<bool> never{false};
-      do {
-        if (context->IsCancelled()) return grpc::Status::CANCELLED;
-        seen = runs_.WaitProgress(session, seen, never, std::chrono::milliseconds(100));
-      } while (!seen.close_durable);
-      return acks.Stop() ? grpc::Status::OK : grpc::Status::CANCELLED;
-    }
-  }
-  // The client stopped sending without a close, or the stream was cancelled.
-  if (runs_.Superseded(session)) {
-    return Refused(stats_, Refusal::kSuperseded, grpc::StatusCode::ABORTED,
-                   "a newer stream of this client took over");
-  }
-  if (runs_.RunStopped(session)) {
-    return grpc::Status(grpc::StatusCode::ABORTED, "the run was stopped");
-  }
-  if (!runs_.accepting()) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
-  }
-  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                      "the stream ended without an IngestClose: the client counts as gone unless "
-                      "it reconnects within ingest.clientTimeoutMs");
-}
-
-grpc::Status IngestService::RepeatClose(
-    const IngestRuns::Session& session,
-    grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream,
-    grpc::ServerContext* context) {
-  const uint64_t last = session.acked_sequence;
-  v1::IngestRequest request;
-  if (!stream->Read(&request)) return grpc::Status::CANCELLED;
-  if (!request.has_close() || request.close().last_sequence() != last) {
-    return Refused(stats_, Refusal::kMismatch, grpc::StatusCode::FAILED_PRECONDITION,
-                   absl::StrCat("this client already closed its part of run ", session.run_id,
-                                " after message ", last, ": only that IngestClose may follow"));
-  }
-  while (!runs_.CloseDurable(session)) {
-    if (context->IsCancelled()) return grpc::Status::CANCELLED;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  v1::IngestResponse response;
-  v1::IngestAck* ack = response.mutable_ack();
-  ack->set_acked_sequence(last);
-  ack->set_durable_sequence(last);
-  ack->set_duplicates(runs_.CurrentProgress(session).duplicates);
-  return stream->Write(response) ? grpc::Status::OK : grpc::Status::CANCELLED;
+grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* IngestService::Stream(
+    grpc::CallbackServerContext* context) {
+  return new Reactor(*this, context);
 }
 
 }  // namespace perld::service

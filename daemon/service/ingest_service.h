@@ -1,43 +1,45 @@
-// IngestService: perld.v1.Ingest -- one bidirectional stream per client
-// process (protocol: proto/perld/v1/ingest.proto). The handler reads the
-// client's messages in order, hands each to IngestRuns (which applies it
-// exactly once), and acknowledges the highest contiguous sequence applied
-// after every message. Any error ends only this stream, with the status
-// the protocol names, and is counted in IngestStats.
+// IngestService: perld.v1.Ingest on gRPC's callback API -- one bidirectional
+// stream per client process (protocol: proto/perld/v1/ingest.proto), each a
+// reactor, not a thread. The reactor decodes the client's messages in
+// order and offers each to the ingest domain (ingest::RunTable, which
+// applies it exactly once); it reads the next message only once the domain
+// took this one, so a client over its share of queued memory simply stops
+// being read (its message is parked, and the domain resumes the reactor when
+// the recorder has made room). Acknowledgements are written when the
+// client's progress changes -- a message applied, a checkpoint committed --
+// one write in flight at a time, later changes coalesced into the next.
+// Any error ends only this stream, with the status the protocol names, and
+// is counted in IngestStats.
 //
-// Threads: gRPC's sync server threads, one per open stream.
+// Threads: reactions on gRPC's callback threads; progress notifications on
+// whichever thread made the progress (a stream's, the state store's writer
+// after a checkpoint); resumptions on the domain's RoomNotifier thread.
 #pragma once
 
+#include "daemon/config/current_config.h"
+#include "daemon/ingest/ingest_stats.h"
+#include "daemon/ingest/run_table.h"
 #include "daemon/service/call_auth.h"
-#include "daemon/service/current_config.h"
-#include "daemon/service/ingest_runs.h"
-#include "daemon/service/ingest_stats.h"
 #include "perld/v1/ingest.grpc.pb.h"
 
 namespace perld::service {
 
-class IngestService final : public v1::Ingest::Service {
+class IngestService final : public v1::Ingest::CallbackService {
  public:
   // Every stream needs Access::kWrite from `auth` before its first read.
-  IngestService(IngestRuns& runs, IngestStats& stats, const CurrentConfig& config,
-                const CallAuth& auth)
+  IngestService(ingest::RunTable& runs, ingest::IngestStats& stats,
+                const config::CurrentConfig& config, const CallAuth& auth)
       : runs_(runs), stats_(stats), config_(config), auth_(auth) {}
 
-  grpc::Status Stream(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) override;
+  grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* Stream(
+      grpc::CallbackServerContext* context) override;
 
  private:
-  // A client that closed its part already reconnected (its close's
-  // acknowledgement was lost): it may only repeat that close, which is
-  // acknowledged once durable.
-  grpc::Status RepeatClose(const IngestRuns::Session& session,
-                           grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream,
-                           grpc::ServerContext* context);
+  class Reactor;
 
-  IngestRuns& runs_;
-  IngestStats& stats_;
-  const CurrentConfig& config_;
+  ingest::RunTable& runs_;
+  ingest::IngestStats& stats_;
+  const config::CurrentConfig& config_;
   const CallAuth& auth_;
 };
 

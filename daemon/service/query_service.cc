@@ -138,9 +138,9 @@ grpc::Status QueryService::GetClients(grpc::ServerContext* context,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("percentiles: ", set.status().message()));
   }
-  if (absl::Status s = ingest_runs_->Clients(*id, *set, response->mutable_clients()); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
+  absl::StatusOr<std::vector<ingest::ClientView>> clients = ingest_runs_->Clients(*id, *set);
+  if (!clients.ok()) return ToGrpcStatus(clients.status());
+  for (const ingest::ClientView& c : *clients) ToProto(c, response->add_clients());
   response->set_run_id(*id);
   response->set_breakdown_bytes(ingest_runs_->breakdown_budget().used());
   response->set_breakdown_limit_bytes(ingest_runs_->breakdown_budget().limit());

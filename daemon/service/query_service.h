@@ -11,10 +11,10 @@
 #include <atomic>
 #include <cstdint>
 
+#include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_registry.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
-#include "daemon/service/ingest_runs.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
@@ -26,7 +26,7 @@ class QueryService final : public v1::Query::Service {
   // `ingest_runs` answers GetClients (null: UNIMPLEMENTED).
   // Every call needs Access::kRead from `auth`.
   QueryService(const runs::RunRegistry& registry, const CurrentConfig& config, const CallAuth& auth,
-               const IngestRuns* ingest_runs = nullptr)
+               const ingest::RunTable* ingest_runs = nullptr)
       : registry_(registry), config_(config), auth_(auth), ingest_runs_(ingest_runs) {}
 
   // Ends every open watch at its next wake-up (shutdown after the drain).
@@ -52,7 +52,7 @@ class QueryService final : public v1::Query::Service {
   const runs::RunRegistry& registry_;
   const CurrentConfig& config_;
   const CallAuth& auth_;
-  const IngestRuns* const ingest_runs_;
+  const ingest::RunTable* const ingest_runs_;
   std::atomic<int> watchers_{0};
   std::atomic<bool> cancel_watches_{false};
 };

@@ -1,11 +1,7 @@
-// RequestLimits: the caps on what one request may carry, checked in one place
-// for every service that takes such input -- labels (limits.maxLabels,
-// maxLabelKeyBytes, maxLabelValueBytes), run and client names and client ids
-// (limits.maxNameBytes), percentile lists (limits.maxPercentiles) -- and the
-// paging of Query.ListRuns.
-//
-// Used by Ingest's open (IngestRuns::Join, first thing), Control.StartBench,
-// Query.GetPercentiles and Query.GetClients.
+// RequestLimits: the caps of daemon/config/input_limits.h applied to the
+// gRPC requests that carry such input (Control.StartBench; Query's
+// percentile lists), and the paging of Query.ListRuns. Ingest's open is
+// checked by the ingest domain (RunTable::Join) on its decoded form.
 //
 // Contract: every Check* returns OK or INVALID_ARGUMENT with a message that
 // names the field, the size given, the cap and its key, e.g.
@@ -26,25 +22,16 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "daemon/config/daemon_config.h"
+#include "daemon/config/input_limits.h"
 #include "daemon/runs/run_info.h"
-#include "perld/v1/ingest.pb.h"
 #include "perld/v1/perld.pb.h"
 
 namespace perld::service {
 
-using LabelMap = google::protobuf::Map<std::string, std::string>;
+using config::CheckLabels;
+using config::CheckName;
+using config::CheckPercentileCount;
 
-// `field` names the input in the message ("open: run_name").
-absl::Status CheckName(absl::string_view field, absl::string_view name,
-                       const config::LimitsConfig& limits);
-absl::Status CheckLabels(absl::string_view field, const LabelMap& labels,
-                         const config::LimitsConfig& limits);
-absl::Status CheckPercentileCount(absl::string_view field, int64_t count,
-                                  const config::LimitsConfig& limits);
-
-// Every capped field of an Ingest open: run_name, client_id, client_name,
-// labels, percentiles ("open: " prefixes the messages).
-absl::Status CheckIngestOpen(const v1::IngestOpen& open, const config::LimitsConfig& limits);
 // Control.StartBench: name and labels (a bench run takes the configured
 // percentiles, which the config loader keeps within limits.maxPercentiles).
 absl::Status CheckStartBench(const v1::StartBenchRequest& request,

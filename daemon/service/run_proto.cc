@@ -243,4 +243,28 @@ absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions
   return o;
 }
 
+void ToProto(const ingest::ClientView& c, v1::RemoteClient* out) {
+  out->set_client_id(c.id);
+  out->set_client_name(c.name);
+  out->set_mode(c.mode == ingest::ClientMode::kWindows ? "windows" : "raw");
+  out->set_state(c.state);
+  out->set_acked_sequence(c.acked_sequence);
+  out->set_duplicates(c.duplicates);
+  out->set_reports(c.reports);
+  out->set_timestamps(c.timestamps);
+  const LatencyCounters& k = c.counters;
+  out->set_records(k.records);
+  out->set_bytes(k.bytes);
+  out->set_valid_latency_records(k.valid);
+  out->set_invalid_latency_records(k.invalid);
+  out->set_lower_latency_discard_records(k.lower_discard);
+  out->set_higher_latency_discard_records(k.higher_discard);
+  out->set_min_latency(k.min_latency == kNoMinLatency ? 0 : k.min_latency);
+  out->set_max_latency(k.max_latency);
+  out->set_total_latency(k.total_latency);
+  out->set_exact(c.exact);
+  out->set_last_report_unix_ms(c.last_report_unix_ms);
+  if (c.exact) AddPercentiles(c.percentiles, out->mutable_percentiles());
+}
+
 }  // namespace perld::service

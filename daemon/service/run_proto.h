@@ -5,6 +5,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/config/daemon_config.h"
+#include "daemon/ingest/ingest_types.h"
 #include "daemon/runs/run_info.h"
 #include "daemon/runs/window_record.h"
 #include "perld/v1/perld.pb.h"
@@ -30,5 +31,8 @@ std::optional<TimeUnit> FromProto(v1::TimeUnit unit, TimeUnit unspecified);
 absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions& in,
                                                           const config::DaemonConfig& config,
                                                           int64_t* reporting_interval_ms);
+
+// A client's breakdown row (ingest::RunTable::Clients).
+void ToProto(const ingest::ClientView& c, v1::RemoteClient* out);
 
 }  // namespace perld::service

@@ -22,7 +22,7 @@
 namespace perld::service {
 namespace {
 
-using Refusal = IngestStats::Refusal;
+using Refusal = ingest::IngestStats::Refusal;
 
 constexpr absl::string_view kPrefix = "/Service/";
 constexpr const char* kStreamLatencies = "/Service/streamLatencies";
@@ -53,15 +53,16 @@ std::string RunName(const config::DaemonConfig& c) {
 std::string ClientId(int64_t client) { return absl::StrCat(kClientPrefix, client); }
 
 // The ingest open of SBP client `client` for the configured run.
-v1::IngestOpen OpenFor(const config::DaemonConfig& c, int64_t client, const std::string& peer) {
-  v1::IngestOpen open;
-  open.set_run_name(RunName(c));
-  (*open.mutable_labels())["class"] = c.sbp.storage_name;
-  (*open.mutable_labels())["action"] = ActionName(c.sbp.action);
-  open.set_time_unit(ToProto(c.latency.time_unit));
-  open.set_client_id(ClientId(client));
-  open.set_client_name(absl::StrCat("SBK client ", client, " (", peer, ")"));
-  open.set_mode(v1::IngestOpen::MODE_WINDOWS);
+ingest::OpenRequest OpenFor(const config::DaemonConfig& c, int64_t client,
+                            const std::string& peer) {
+  ingest::OpenRequest open;
+  open.run_name = RunName(c);
+  open.labels["class"] = c.sbp.storage_name;
+  open.labels["action"] = ActionName(c.sbp.action);
+  open.time_unit = c.latency.time_unit;
+  open.client_id = ClientId(client);
+  open.client_name = absl::StrCat("SBK client ", client, " (", peer, ")");
+  open.mode = ingest::ClientMode::kWindows;
   return open;
 }
 
@@ -203,11 +204,39 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
       End(InputEnded());
       return;
     }
-    if (grpc::Status status = Apply(); !status.ok()) {
+    bool parked = false;
+    if (grpc::Status status = Apply(&parked); !status.ok()) {
       End(status);
       return;
     }
+    if (parked) return;  // backpressure: Resumed reads on
+    ++expected_;
     StartRead(&in_);
+  }
+
+  // A parked record was merged (or refused) at last: the domain's
+  // RoomNotifier thread.
+  void Resumed(const absl::StatusOr<ingest::Applied>& applied) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      parked_ = false;
+      if (ended_) return;
+    }
+    if (!applied.ok()) {
+      End(ToGrpcStatus(applied.status()));
+      return;
+    }
+    ++expected_;
+    StartRead(&in_);
+  }
+
+  // A parked record has no read pending to end the stream: end it here.
+  void OnCancel() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!parked_) return;
+    }
+    End(grpc::Status::CANCELLED);
   }
 
   void OnDone() override {
@@ -216,8 +245,8 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
   }
 
  private:
-  // The record in `in_`.
-  grpc::Status Apply() {
+  // The record in `in_`; *parked when it waits for queue room.
+  grpc::Status Apply(bool* parked) {
     if (grpc::Status s = service_.CheckSize(in_, *config_); !s.ok()) return s;
     if (!Parse(&in_, &record_)) {
       service_.stats_.Refused(Refusal::kMalformed);
@@ -229,9 +258,9 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
       absl::StatusOr<SbpSlots::Slot> slot = service_.slots_->BeginStream(client_, owner_);
       if (!slot.ok()) return ToGrpcStatus(slot.status());
       began_ = true;
-      v1::IngestOpen open = OpenFor(*config_, client_, context_->peer());
-      open.set_must_exist(true);  // its registration joined the run: a stream never starts one
-      absl::StatusOr<IngestRuns::Session> session =
+      ingest::OpenRequest open = OpenFor(*config_, client_, context_->peer());
+      open.must_exist = true;  // its registration joined the run: a stream never starts one
+      absl::StatusOr<ingest::RunTable::Session> session =
           service_.runs_.Join(open, &stream_, runs::RunSource::kSbp);
       if (!session.ok()) return ToGrpcStatus(session.status());
       session_ = *std::move(session);
@@ -248,14 +277,18 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
           absl::StrCat("client ", client_, ": sequence number ", record_.sequencenumber(),
                        " where ", expected_, " was expected (records start at 1 and rise by 1)"));
     }
-    absl::StatusOr<IngestRuns::Applied> applied = service_.runs_.ApplyWindow(
+    absl::StatusOr<ingest::Offered> offered = service_.runs_.OfferWindow(
         *session_, static_cast<uint64_t>(record_.sequencenumber()),
         [&](const LatencyConfig& run, int64_t max_pairs) {
           return SbpWindow(record_, run, max_pairs);
         },
-        stream_);
-    if (!applied.ok()) return ToGrpcStatus(applied.status());
-    ++expected_;
+        [this](absl::StatusOr<ingest::Applied> applied) { Resumed(applied); });
+    if (!offered.ok()) return ToGrpcStatus(offered.status());
+    if (offered->parked) {
+      std::lock_guard<std::mutex> lock(mu_);
+      parked_ = true;
+      *parked = true;
+    }
     return grpc::Status::OK;
   }
 
@@ -264,15 +297,20 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
     if (context_->IsCancelled()) return grpc::Status::CANCELLED;
     if (!session_) return grpc::Status::OK;  // an empty stream: nothing to apply
     // The stream's end is the client's end in the run (SBK closes it next).
-    absl::StatusOr<IngestRuns::Applied> closed =
+    absl::StatusOr<ingest::Applied> closed =
         service_.runs_.Close(*session_, static_cast<uint64_t>(expected_ - 1));
     if (!closed.ok()) return ToGrpcStatus(closed.status());
     closed_ = true;
     return grpc::Status::OK;
   }
 
-  // Leaves the run before the client hears the stream's status.
+  // Leaves the run before the client hears the stream's status. Once.
   void End(const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ended_) return;
+      ended_ = true;
+    }
     if (session_) {
       service_.runs_.Leave(*session_);
       session_.reset();
@@ -291,7 +329,7 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
 
   SbpService& service_;
   grpc::GenericCallbackServerContext* const context_;
-  GrpcIngestStream stream_{context_};                         // the call, for IngestRuns
+  GrpcIngestStream stream_{context_};                         // the call, for the RunTable
   const std::shared_ptr<const config::DaemonConfig> config_;  // one read per stream
   const SbpSlots::Owner owner_;
   grpc::ByteBuffer in_;
@@ -302,7 +340,10 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
   bool began_ = false;    // SbpSlots::BeginStream succeeded
   bool closed_ = false;   // the client closed its part of the run
   runs::RunId run_id_ = 0;
-  std::optional<IngestRuns::Session> session_;
+  std::optional<ingest::RunTable::Session> session_;
+  std::mutex mu_;        // parked_, ended_ (the reading path and the notifier)
+  bool parked_ = false;  // a record waits for queue room: no read pending
+  bool ended_ = false;   // End ran
 };
 
 template <typename Request, typename Response>
@@ -323,8 +364,8 @@ SbpService::Unary SbpService::Handler(grpc::Status (SbpService::*method)(
   };
 }
 
-SbpService::SbpService(IngestRuns& runs, IngestStats& stats, const CurrentConfig& config,
-                       const CallAuth& auth)
+SbpService::SbpService(ingest::RunTable& runs, ingest::IngestStats& stats,
+                       const config::CurrentConfig& config, const CallAuth& auth)
     : runs_(runs),
       stats_(stats),
       config_(config),
@@ -372,8 +413,8 @@ grpc::ServerGenericBidiReactor* SbpService::CreateReactor(
   return new UnaryCall(*this, context, unary->second);
 }
 
-IngestRuns::DepartureHook SbpService::DepartureHook() const {
-  return [slots = slots_](const IngestRuns::Departure& d) {
+ingest::RunTable::DepartureHook SbpService::DepartureHook() const {
+  return [slots = slots_](const ingest::RunTable::Departure& d) {
     if (d.client_id.empty()) {
       slots->RunEnded(d.run_id);
       return;
@@ -439,7 +480,7 @@ grpc::Status SbpService::RegisterClient(grpc::GenericCallbackServerContext* cont
   absl::StatusOr<int64_t> id =
       slots_->Register(c->sbp.max_connections, OwnerOf(*context),
                        [&](int64_t client) -> absl::StatusOr<runs::RunId> {
-                         absl::StatusOr<IngestRuns::Session> joined =
+                         absl::StatusOr<ingest::RunTable::Session> joined =
                              runs_.Join(OpenFor(*c, client, peer), nullptr, runs::RunSource::kSbp);
                          if (!joined.ok()) return joined.status();
                          const runs::RunId run = joined->run_id;

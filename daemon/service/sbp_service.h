@@ -4,7 +4,7 @@
 //
 // The SBP clients of the configured storage/action form one run (source sbp,
 // named "sbp:<storage>:<action>", labels class=<storage>, action=<action>).
-// Every SBP call maps onto the ingest machinery (IngestRuns), so remote
+// Every SBP call maps onto the ingest machinery (ingest::RunTable), so remote
 // windows take the same exact, exactly-once path as perld.v1.Ingest:
 //   getVersion          {4, 0}; isVersionSupported: the major is 4.
 //   getConfig           sbp.storageName, sbp.action, the daemon's timeUnit and
@@ -33,7 +33,7 @@
 //   reportClientFailure logged and counted.
 //   closeClient         frees the registration's slot. A client that never
 //                       streamed, or whose stream ended in an error, gives
-//                       its part of the run up at once (IngestRuns::Abandon:
+//                       its part of the run up at once (RunTable::Abandon:
 //                       the run does not wait ingest.clientTimeoutMs for it
 //                       and ends failed naming it).
 // A slot is also freed when its client is gone from the run (not back within
@@ -57,7 +57,7 @@
 // Threads: gRPC's callback threads run the reactors; a record waiting for
 // ingest memory (ingest.maxClientMemoryBytes) holds its callback thread
 // until the recorder merged enough or the call is cancelled. Registrations
-// live in SbpSlots (its own lock); IngestRuns reports departures on its
+// live in SbpSlots (its own lock); the RunTable reports departures on its
 // reaper thread (DepartureHook).
 #pragma once
 
@@ -71,10 +71,10 @@
 #include <memory>
 #include <string>
 
+#include "daemon/ingest/ingest_stats.h"
+#include "daemon/ingest/run_table.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
-#include "daemon/service/ingest_runs.h"
-#include "daemon/service/ingest_stats.h"
 #include "daemon/service/sbp_slots.h"
 #include "sbp/sbp.pb.h"
 
@@ -92,8 +92,8 @@ class SbpService final : public grpc::CallbackGenericService {
   static constexpr int32_t kMinor = 0;
 
   // Every call needs Access::kSbp from `auth`; refusals are counted in `stats`.
-  SbpService(IngestRuns& runs, IngestStats& stats, const CurrentConfig& config,
-             const CallAuth& auth);
+  SbpService(ingest::RunTable& runs, ingest::IngestStats& stats,
+             const config::CurrentConfig& config, const CallAuth& auth);
 
   // The largest SBP message accepted (and told to clients as
   // maxRecordSizeBytes): limits.maxMessageBytes, or sbp.maxRecordSizeMB
@@ -104,9 +104,9 @@ class SbpService final : public grpc::CallbackGenericService {
   grpc::ServerGenericBidiReactor* CreateReactor(
       grpc::GenericCallbackServerContext* context) override;
 
-  // For IngestRuns::SetDepartureHook: frees the slots of clients gone and
+  // For RunTable::SetDepartureHook: frees the slots of clients gone and
   // of runs ended. Keeps the slots alive as long as the hook exists.
-  IngestRuns::DepartureHook DepartureHook() const;
+  ingest::RunTable::DepartureHook DepartureHook() const;
 
   const SbpSlots& slots() const { return *slots_; }
   // Failures SBK clients reported (reportClientFailure).
@@ -140,8 +140,8 @@ class SbpService final : public grpc::CallbackGenericService {
   // RESOURCE_EXHAUSTED (counted) when `message` is larger than accepted.
   grpc::Status CheckSize(const grpc::ByteBuffer& message, const config::DaemonConfig& config);
 
-  IngestRuns& runs_;
-  IngestStats& stats_;
+  ingest::RunTable& runs_;
+  ingest::IngestStats& stats_;
   const CurrentConfig& config_;
   const CallAuth& auth_;
   const std::map<std::string, Unary> unary_;  // by full method name, "/Service/getVersion"

@@ -85,7 +85,7 @@ class SbpSlots {
   // an id freed by its run's end, the slot as it was then (once).
   static constexpr size_t kEndedIds = 4096;
   absl::StatusOr<Slot> Close(int64_t id, const Owner& owner);
-  // IngestRuns' departures: client `id` is gone from `run_id`; the run
+  // The RunTable's departures: client `id` is gone from `run_id`; the run
   // `run_id` ended (every slot in it).
   void Gone(runs::RunId run_id, int64_t id);
   void RunEnded(runs::RunId run_id);

@@ -8,7 +8,7 @@
 // that was still running when the daemon stopped without closing it (a crash)
 // comes back as failed, with that reason, and is saved so -- unless it is an
 // ingest run with a checkpoint: those are returned to be resumed
-// (IngestRuns::Resume), or failed by Abandon when they cannot be.
+// (ingest::RunTable::Resume), or failed by Abandon when they cannot be.
 //
 // Threads: the observer callbacks may come from any thread (StateStore
 // queues them); Restore runs once, before the run manager starts.

@@ -854,7 +854,7 @@ absl::Status StateStore::ReserveRunIds(runs::RunId through) {
     max_run_id_ = std::max(max_run_id_, through);
   }
   // Its own connection, not the writer's queue: a caller may hold a lock
-  // that a commit callback of the writer needs (IngestRuns creates runs
+  // that a commit callback of the writer needs (the RunTable creates runs
   // under its lock), so a reservation never waits for the writer thread,
   // only (busy timeout) for SQLite's write lock, which no callback holds.
   std::lock_guard<std::mutex> one(reserve_mu_);

@@ -77,14 +77,20 @@ async def client(channel, ipb, index, run, body, start, seconds, sent):
         stamp = ipb.IngestRequest(window=ipb.WindowReport(
             sequence=seq, end_unix_ms=int(time.time() * 1000))).SerializeToString()
         await call.write(body + stamp)
-        reply = await call.read()
-        assert reply.ack.acked_sequence == seq, reply
+        # Acknowledgements are cumulative and coalesced (durable ones come
+        # on their own): read until one covers this window.
+        while True:
+            reply = await call.read()
+            assert reply != grpc.aio.EOF and reply.HasField("ack"), reply
+            if reply.ack.acked_sequence >= seq:
+                break
         sent[index] = seq
     await call.write(ipb.IngestRequest(close=ipb.IngestClose(last_sequence=seq))
                      .SerializeToString())
-    await call.read()
     await call.done_writing()
-    await call.wait_for_connection()
+    while await call.read() != grpc.aio.EOF:  # acks up to the durable close, then OK
+        pass
+    assert await call.code() == grpc.StatusCode.OK
 
 
 async def load(target, ipb, clients, bodies, seconds, sent):
@@ -118,6 +124,8 @@ def main():
     sent = [0] * args.clients
     samples = []
 
+    threads = []
+
     async def measure():
         # The steady part: every client streaming, from second 5 to the
         # last-but-two.
@@ -126,6 +134,7 @@ def main():
             c0, w0 = d.cpu_seconds(), time.monotonic()
             await asyncio.sleep(1)
             samples.append((d.cpu_seconds() - c0) / (time.monotonic() - w0))
+            threads.append(d.threads())
 
     async def both():
         await asyncio.gather(load(d.grpc, ipb, args.clients, bodies, args.seconds, sent),
@@ -165,11 +174,13 @@ def main():
         (f"daemon CPU, {args.clients} clients x {args.pairs} pairs/s "
          f"({pairs_per_s / 1e6:.1f} M pairs/s)", f"{cpu:.3f} cores (median of {len(samples)} s)",
          "< 1 core"),
+        (f"daemon threads, {args.clients} streaming clients (max over the steady part)",
+         f"{max(threads) if threads else 0}", "<= 64"),
         ("clients per steady 1 s window (median)",
          f"{statistics.median([w.clients for w in steady]) if steady else 0:.0f}",
          f"{args.clients}"),
     ])
-    return 0 if exact and cpu < 1 else 1
+    return 0 if exact and cpu < 1 and (not threads or max(threads) <= 64) else 1
 
 
 if __name__ == "__main__":

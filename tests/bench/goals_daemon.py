@@ -39,6 +39,22 @@ class Daemon:
                     out[key] = int(value.split()[0])
         return out
 
+    def threads(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+        return 0
+
+    def parked(self):
+        """perld_ingest_parked_clients from /metrics."""
+        import urllib.request
+        with urllib.request.urlopen(f"http://{self.http}/metrics", timeout=10) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith("perld_ingest_parked_clients "):
+                    return int(float(line.split()[1]))
+        return 0
+
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=120)

@@ -1,10 +1,10 @@
-#include "daemon/service/client_totals.h"
+#include "daemon/ingest/client_totals.h"
 
 #include <vector>
 
 #include "gtest/gtest.h"
 
-namespace perld::service {
+namespace perld::ingest {
 namespace {
 
 // A window of `n` distinct latencies from `first`, `step` apart, count 2.
@@ -80,4 +80,4 @@ TEST(ClientTotalsTest, ARawClientCountsRecordsOnly) {
 }
 
 }  // namespace
-}  // namespace perld::service
+}  // namespace perld::ingest

@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "daemon/ingest/run_table.h"
+
 namespace perld::service {
 namespace {
 
@@ -39,44 +41,45 @@ TEST(RequestLimitsTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(d.max_percentiles, 1000);  // GetPercentiles' cap before it was a key
 }
 
+// The ingest domain checks an open's fields with the same caps.
 TEST(RequestLimitsTest, IngestOpenEveryFieldAtAndOverItsCap) {
   const config::LimitsConfig limits = Small();
-  v1::IngestOpen open;
-  open.set_run_name("12345678");
-  open.set_client_id("abcdefgh");
-  open.set_client_name("hostname");
-  (*open.mutable_labels())["abcd"] = "123456";
-  (*open.mutable_labels())["b"] = "";
-  for (double p : {50.0, 90.0, 99.0}) open.add_percentiles(p);
-  EXPECT_TRUE(CheckIngestOpen(open, limits).ok());
+  ingest::OpenRequest open;
+  open.run_name = "12345678";
+  open.client_id = "abcdefgh";
+  open.client_name = "hostname";
+  open.labels["abcd"] = "123456";
+  open.labels["b"] = "";
+  open.percentiles = {50.0, 90.0, 99.0};
+  EXPECT_TRUE(ingest::CheckOpenLimits(open, limits).ok());
 
-  v1::IngestOpen over = open;
-  over.set_run_name("123456789");
-  ExpectRefused(CheckIngestOpen(over, limits), "open: run_name: 9 bytes, at most 8",
+  ingest::OpenRequest over = open;
+  over.run_name = "123456789";
+  ExpectRefused(ingest::CheckOpenLimits(over, limits), "open: run_name: 9 bytes, at most 8",
                 "limits.maxNameBytes");
   over = open;
-  over.set_client_id(std::string(1000, 'c'));
-  ExpectRefused(CheckIngestOpen(over, limits), "open: client_id", "limits.maxNameBytes");
+  over.client_id = std::string(1000, 'c');
+  ExpectRefused(ingest::CheckOpenLimits(over, limits), "open: client_id", "limits.maxNameBytes");
   over = open;
-  over.set_client_name("hostname!");
-  ExpectRefused(CheckIngestOpen(over, limits), "open: client_name", "limits.maxNameBytes");
+  over.client_name = "hostname!";
+  ExpectRefused(ingest::CheckOpenLimits(over, limits), "open: client_name", "limits.maxNameBytes");
   over = open;
-  (*over.mutable_labels())["c"] = "x";
-  ExpectRefused(CheckIngestOpen(over, limits), "open: labels: 3 labels, at most 2",
+  over.labels["c"] = "x";
+  ExpectRefused(ingest::CheckOpenLimits(over, limits), "open: labels: 3 labels, at most 2",
                 "limits.maxLabels");
   over = open;
-  over.mutable_labels()->erase("b");
-  (*over.mutable_labels())["abcde"] = "";
-  ExpectRefused(CheckIngestOpen(over, limits), "the key \"abcde\" has 5 bytes, at most 4",
+  over.labels.erase("b");
+  over.labels["abcde"] = "";
+  ExpectRefused(ingest::CheckOpenLimits(over, limits), "the key \"abcde\" has 5 bytes, at most 4",
                 "limits.maxLabelKeyBytes");
   over = open;
-  (*over.mutable_labels())["b"] = "1234567";
-  ExpectRefused(CheckIngestOpen(over, limits), "the value of \"b\" has 7 bytes, at most 6",
+  over.labels["b"] = "1234567";
+  ExpectRefused(ingest::CheckOpenLimits(over, limits), "the value of \"b\" has 7 bytes, at most 6",
                 "limits.maxLabelValueBytes");
   over = open;
-  over.add_percentiles(99.9);
-  ExpectRefused(CheckIngestOpen(over, limits), "open: percentiles: 4 percentiles, at most 3",
-                "limits.maxPercentiles");
+  over.percentiles.push_back(99.9);
+  ExpectRefused(ingest::CheckOpenLimits(over, limits),
+                "open: percentiles: 4 percentiles, at most 3", "limits.maxPercentiles");
 }
 
 TEST(RequestLimitsTest, StartBenchNameAndLabels) {

@@ -1,8 +1,8 @@
-#include "daemon/service/client_totals.h"
+#include "daemon/ingest/client_totals.h"
 
 #include "daemon/core/run_total.h"
 
-namespace perld::service {
+namespace perld::ingest {
 
 bool BreakdownBudget::TryCharge(int64_t bytes) {
   int64_t used = used_.load(std::memory_order_relaxed);
@@ -54,4 +54,4 @@ void ClientTotals::AddBatch(int64_t timestamps, int64_t records, int64_t now_uni
   exact_ = false;  // no per-client distribution for raw clients
 }
 
-}  // namespace perld::service
+}  // namespace perld::ingest

@@ -1,4 +1,4 @@
-// IngestStream: what the ingest domain (IngestRuns) needs of one client's
+// IngestStream: what the ingest domain (RunTable, ClientSession) needs of one client's
 // stream, and nothing of its transport: to see that it was cancelled (a
 // newer stream of the client took over, the run was stopped, the peer went
 // away) and to cancel it. The gRPC services adapt a grpc::ServerContext to
@@ -9,7 +9,7 @@
 
 #include <atomic>
 
-namespace perld::service {
+namespace perld::ingest {
 
 class IngestStream {
  public:
@@ -28,4 +28,4 @@ class FlagIngestStream final : public IngestStream {
   std::atomic<bool> cancelled_{false};
 };
 
-}  // namespace perld::service
+}  // namespace perld::ingest

@@ -25,7 +25,7 @@
 #include "daemon/core/latency_recorder.h"
 #include "daemon/core/latency_window.h"
 
-namespace perld::service {
+namespace perld::ingest {
 
 class BreakdownBudget {
  public:
@@ -82,4 +82,4 @@ class ClientTotals {
   bool exact_ = true;
 };
 
-}  // namespace perld::service
+}  // namespace perld::ingest

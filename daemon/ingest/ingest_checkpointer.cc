@@ -1,4 +1,4 @@
-#include "daemon/server/ingest_checkpointer.h"
+#include "daemon/ingest/ingest_checkpointer.h"
 
 #include <utility>
 
@@ -6,7 +6,7 @@
 #include "daemon/core/contract.h"
 #include "daemon/log/log.h"
 
-namespace perld::server {
+namespace perld::ingest {
 
 void IngestCheckpointer::Seed(const runs::RunInfo& info, const state::Checkpoint& checkpoint) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -107,4 +107,4 @@ void IngestCheckpointer::OnRunEnded(const runs::RunInfo& info, const runs::Windo
   runs_state_.erase(info.id);
 }
 
-}  // namespace perld::server
+}  // namespace perld::ingest

@@ -1,6 +1,6 @@
-#include "daemon/service/ingest_stats.h"
+#include "daemon/ingest/ingest_stats.h"
 
-namespace perld::service {
+namespace perld::ingest {
 
 const char* IngestStats::RefusalName(Refusal r) {
   switch (r) {
@@ -44,4 +44,4 @@ const char* IngestStats::RefusalName(Refusal r) {
   return "unknown";
 }
 
-}  // namespace perld::service
+}  // namespace perld::ingest

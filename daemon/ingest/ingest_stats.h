@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace perld::service {
+namespace perld::ingest {
 
 class IngestStats {
  public:
@@ -65,4 +65,4 @@ class IngestStats {
   std::array<std::atomic<uint64_t>, kRefusals> refused_{};
 };
 
-}  // namespace perld::service
+}  // namespace perld::ingest

@@ -3,7 +3,7 @@
 //
 // As a RunObserver it sees every closed window of every run, in order, on
 // the run manager's dispatcher thread. For each checkpointed run
-// (IngestRuns::Checkpointed), at each closed periodic window whose cut
+// (RunTable::Checkpointed), at each closed periodic window whose cut
 // differs from the last one saved (a client's sequence moved, or it
 // closed), it queues one checkpoint: the run's live total from the
 // registry, exact (RunRegistry::LiveTotal: the one exact total the run
@@ -12,7 +12,7 @@
 // registry (OnWindowPublished), so what a client is told is durable is also
 // in the run's live total for every query. The state store commits
 // whatever is queued in one synced transaction; once it has,
-// IngestRuns::MarkDurable lets the clients' streams report the messages
+// RunTable::MarkDurable lets the clients' streams report the messages
 // durable. A run's checkpoint is deleted with its final total. A forwarded
 // run's checkpoint also carries its messages to the parent perld
 // (UpstreamJournal): they are sent once it committed.
@@ -33,15 +33,15 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "daemon/ingest/ingest_stats.h"
+#include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_observer.h"
 #include "daemon/runs/run_registry.h"
-#include "daemon/service/ingest_runs.h"
-#include "daemon/service/ingest_stats.h"
 #include "daemon/state/checkpoint.h"
 #include "daemon/state/state_store.h"
 #include "daemon/state/upstream_journal.h"
 
-namespace perld::server {
+namespace perld::ingest {
 
 class IngestCheckpointer final : public runs::RunObserver {
  public:
@@ -51,9 +51,8 @@ class IngestCheckpointer final : public runs::RunObserver {
   // `cut` closes a run's periodic window now (RunManager::CutWindow).
   // `journal` (may be null: no upstream) gives each checkpoint the run's
   // messages to the parent perld and learns when they are committed.
-  IngestCheckpointer(service::IngestRuns& runs, const runs::RunRegistry& registry,
-                     state::StateStore& store, service::IngestStats& stats,
-                     std::function<void(runs::RunId)> cut,
+  IngestCheckpointer(RunTable& runs, const runs::RunRegistry& registry, state::StateStore& store,
+                     IngestStats& stats, std::function<void(runs::RunId)> cut,
                      state::UpstreamJournal* journal = nullptr)
       : runs_(runs),
         registry_(registry),
@@ -62,7 +61,7 @@ class IngestCheckpointer final : public runs::RunObserver {
         cut_(std::move(cut)),
         journal_(journal) {}
 
-  // IngestRuns' close hook: a client closed after `last_sequence`. When the
+  // RunTable's close hook: a client closed after `last_sequence`. When the
   // last checkpoint's cut holds that sequence, its client row is rewritten
   // closed; else the run's window is cut now, and the checkpoint of that
   // window records the close. Either way MarkDurable follows its commit.
@@ -92,14 +91,14 @@ class IngestCheckpointer final : public runs::RunObserver {
   // acknowledges the cut durable.
   void Submit(const runs::RunInfo& info, RunState& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  service::IngestRuns& runs_;
+  RunTable& runs_;
   const runs::RunRegistry& registry_;
   state::StateStore& store_;
-  service::IngestStats& stats_;  // checkpoints committed
+  IngestStats& stats_;  // checkpoints committed
   const std::function<void(runs::RunId)> cut_;
   state::UpstreamJournal* const journal_;
   mutable std::mutex mu_;
   std::map<runs::RunId, RunState> runs_state_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace perld::server
+}  // namespace perld::ingest

@@ -1,0 +1,36 @@
+// CurrentConfig: the daemon's effective configuration, swapped whole on
+// SIGHUP. Readers take a shared_ptr to an immutable DaemonConfig and keep a
+// consistent view for as long as they hold it.
+//
+// Threads: Get from any thread; Set from the main thread (reload).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "daemon/config/daemon_config.h"
+
+namespace perld::config {
+
+class CurrentConfig {
+ public:
+  explicit CurrentConfig(DaemonConfig config)
+      : config_(std::make_shared<const DaemonConfig>(std::move(config))) {}
+
+  std::shared_ptr<const DaemonConfig> Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return config_;
+  }
+  void Set(DaemonConfig config) {
+    auto next = std::make_shared<const DaemonConfig>(std::move(config));
+    std::lock_guard<std::mutex> lock(mu_);
+    config_ = std::move(next);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const DaemonConfig> config_;
+};
+
+}  // namespace perld::config

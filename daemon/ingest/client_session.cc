@@ -1,0 +1,353 @@
+#include "daemon/ingest/client_session.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "daemon/core/latency_percentiles.h"
+#include "daemon/core/run_total.h"
+#include "daemon/ingest/refusals.h"
+
+namespace perld::ingest {
+namespace {
+
+int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
+
+}  // namespace
+
+const char* ClientModeName(ClientMode mode) {
+  return mode == ClientMode::kRaw ? "MODE_RAW" : "MODE_WINDOWS";
+}
+
+ClientSession::ClientSession(std::string id, std::string name, ClientMode mode, int index,
+                             const RunContext& run, Shared shared)
+    : id_(std::move(id)),
+      name_(std::move(name)),
+      mode_(mode),
+      index_(index),
+      run_(run),
+      shared_(std::move(shared)),
+      totals_(shared_.budget) {}
+
+ClientSession::~ClientSession() = default;
+
+uint64_t ClientSession::NewGeneration() {
+  return generation_.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+uint64_t ClientSession::TakeOver() {
+  uint64_t token = 0;
+  uint64_t applied = 0;
+  {
+    // Waits for an in-flight message of the replaced stream.
+    std::lock_guard<std::mutex> lock(apply_mu_);
+    parked_.reset();  // the replaced stream's: the client resends it
+    token = room_token_;
+    applied = applied_;
+  }
+  if (token != 0) shared_.room->Remove(token);
+  return applied;
+}
+
+void ClientSession::Detach(uint64_t generation) {
+  uint64_t token = 0;
+  {
+    std::lock_guard<std::mutex> lock(apply_mu_);
+    if (parked_ && parked_->generation == generation) parked_.reset();
+    token = room_token_;
+  }
+  // Also when nothing is parked: a retry may be calling its on_applied now.
+  if (token != 0) shared_.room->Remove(token);
+}
+
+absl::Status ClientSession::CheckOffer(uint64_t generation, uint64_t sequence, ClientMode mode,
+                                       bool* duplicate) {
+  *duplicate = false;
+  if (mode != mode_) {
+    return Refuse(shared_.stats, Refusal::kMalformed,
+                  absl::InvalidArgumentError(mode_ == ClientMode::kWindows
+                                                 ? "a MODE_WINDOWS client sent a TimestampBatch"
+                                                 : "a MODE_RAW client sent a WindowReport"));
+  }
+  if (Superseded(generation)) {
+    return Refuse(shared_.stats, Refusal::kSuperseded,
+                  absl::AbortedError("a newer stream of this client took over"));
+  }
+  if (sequence == 0) {
+    return Refuse(
+        shared_.stats, Refusal::kMalformed,
+        absl::InvalidArgumentError(absl::StrCat(mode == ClientMode::kRaw ? "batch" : "window",
+                                                ": sequence numbers start at 1")));
+  }
+  if (parked_) {
+    return absl::FailedPreconditionError("a message of this client waits for room already");
+  }
+  if (sequence <= applied_) {
+    ++duplicates_;
+    shared_.stats.duplicates.fetch_add(1, std::memory_order_relaxed);
+    *duplicate = true;
+    return absl::OkStatus();
+  }
+  if (sequence != applied_ + 1) {
+    return Refuse(shared_.stats, Refusal::kSequenceGap,
+                  absl::OutOfRangeError(
+                      absl::StrCat("sequence gap: expected ", applied_ + 1, ", got ", sequence)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Offered> ClientSession::OfferWindow(uint64_t generation, uint64_t sequence,
+                                                   WindowBuilder build, int64_t max_memory_bytes,
+                                                   OnApplied on_applied) {
+  std::unique_lock<std::mutex> lock(apply_mu_);
+  bool duplicate = false;
+  if (absl::Status s = CheckOffer(generation, sequence, ClientMode::kWindows, &duplicate);
+      !s.ok()) {
+    return s;
+  }
+  if (duplicate) {
+    Applied a = AppliedLocked();
+    a.duplicate = true;
+    lock.unlock();
+    Advanced(a);
+    return Offered{false, a};
+  }
+  const std::shared_ptr<const config::DaemonConfig> config = shared_.config.Get();
+  absl::StatusOr<runs::RemoteWindow> w = build(run_.latency, config->ingest.max_pairs_per_report);
+  if (!w.ok()) {
+    return Refuse(shared_.stats, RefusalOf(w.status(), Refusal::kPairs), Final(w.status()));
+  }
+  Parked p;
+  p.pairs = static_cast<int64_t>(w->buckets.size());
+  p.window = *std::move(w);
+  p.sequence = sequence;
+  p.generation = generation;
+  p.on_applied = std::move(on_applied);
+  return Offer(std::move(p), max_memory_bytes, *config, lock);
+}
+
+absl::StatusOr<Offered> ClientSession::OfferBatch(uint64_t generation, uint64_t sequence,
+                                                  BatchBuilder build, int64_t max_memory_bytes,
+                                                  OnApplied on_applied) {
+  std::unique_lock<std::mutex> lock(apply_mu_);
+  bool duplicate = false;
+  if (absl::Status s = CheckOffer(generation, sequence, ClientMode::kRaw, &duplicate); !s.ok()) {
+    return s;
+  }
+  if (duplicate) {
+    Applied a = AppliedLocked();
+    a.duplicate = true;
+    lock.unlock();
+    Advanced(a);
+    return Offered{false, a};
+  }
+  const std::shared_ptr<const config::DaemonConfig> config = shared_.config.Get();
+  Parked p;
+  if (absl::Status s = build(config->ingest.max_batch_length, &p.window.timestamps); !s.ok()) {
+    return Refuse(shared_.stats, RefusalOf(s, Refusal::kBatchLength), Final(s));
+  }
+  for (const TimeStamp& ts : p.window.timestamps) p.records += ts.records;
+  p.timestamps = static_cast<int64_t>(p.window.timestamps.size());
+  p.window.raw = true;
+  p.sequence = sequence;
+  p.generation = generation;
+  p.on_applied = std::move(on_applied);
+  return Offer(std::move(p), max_memory_bytes, *config, lock);
+}
+
+absl::StatusOr<Offered> ClientSession::Offer(Parked p, int64_t max_memory_bytes,
+                                             const config::DaemonConfig& config,
+                                             std::unique_lock<std::mutex>& lock) {
+  absl::StatusOr<bool> pushed = PushIfRoom(p, max_memory_bytes, config);
+  if (!pushed.ok()) return pushed.status();
+  if (*pushed) {
+    const Applied a = AppliedLocked();
+    lock.unlock();
+    Advanced(a);
+    return Offered{false, a};
+  }
+  // Backpressure: parked until the recorder has merged enough; the caller
+  // reads no more of the stream meanwhile.
+  if (charge_->load(std::memory_order_relaxed) + p.window.bytes() > max_memory_bytes) {
+    shared_.stats.memory_waits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    shared_.stats.global_memory_waits.fetch_add(1, std::memory_order_relaxed);
+  }
+  parked_ = std::move(p);
+  parked_limit_ = max_memory_bytes;
+  // The notifier's first run of the retry waits for this lock.
+  room_token_ = shared_.room->Add([this] { return Retry(); });
+  return Offered{true, {}};
+}
+
+absl::StatusOr<bool> ClientSession::PushIfRoom(Parked& p, int64_t max_memory_bytes,
+                                               const config::DaemonConfig& config) {
+  const int64_t bytes = p.window.bytes();
+  // Larger than the limit itself: no wait can make room, a resend cannot
+  // help (INVALID_ARGUMENT, final for the client).
+  if (bytes > max_memory_bytes) {
+    return Refuse(shared_.stats, Refusal::kClientMemory,
+                  absl::InvalidArgumentError(
+                      absl::StrCat("ingest.maxClientMemoryBytes: message ", p.sequence, " needs ",
+                                   bytes, " bytes, the limit is ", max_memory_bytes)));
+  }
+  const int64_t max_total = config.ingest.max_memory_bytes;
+  if (bytes > max_total) {
+    return Refuse(shared_.stats, Refusal::kMemory,
+                  absl::InvalidArgumentError(
+                      absl::StrCat("ingest.maxMemoryBytes: message ", p.sequence, " needs ", bytes,
+                                   " bytes, the limit for all clients is ", max_total)));
+  }
+  // seq_cst: the charges' releases and the notifier's registration are
+  // ordered (RoomSignal). Two clients may pass the total check at once: it
+  // is exceeded by at most one message each.
+  if (charge_->load(std::memory_order_seq_cst) + bytes > max_memory_bytes) return false;
+  if (shared_.stats.queued_window_bytes->load(std::memory_order_seq_cst) + bytes > max_total) {
+    return false;
+  }
+  Push(p);
+  return true;
+}
+
+void ClientSession::Push(Parked& p) {
+  runs::RemoteWindow& w = p.window;
+  w.charge = charge_;
+  w.total_charge = shared_.stats.queued_window_bytes;
+  w.room = shared_.room;
+  w.client = index_;
+  w.sequence = p.sequence;
+  // Counted in the breakdown only now: a refused or dropped message is
+  // resent and must not count twice.
+  if (w.raw) {
+    totals_.AddBatch(p.timestamps, p.records, NowUnixMs());
+    shared_.stats.batches.fetch_add(1, std::memory_order_relaxed);
+    shared_.stats.timestamps.fetch_add(static_cast<uint64_t>(p.timestamps),
+                                       std::memory_order_relaxed);
+  } else {
+    totals_.AddWindow(w.counters, w.buckets, NowUnixMs());
+    shared_.stats.windows.fetch_add(1, std::memory_order_relaxed);
+    shared_.stats.pairs.fetch_add(static_cast<uint64_t>(p.pairs), std::memory_order_relaxed);
+  }
+  run_.inbox->Push(std::move(w));
+  applied_ = p.sequence;
+}
+
+bool ClientSession::Retry() {
+  OnApplied on_applied;
+  absl::StatusOr<Applied> outcome;
+  {
+    std::lock_guard<std::mutex> lock(apply_mu_);
+    if (!parked_) return true;  // dropped: its stream left or was replaced
+    const std::shared_ptr<const config::DaemonConfig> config = shared_.config.Get();
+    absl::StatusOr<bool> pushed = PushIfRoom(*parked_, parked_limit_, *config);
+    if (pushed.ok() && !*pushed) return false;  // not yet
+    on_applied = std::move(parked_->on_applied);
+    parked_.reset();
+    // An error: the limits shrank (a reload) below the message.
+    outcome = pushed.ok() ? absl::StatusOr<Applied>(AppliedLocked())
+                          : absl::StatusOr<Applied>(pushed.status());
+  }
+  if (outcome.ok()) Advanced(*outcome);
+  on_applied(outcome);  // no lock held: it may end the stream (Detach)
+  return true;
+}
+
+absl::StatusOr<Applied> ClientSession::CheckClose(uint64_t generation,
+                                                  uint64_t last_sequence) const {
+  std::lock_guard<std::mutex> lock(apply_mu_);
+  if (Superseded(generation)) {
+    return Refuse(shared_.stats, Refusal::kSuperseded,
+                  absl::AbortedError("a newer stream of this client took over"));
+  }
+  if (last_sequence != applied_) {
+    return Refuse(shared_.stats, Refusal::kSequenceGap,
+                  absl::OutOfRangeError(absl::StrCat("close: last_sequence is ", last_sequence,
+                                                     " but ", applied_, " is applied")));
+  }
+  return AppliedLocked();
+}
+
+Applied ClientSession::AppliedLocked() const {
+  Applied a;
+  a.acked_sequence = applied_;
+  a.duplicates = duplicates_;
+  return a;
+}
+
+void ClientSession::Advanced(const Applied& a) {
+  {
+    std::lock_guard<std::mutex> lock(progress_mu_);
+    // max: the stream's thread and the notifier's may publish out of order.
+    progress_.applied = std::max(progress_.applied, a.acked_sequence);
+    progress_.duplicates = std::max(progress_.duplicates, a.duplicates);
+    if (!run_.checkpointed) progress_.durable = progress_.applied;
+  }
+  NotifyListeners();
+}
+
+Progress ClientSession::progress() const {
+  std::lock_guard<std::mutex> lock(progress_mu_);
+  return progress_;
+}
+
+void ClientSession::SetProgress(const Progress& p) {
+  std::lock_guard<std::mutex> lock(progress_mu_);
+  progress_ = p;
+}
+
+void ClientSession::MarkDurable(uint64_t applied, bool closed) {
+  {
+    std::lock_guard<std::mutex> lock(progress_mu_);
+    progress_.durable = std::max(progress_.durable, applied);
+    progress_.close_durable |= closed;
+  }
+  NotifyListeners();
+}
+
+void ClientSession::MarkCloseDurable() { MarkDurable(0, true); }
+
+uint64_t ClientSession::AddListener(std::function<void()> on_change) {
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  const uint64_t token = next_listener_++;
+  listeners_.emplace(token, std::move(on_change));
+  return token;
+}
+
+void ClientSession::RemoveListener(uint64_t token) {
+  std::lock_guard<std::mutex> lock(listeners_mu_);  // waits for a call in progress
+  listeners_.erase(token);
+}
+
+void ClientSession::NotifyListeners() const {
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  for (const auto& [token, on_change] : listeners_) on_change();
+}
+
+uint64_t ClientSession::applied() const {
+  std::lock_guard<std::mutex> lock(apply_mu_);
+  return applied_;
+}
+
+void ClientSession::SetApplied(uint64_t applied) {
+  std::lock_guard<std::mutex> lock(apply_mu_);
+  applied_ = applied;
+}
+
+ClientView ClientSession::View(const PercentileSet& set) const {
+  ClientView v;
+  v.id = id_;
+  v.name = name_;
+  v.mode = mode_;
+  std::lock_guard<std::mutex> lock(apply_mu_);
+  v.acked_sequence = applied_;
+  v.duplicates = duplicates_;
+  v.reports = totals_.reports();
+  v.timestamps = totals_.timestamps();
+  v.counters = totals_.counters();
+  v.exact = totals_.exact();
+  v.last_report_unix_ms = totals_.last_report_unix_ms();
+  if (v.exact) FillPercentiles(set, totals_.distribution(), &v.percentiles);
+  return v;
+}
+
+}  // namespace perld::ingest

@@ -1,0 +1,206 @@
+// ClientSession: one remote client of a run -- its sequence numbers, the
+// messages it offers, their way to the run's recorder, and what its stream
+// acknowledges. RunTable decides who the client is and when it comes and
+// goes; this class applies its messages exactly once.
+//
+// Exactly once: a message is offered with its sequence; under the client's
+// apply lock a resend (sequence <= applied) is counted and skipped, a gap is
+// refused, and the next sequence is decoded (the caller's builder), checked
+// against the run and queued whole to the run's inbox (RemoteWindowInbox),
+// tagged with its sequence so each closed window names the last sequence of
+// every client it holds (a checkpoint's cut). Only the stream that owns the
+// client (its generation) may apply: a replaced stream gets ABORTED.
+//
+// Backpressure without a thread: a message that does not fit the client's
+// share of queued memory (ingest.maxClientMemoryBytes) or everyone's
+// (ingest.maxMemoryBytes) is parked -- decoded, sequence not yet advanced --
+// and a retry is registered with the RoomNotifier; the offer returns
+// "parked" and the caller stops reading the stream. When the recorder has
+// made room the notifier's thread pushes the message and calls the offer's
+// Resume with the outcome. The apply lock is never held while waiting, so
+// Query.GetClients never waits behind a backpressured client. A message
+// larger than either limit can never fit: INVALID_ARGUMENT (final).
+//
+// Progress: applied, durable (MarkDurable, from a committed checkpoint; or
+// = applied on a run without checkpoints), duplicates, close durable.
+// Listeners (the stream's acknowledgement writer) are called after every
+// change, under the listeners' own lock only: RemoveListener waits for a
+// call in progress, so a listener is never called after it returns.
+//
+// Threads: every method is thread-safe. Locks, in this order: the apply
+// lock, the listeners' lock, the progress lock. `on_applied` runs with none of
+// them held. A listener must not call back into this client.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "daemon/config/current_config.h"
+#include "daemon/core/latency_percentiles.h"
+#include "daemon/core/time_stamp.h"
+#include "daemon/ingest/client_totals.h"
+#include "daemon/ingest/ingest_stats.h"
+#include "daemon/ingest/ingest_types.h"
+#include "daemon/ingest/room_notifier.h"
+#include "daemon/runs/remote_window_inbox.h"
+#include "daemon/runs/run_info.h"
+
+namespace perld::ingest {
+
+// What a client needs of its run: where messages go and how they are
+// checked. Owned by the run; constant after the run is created.
+struct RunContext {
+  runs::RunId id = 0;
+  LatencyConfig latency;
+  std::shared_ptr<runs::RemoteWindowInbox> inbox;
+  bool checkpointed = false;  // messages become durable by checkpoints
+};
+
+// What every client of the daemon shares.
+struct Shared {
+  const config::CurrentConfig& config;
+  IngestStats& stats;
+  std::shared_ptr<RoomNotifier> room;
+  std::shared_ptr<BreakdownBudget> budget;
+};
+
+// Turns a message into a checked window for the run's latency range and
+// pair limit (ingest_codec.h: DecodeWindow; SBP: SbpWindow).
+using WindowBuilder = absl::FunctionRef<absl::StatusOr<runs::RemoteWindow>(const LatencyConfig& run,
+                                                                           int64_t max_pairs)>;
+// Decodes a raw batch into `out` (timestamps), within `max_batch_length`.
+using BatchBuilder =
+    absl::FunctionRef<absl::Status(int64_t max_batch_length, std::vector<TimeStamp>* out)>;
+// A parked message's outcome, called once on the RoomNotifier's thread.
+using OnApplied = std::function<void(absl::StatusOr<Applied>)>;
+
+// An offer's outcome now: applied (or a duplicate), or parked for room.
+struct Offered {
+  bool parked = false;
+  Applied applied;  // when not parked
+};
+
+class ClientSession {
+ public:
+  ClientSession(std::string id, std::string name, ClientMode mode, int index, const RunContext& run,
+                Shared shared);
+  ~ClientSession();  // REQUIRES: no message parked (Detach ran)
+  ClientSession(const ClientSession&) = delete;
+  ClientSession& operator=(const ClientSession&) = delete;
+
+  const std::string& id() const { return id_; }
+  const std::string& name() const { return name_; }
+  ClientMode mode() const { return mode_; }
+  int index() const { return index_; }
+
+  // A new stream takes the client over: the run table gives it the next
+  // generation (under its lock, with the stream), then TakeOver waits for
+  // an in-flight message of the replaced stream (after it, that stream
+  // applies nothing more), drops a message that stream had parked (its
+  // Resume is not called; the client resends it) and returns the sequence
+  // the client resumes after.
+  uint64_t NewGeneration();
+  uint64_t TakeOver();
+  // The stream `generation` left: a message it parked is dropped, and no
+  // Resume runs after this returns.
+  void Detach(uint64_t generation);
+  bool Superseded(uint64_t generation) const {
+    return generation_.load(std::memory_order_relaxed) != generation;
+  }
+
+  // A window (windows mode) or raw batch (raw mode) with its sequence, from
+  // the stream `generation`. Errors: ABORTED (superseded), INVALID_ARGUMENT
+  // (sequence 0, wrong mode, malformed, over a size limit), OUT_OF_RANGE (a
+  // gap). Parked: `on_applied` gets the outcome later.
+  absl::StatusOr<Offered> OfferWindow(uint64_t generation, uint64_t sequence, WindowBuilder build,
+                                      int64_t max_memory_bytes, OnApplied on_applied);
+  absl::StatusOr<Offered> OfferBatch(uint64_t generation, uint64_t sequence, BatchBuilder build,
+                                     int64_t max_memory_bytes, OnApplied on_applied);
+  // The close's check: OUT_OF_RANGE unless `last_sequence` is applied.
+  absl::StatusOr<Applied> CheckClose(uint64_t generation, uint64_t last_sequence) const;
+
+  // Progress.
+  Progress progress() const;
+  // A client resumed from a checkpoint: what it had (before any stream).
+  void SetApplied(uint64_t applied);
+  void SetProgress(const Progress& p);
+  void MarkDurable(uint64_t applied, bool closed);
+  void MarkCloseDurable();  // a run without checkpoints, or its end is stored
+  uint64_t AddListener(std::function<void()> on_change);
+  void RemoveListener(uint64_t token);
+  // Calls every listener (e.g. the run's end was stored).
+  void NotifyListeners() const;
+
+  uint64_t applied() const;
+  // The breakdown row (state filled by the caller); percentiles of `set`
+  // when the client's distribution is kept.
+  ClientView View(const PercentileSet& set) const;
+
+ private:
+  struct Parked {
+    runs::RemoteWindow window;
+    uint64_t sequence = 0;
+    uint64_t generation = 0;
+    OnApplied on_applied;
+    int64_t timestamps = 0;  // raw: for the counters
+    int64_t records = 0;
+    int64_t pairs = 0;  // windows: for the counters
+  };
+
+  // Under apply_mu_: the checks every offer passes before decoding; sets
+  // *duplicate for a resend.
+  absl::Status CheckOffer(uint64_t generation, uint64_t sequence, ClientMode mode, bool* duplicate)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Queues `p` now if it fits (true), else false. Refuses one that never can.
+  absl::StatusOr<bool> PushIfRoom(Parked& p, int64_t max_memory_bytes,
+                                  const config::DaemonConfig& config)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Pushes, counts and advances for a message that fits.
+  void Push(Parked& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Pushes `p` or parks it; unlocks `lock` (apply_mu_) before notifying.
+  absl::StatusOr<Offered> Offer(Parked p, int64_t max_memory_bytes,
+                                const config::DaemonConfig& config,
+                                std::unique_lock<std::mutex>& lock);
+  // The notifier's retry of the parked message; true when done.
+  bool Retry();
+  Applied AppliedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Publishes applied/duplicates to the progress and calls the listeners.
+  void Advanced(const Applied& a);
+
+  const std::string id_;
+  const std::string name_;
+  const ClientMode mode_;
+  const int index_;
+  const RunContext& run_;
+  const Shared shared_;
+  std::atomic<uint64_t> generation_{0};
+  // Bytes of this client's messages queued and not yet merged.
+  const std::shared_ptr<std::atomic<int64_t>> charge_ = std::make_shared<std::atomic<int64_t>>(0);
+
+  mutable std::mutex apply_mu_;
+  uint64_t applied_ ABSL_GUARDED_BY(apply_mu_) = 0;  // highest contiguous sequence applied
+  uint64_t duplicates_ ABSL_GUARDED_BY(apply_mu_) = 0;
+  ClientTotals totals_ ABSL_GUARDED_BY(apply_mu_);
+  std::optional<Parked> parked_ ABSL_GUARDED_BY(apply_mu_);
+  int64_t parked_limit_ ABSL_GUARDED_BY(apply_mu_) = 0;  // the parked offer's client limit
+  uint64_t room_token_ ABSL_GUARDED_BY(apply_mu_) = 0;   // its retry at the notifier
+
+  mutable std::mutex listeners_mu_;  // held while listeners run
+  std::map<uint64_t, std::function<void()>> listeners_ ABSL_GUARDED_BY(listeners_mu_);
+  uint64_t next_listener_ ABSL_GUARDED_BY(listeners_mu_) = 1;
+
+  mutable std::mutex progress_mu_;
+  Progress progress_ ABSL_GUARDED_BY(progress_mu_);
+};
+
+}  // namespace perld::ingest

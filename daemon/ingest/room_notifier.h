@@ -1,0 +1,67 @@
+// RoomNotifier: where ingest messages wait for queue room without a thread.
+//
+// A client over its share of queued memory (ingest.maxClientMemoryBytes) or
+// over everyone's (ingest.maxMemoryBytes) does not sleep on its stream's
+// thread: its message is parked and a retry is registered here (Add). The
+// recorder, after merging a window and releasing its charge, Pokes (one
+// flag and a semaphore release, only while something waits: RoomSignal);
+// this notifier's one thread then runs every registered retry, each of
+// which pushes its parked message if it fits now and says whether it is
+// done. One thread serves every waiting client of the daemon.
+//
+// Lost wake-ups: Add registers, then pokes itself once, so a retry runs at
+// least once after its registration; a release after the registration is
+// seen by the recorder's waiting() check (RoomSignal's ordering).
+//
+// Threads: Add and Remove from any thread; Poke from the recorder thread;
+// retries run on the notifier's thread, never two at once; Remove returns
+// only once its retry is not running and will not run again.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <semaphore>
+#include <thread>
+
+#include "daemon/runs/remote_window_inbox.h"
+
+namespace perld::ingest {
+
+class RoomNotifier final : public runs::RoomSignal {
+ public:
+  // Returns true when the waiter is done (its message pushed, or dropped).
+  using Retry = std::function<bool()>;
+
+  RoomNotifier();
+  ~RoomNotifier() override;  // stops the thread; retries still registered never run
+  RoomNotifier(const RoomNotifier&) = delete;
+  RoomNotifier& operator=(const RoomNotifier&) = delete;
+
+  // Registers `retry` and schedules a first run of it. Returns its token.
+  uint64_t Add(Retry retry);
+  // Unregisters `token` (no-op when it is done already), waiting while its
+  // retry runs -- except when called from that retry (then it returns at
+  // once: the retry is the caller's own stack).
+  void Remove(uint64_t token);
+  void Poke() override;
+
+  int64_t waiting_clients() const { return waiters_.load(std::memory_order_relaxed); }
+
+ private:
+  void Loop();
+
+  std::atomic<bool> poked_{false};
+  std::counting_semaphore<> wake_{0};
+  std::mutex mu_;
+  std::condition_variable idle_;       // a retry finished (Remove waits for it)
+  std::map<uint64_t, Retry> retries_;  // mu_
+  uint64_t next_token_ = 1;            // mu_
+  uint64_t running_ = 0;               // mu_: the token whose retry runs now (0: none)
+  bool stop_ = false;                  // mu_
+  std::thread thread_;                 // last: starts once the members above exist
+};
+
+}  // namespace perld::ingest

@@ -1,0 +1,861 @@
+#include "daemon/ingest/run_table.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "daemon/config/input_limits.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/thread_name.h"
+#include "daemon/ingest/refusals.h"
+#include "daemon/log/log.h"
+
+namespace perld::ingest {
+
+// A client's membership in its run (its apply side is the ClientSession).
+struct RunTable::Member {
+  std::unique_ptr<ClientSession> session;
+  IngestStream* stream = nullptr;  // mu_: the attached stream, if any
+  bool closed = false;             // mu_: sent its close
+  uint64_t closed_at = 0;          // mu_: the close's last sequence
+  int64_t gone_deadline_ns = 0;    // mu_: > 0 while detached without a close
+  bool gone = false;               // mu_: timed out or given up
+};
+
+struct RunTable::Run {
+  RunContext context;  // the clients' view of the run (id set once created)
+  std::string name;
+  int max_clients = 0;
+  bool aggregate = false;            // created by a windows client: SBM's recorders
+  std::atomic<bool> stopped{false};  // Control.StopRun, or shutdown
+  // Its final total and clients are committed (a repeated close of a
+  // client of an ended run is acknowledged only then). Set by the state
+  // store's writer thread.
+  std::atomic<bool> stored{false};
+
+  // mu_:
+  std::string stop_cause;  // why it was stopped
+  std::map<std::string, std::unique_ptr<Member>> clients;
+  int attached = 0;  // streams attached (between Join and Leave)
+  bool ending = false;
+  // Why the run failed (clients gone without closing); set before EndRun,
+  // read by the judge on the dispatcher thread after it.
+  std::string failure;
+};
+
+namespace {
+
+std::string Describe(const ClientSession& c) {
+  return absl::StrCat("'", c.name(), "' (", c.id(), ")");
+}
+
+// A reconnect to a run that ended before the client closed its part.
+absl::Status RunEnded(IngestStats& stats, runs::RunId id, const std::string& name,
+                      const OpenRequest& open) {
+  return Refuse(stats, Refusal::kRunEnded,
+                absl::FailedPreconditionError(absl::StrCat(
+                    "run ", id, " '", name, "' ended before client '", open.client_id,
+                    "' closed its part: messages after the ones it was told are durable (",
+                    open.durable_sequence, ") were not applied")));
+}
+
+// The daemon holds less of a client than it told the client was durable.
+absl::Status DataLoss(IngestStats& stats, runs::RunId id, const std::string& name,
+                      const std::string& client_id, uint64_t held, uint64_t durable) {
+  log::Error("ingest: run ", id, " '", name, "': client '", client_id, "' was told messages up to ",
+             durable, " are durable, but this daemon holds only up to ", held, ": messages ",
+             held + 1, "..", durable, " were lost");
+  return Refuse(
+      stats, Refusal::kDataLoss,
+      absl::DataLossError(absl::StrCat(
+          "run ", id, " '", name, "': client '", client_id, "' was told messages up to ", durable,
+          " are durable, but this daemon holds only up to ", held, ": messages ", held + 1, "..",
+          durable,
+          " were lost on the daemon's side (its state directory was lost, restored from an older "
+          "copy, or cut by a power failure)")));
+}
+
+}  // namespace
+
+absl::Status CheckOpenLimits(const OpenRequest& open, const config::LimitsConfig& limits) {
+  if (absl::Status s = config::CheckName("open: run_name", open.run_name, limits); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = config::CheckName("open: client_id", open.client_id, limits); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = config::CheckName("open: client_name", open.client_name, limits); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = config::CheckLabels("open: labels", open.labels, limits); !s.ok()) return s;
+  return config::CheckPercentileCount("open: percentiles",
+                                      static_cast<int64_t>(open.percentiles.size()), limits);
+}
+
+RunTable::RunTable(runs::RunManager& manager, const config::CurrentConfig& config,
+                   IngestStats& stats, state::StateStore* store)
+    : manager_(manager),
+      config_(config),
+      stats_(stats),
+      store_(store),
+      shared_{config, stats, std::make_shared<RoomNotifier>(),
+              std::make_shared<BreakdownBudget>(config.Get()->ingest.client_breakdown_max_memory_mb
+                                                << 20)},
+      reaper_([this] {
+        NameThisThread("perld-reaper");
+        Reap();
+      }) {}
+
+RunTable::~RunTable() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  reap_cv_.notify_all();
+  reaper_.join();
+}
+
+runs::RunSetup RunTable::SetupFor(const std::shared_ptr<Run>& run) {
+  runs::RunSetup setup;
+  // Every message reaches the recorder through the inbox (whole, with its
+  // sequence): the run has no timestamp channels.
+  setup.producers = 0;
+  setup.inbox = run->context.inbox;
+  setup.aggregate = run->aggregate;
+  setup.judge = [run](const runs::WindowRecord&, std::string* reason) {
+    if (run->failure.empty()) return runs::RunState::kFinished;
+    *reason = run->failure;
+    return runs::RunState::kFailed;
+  };
+  return setup;
+}
+
+std::unique_ptr<ClientSession> RunTable::NewClient(const Run& run, std::string id, std::string name,
+                                                   ClientMode mode, int index) {
+  shared_.budget->SetLimit(config_.Get()->ingest.client_breakdown_max_memory_mb << 20);
+  return std::make_unique<ClientSession>(std::move(id), std::move(name), mode, index, run.context,
+                                         shared_);
+}
+
+absl::StatusOr<std::shared_ptr<RunTable::Run>> RunTable::CreateLocked(
+    const OpenRequest& open, runs::RunSource source, const LatencyConfig& latency,
+    const config::DaemonConfig& config) {
+  auto run = std::make_shared<Run>();
+  run->name = open.run_name;
+  run->context.latency = latency;
+  run->context.inbox = std::make_shared<runs::RemoteWindowInbox>();
+  run->context.checkpointed = source == runs::RunSource::kIngest && config.ingest.checkpoints;
+  run->max_clients = static_cast<int>(config.ingest.max_clients_per_run);
+  // A run opened by a windows client aggregates remote windows (SBM's
+  // recorders); a raw run records with PerL's policy, as a local run does.
+  run->aggregate = open.mode == ClientMode::kWindows;
+
+  runs::RunSetup setup = SetupFor(run);
+  setup.spec.name = open.run_name;
+  setup.spec.labels = open.labels;
+  setup.spec.source = source;
+  setup.spec.latency = latency;
+  setup.spec.reporting_interval_ms =
+      open.reporting_interval_ms.value_or(config.reporting_interval_ms);
+  setup.spec.parameters = absl::StrCat("ingest: up to ", run->max_clients, " clients; created by '",
+                                       open.client_name, "' (", open.client_id, ")");
+  absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
+  if (!created.ok()) return created.status();
+  run->context.id = created->id;
+  return run;
+}
+
+absl::StatusOr<RunTable::Session> RunTable::Join(const OpenRequest& open, IngestStream* stream,
+                                                 runs::RunSource source) {
+  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
+  if (absl::Status s = CheckOpenLimits(open, config->limits); !s.ok()) {
+    return Refuse(stats_, Refusal::kInputLimit, std::move(s));
+  }
+  if (open.client_id.empty()) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("open: client_id must not be empty"));
+  }
+  if (open.run_name.empty()) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError("open: run_name must not be empty"));
+  }
+  if (open.reporting_interval_ms &&
+      (*open.reporting_interval_ms < 10 || *open.reporting_interval_ms > 86'400'000)) {
+    return Refuse(
+        stats_, Refusal::kMalformed,
+        absl::InvalidArgumentError("open: reporting_interval_ms must be in [10, 86400000]"));
+  }
+  // The latency configuration this client asks for.
+  LatencyConfig latency = config->latency;
+  if (open.time_unit && *open.time_unit != config->latency.time_unit) {
+    const LatencyConfig unit_defaults = LatencyConfig::ForUnit(*open.time_unit);
+    latency.time_unit = *open.time_unit;
+    latency.min_latency = unit_defaults.min_latency;
+    latency.max_latency = unit_defaults.max_latency;
+  }
+  if (open.min_latency) latency.min_latency = *open.min_latency;
+  if (open.max_latency) latency.max_latency = *open.max_latency;
+  if (!open.percentiles.empty()) latency.percentiles = open.percentiles;
+  if (absl::Status s = latency.Normalize(); !s.ok()) {
+    return Refuse(stats_, Refusal::kMalformed,
+                  absl::InvalidArgumentError(absl::StrCat("open: ", s.message())));
+  }
+
+  Session session;
+  bool created = false;
+  bool ended_lookup = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!accepting_.load(std::memory_order_relaxed)) {
+      return Refuse(stats_, Refusal::kShutdown,
+                    absl::UnavailableError("perld is shutting down: no new ingest streams"));
+    }
+    std::shared_ptr<Run> run;
+    if (open.run_id != 0) {
+      // A reconnect names its run: answered for that run only, never by name.
+      auto it = active_.find(open.run_id);
+      if (it != active_.end() && !it->second->ending) {
+        run = it->second;
+        if (run->name != open.run_name) {
+          return Refuse(
+              stats_, Refusal::kMalformed,
+              absl::InvalidArgumentError(absl::StrCat("open: run_id ", run->context.id, " is run '",
+                                                      run->name, "', not '", open.run_name, "'")));
+        }
+      } else if (std::shared_ptr<Run> ended = FindEndedLocked(open.run_id)) {
+        auto m = ended->clients.find(open.client_id);
+        if (m != ended->clients.end() && m->second->closed) return ClosedSession(ended, *m->second);
+        return RunEnded(stats_, ended->context.id, ended->name, open);
+      } else {
+        ended_lookup = true;  // the registry and the state store answer, outside mu_
+      }
+    } else if (auto found = by_name_.find(open.run_name); found != by_name_.end()) {
+      run = found->second;
+    } else if (open.must_exist) {
+      return Refuse(
+          stats_, Refusal::kUnknownRun,
+          absl::NotFoundError(absl::StrCat("no running ingest run named '", open.run_name, "'")));
+    } else {
+      absl::StatusOr<std::shared_ptr<Run>> made = CreateLocked(open, source, latency, *config);
+      if (!made.ok()) {
+        const Refusal r =
+            made.status().code() == absl::StatusCode::kResourceExhausted ? Refusal::kRuns
+            : made.status().code() == absl::StatusCode::kUnavailable     ? Refusal::kShutdown
+                                                                         : Refusal::kMalformed;
+        return Refuse(stats_, r, made.status());
+      }
+      run = *made;
+      by_name_[run->name] = run;
+      active_[run->context.id] = run;
+      created = true;
+    }
+    if (run != nullptr) {
+      absl::StatusOr<Session> attached = AttachLocked(open, stream, latency, *config, run);
+      if (!attached.ok() || attached->closed) return attached;
+      session = *std::move(attached);
+      session.created = created;
+    }
+  }
+  if (ended_lookup) return JoinEnded(open);
+  session.acked_sequence = session.client->TakeOver();
+  if (open.durable_sequence > session.acked_sequence) {
+    const uint64_t held = session.acked_sequence;
+    const runs::RunId id = session.run_id;
+    const std::string name = session.run->name;
+    Leave(session);
+    return DataLoss(stats_, id, name, open.client_id, held, open.durable_sequence);
+  }
+  stats_.streams.fetch_add(1, std::memory_order_relaxed);
+  return session;
+}
+
+absl::StatusOr<RunTable::Session> RunTable::AttachLocked(const OpenRequest& open,
+                                                         IngestStream* stream,
+                                                         const LatencyConfig& latency,
+                                                         const config::DaemonConfig& config,
+                                                         const std::shared_ptr<Run>& run) {
+  const LatencyConfig& have = run->context.latency;
+  if (have.time_unit != latency.time_unit || have.min_latency != latency.min_latency ||
+      have.max_latency != latency.max_latency) {
+    return Refuse(stats_, Refusal::kMismatch,
+                  absl::FailedPreconditionError(absl::StrCat(
+                      "run '", run->name, "' (id ", run->context.id, ") records ",
+                      TimeUnitName(have.time_unit), " in [", have.min_latency, ", ",
+                      have.max_latency, "]; this client asks for ", TimeUnitName(latency.time_unit),
+                      " in [", latency.min_latency, ", ", latency.max_latency, "]")));
+  }
+  Member* member = nullptr;
+  auto existing = run->clients.find(open.client_id);
+  if (existing == run->clients.end()) {
+    if (open.durable_sequence > 0) {
+      // Told that messages of this run are durable, by a daemon that does
+      // not know the client now: they were lost.
+      return DataLoss(stats_, run->context.id, run->name, open.client_id, 0, open.durable_sequence);
+    }
+    if (static_cast<int>(run->clients.size()) >= run->max_clients) {
+      return Refuse(stats_, Refusal::kClientsPerRun,
+                    absl::ResourceExhaustedError(absl::StrCat("ingest.maxClientsPerRun: run '",
+                                                              run->name, "' has ", run->max_clients,
+                                                              " clients already")));
+    }
+    auto m = std::make_unique<Member>();
+    m->session = NewClient(*run, open.client_id, open.client_name, open.mode,
+                           static_cast<int>(run->clients.size()));
+    member = m.get();
+    run->clients[open.client_id] = std::move(m);
+  } else {
+    member = existing->second.get();
+    const ClientSession& c = *member->session;
+    if (c.mode() != open.mode) {
+      return Refuse(stats_, Refusal::kMismatch,
+                    absl::FailedPreconditionError(absl::StrCat(
+                        "client '", c.id(), "' joined run '", run->name, "' in ",
+                        ClientModeName(c.mode()), ", not ", ClientModeName(open.mode))));
+    }
+    // A reconnect naming this run after its close (the acknowledgement was
+    // lost) may repeat the close; a new client reusing the id may not.
+    if (member->closed && !member->gone && open.run_id == run->context.id) {
+      return ClosedSession(run, *member);
+    }
+    if (member->closed || member->gone) {
+      return Refuse(
+          stats_, Refusal::kMismatch,
+          absl::FailedPreconditionError(absl::StrCat(
+              "client '", c.id(), "' already ",
+              member->closed ? "closed its part of" : "timed out of", " run '", run->name, "'")));
+    }
+    // Under mu_: a stream lives until its handler has left.
+    if (member->stream != nullptr) member->stream->Cancel();
+    stats_.resumed.fetch_add(1, std::memory_order_relaxed);
+  }
+  Session session;
+  session.generation = member->session->NewGeneration();
+  member->stream = stream;
+  member->gone_deadline_ns = 0;
+  ++run->attached;
+  session.run_id = run->context.id;
+  session.run = run;
+  session.client = member->session.get();
+  session.member = member;
+  session.max_memory_bytes = config.ingest.max_client_memory_bytes;
+  return session;
+}
+
+absl::StatusOr<RunTable::Session> RunTable::JoinEnded(const OpenRequest& open) {
+  const runs::RunId id = open.run_id;
+  absl::StatusOr<runs::RunInfo> info = manager_.registry().Info(id);
+  if (!info.ok()) {
+    log::Warning("ingest: client '", open.client_id, "' reconnected to run ", id, " '",
+                 open.run_name, "', which this daemon does not know");
+    return Refuse(
+        stats_, Refusal::kUnknownRun,
+        absl::NotFoundError(absl::StrCat(
+            "run ", id, " '", open.run_name,
+            "' is unknown to this daemon: deleted by retention, or lost with its state directory; "
+            "the client's messages were not applied")));
+  }
+  if (info->spec.source == runs::RunSource::kBench || info->state == runs::RunState::kRunning ||
+      info->spec.name != open.run_name) {
+    return Refuse(
+        stats_, Refusal::kMalformed,
+        absl::InvalidArgumentError(absl::StrCat(
+            "open: run_id ", id, " is ", runs::RunSourceName(info->spec.source), " run '",
+            info->spec.name, "', not the remote run '", open.run_name, "' this client was in")));
+  }
+  std::vector<state::CheckpointClient> rows;
+  if (store_ != nullptr) {
+    absl::StatusOr<std::vector<state::CheckpointClient>> loaded = store_->LoadRunClients(id);
+    if (!loaded.ok()) return loaded.status();
+    rows = *std::move(loaded);
+  }
+  for (const state::CheckpointClient& row : rows) {
+    if (row.id != open.client_id || !row.closed) continue;
+    // Its close was applied and stored with the run: answer for the run.
+    auto run = std::make_shared<Run>();
+    run->context.id = id;
+    run->name = info->spec.name;
+    run->stored.store(true, std::memory_order_relaxed);
+    auto m = std::make_unique<Member>();
+    m->session = NewClient(*run, row.id, row.name,
+                           row.raw ? ClientMode::kRaw : ClientMode::kWindows, row.index);
+    m->session->SetApplied(row.applied);
+    m->closed = true;
+    m->closed_at = row.applied;
+    Member& member = *m;
+    run->clients[row.id] = std::move(m);
+    std::lock_guard<std::mutex> lock(mu_);
+    return ClosedSession(run, member);
+  }
+  return RunEnded(stats_, id, info->spec.name, open);
+}
+
+std::shared_ptr<RunTable::Run> RunTable::FindEndedLocked(runs::RunId id) const {
+  if (auto it = active_.find(id); it != active_.end() && it->second->ending) return it->second;
+  for (const auto& run : ended_) {
+    if (run->context.id == id) return run;
+  }
+  return nullptr;
+}
+
+RunTable::Session RunTable::ClosedSession(const std::shared_ptr<Run>& run, Member& m) {
+  Session session;
+  session.run = run;
+  session.client = m.session.get();
+  session.member = &m;
+  session.run_id = run->context.id;
+  session.acked_sequence = m.closed_at;
+  session.closed = true;
+  stats_.streams.fetch_add(1, std::memory_order_relaxed);
+  return session;
+}
+
+absl::StatusOr<Offered> RunTable::OfferWindow(const Session& session, uint64_t sequence,
+                                              WindowBuilder build, OnApplied on_applied) {
+  return session.client->OfferWindow(session.generation, sequence, build, session.max_memory_bytes,
+                                     std::move(on_applied));
+}
+
+absl::StatusOr<Offered> RunTable::OfferBatch(const Session& session, uint64_t sequence,
+                                             BatchBuilder build, OnApplied on_applied) {
+  return session.client->OfferBatch(session.generation, sequence, build, session.max_memory_bytes,
+                                    std::move(on_applied));
+}
+
+absl::StatusOr<Applied> RunTable::Close(const Session& session, uint64_t last_sequence) {
+  absl::StatusOr<Applied> out = session.client->CheckClose(session.generation, last_sequence);
+  if (!out.ok()) return out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    session.member->closed = true;
+    session.member->closed_at = last_sequence;
+  }
+  if (!session.run->context.checkpointed || !close_hook_) {
+    session.client->MarkCloseDurable();
+  } else {
+    close_hook_(session.run_id, session.client->index(), last_sequence);
+  }
+  return out;
+}
+
+Progress RunTable::CurrentProgress(const Session& session) const {
+  return session.client->progress();
+}
+
+uint64_t RunTable::AddProgressListener(const Session& session, std::function<void()> on_change) {
+  return session.client->AddListener(std::move(on_change));
+}
+
+void RunTable::RemoveProgressListener(const Session& session, uint64_t token) {
+  session.client->RemoveListener(token);
+}
+
+bool RunTable::CloseDurable(const Session& session) const {
+  return session.client->progress().close_durable ||
+         session.run->stored.load(std::memory_order_acquire);
+}
+
+absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord> history,
+                              state::Checkpoint checkpoint) {
+  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
+  auto run = std::make_shared<Run>();
+  run->name = info.spec.name;
+  run->context.latency = info.spec.latency;
+  run->context.inbox = std::make_shared<runs::RemoteWindowInbox>();
+  run->context.checkpointed = true;
+  run->max_clients = static_cast<int>(std::max<int64_t>(
+      config->ingest.max_clients_per_run, static_cast<int64_t>(checkpoint.clients.size())));
+  run->aggregate = !checkpoint.clients.empty() && !checkpoint.clients.front().raw;
+
+  runs::RunSetup setup = SetupFor(run);
+  runs::RunResume& resume = setup.resume.emplace();
+  resume.info = std::move(info);
+  resume.history = std::move(history);
+  resume.base = CountersOf(checkpoint.total.snapshot);
+  resume.base_distribution = std::move(checkpoint.total.distribution);
+  resume.base_seconds = checkpoint.total.seconds;
+  resume.base_start_time = checkpoint.total.snapshot.start_time;
+  resume.recorder.periodic_seq = checkpoint.periodic_seq;
+  resume.recorder.segment_seq = checkpoint.segment_seq;
+  for (const state::CheckpointClient& c : checkpoint.clients) {
+    const auto index = static_cast<size_t>(c.index);
+    if (index >= resume.recorder.client_applied.size()) {
+      resume.recorder.client_applied.resize(index + 1, 0);
+    }
+    resume.recorder.client_applied[index] = c.applied;
+  }
+  absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
+  if (!created.ok()) return created.status();
+  run->context.id = created->id;
+
+  const int64_t deadline = MonotonicNanos() + config->ingest.client_timeout_ms * 1'000'000 + 1;
+  for (const state::CheckpointClient& cut : checkpoint.clients) {
+    auto m = std::make_unique<Member>();
+    m->session = NewClient(*run, cut.id, cut.name,
+                           cut.raw ? ClientMode::kRaw : ClientMode::kWindows, cut.index);
+    m->session->SetApplied(cut.applied);
+    m->session->SetProgress(Progress{cut.applied, cut.applied, 0, cut.closed});
+    m->closed = cut.closed;
+    m->closed_at = cut.applied;
+    m->gone_deadline_ns = cut.closed ? 0 : deadline;
+    run->clients[cut.id] = std::move(m);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    by_name_[run->name] = run;
+    active_[run->context.id] = run;
+  }
+  reap_cv_.notify_all();
+  stats_.runs_resumed.fetch_add(1, std::memory_order_relaxed);
+  log::Info("ingest: run ", run->context.id, " '", run->name,
+            "' resumed from its checkpoint (window ", checkpoint.periodic_seq, ", ",
+            checkpoint.total.snapshot.records, " records, ", checkpoint.clients.size(),
+            " client(s))");
+  return absl::OkStatus();
+}
+
+bool RunTable::Checkpointed(runs::RunId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find(id);
+  return it != active_.end() && it->second->context.checkpointed;
+}
+
+std::vector<state::CheckpointClient> RunTable::CutClients(
+    runs::RunId id, const std::vector<uint64_t>& applied) const {
+  std::vector<state::CheckpointClient> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find(id);
+  if (it == active_.end()) return out;
+  out.resize(it->second->clients.size());
+  for (const auto& [cid, m] : it->second->clients) {
+    const ClientSession& c = *m->session;
+    state::CheckpointClient& cut = out[static_cast<size_t>(c.index())];
+    cut.index = c.index();
+    cut.id = c.id();
+    cut.name = c.name();
+    cut.raw = c.mode() == ClientMode::kRaw;
+    const auto index = static_cast<size_t>(c.index());
+    cut.applied = index < applied.size() ? applied[index] : 0;
+    // Under mu_, `closed` implies the close's last sequence was applied
+    // (Close checks it under the apply lock before taking mu_).
+    cut.closed = m->closed && m->closed_at <= cut.applied;
+  }
+  return out;
+}
+
+void RunTable::MarkDurable(runs::RunId id, const std::vector<state::CheckpointClient>& clients) {
+  std::shared_ptr<Run> run;  // keeps the members alive below
+  std::vector<std::pair<ClientSession*, const state::CheckpointClient*>> marked;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(id);
+    if (it == active_.end()) return;
+    run = it->second;
+    for (const state::CheckpointClient& cut : clients) {
+      auto found = run->clients.find(cut.id);
+      if (found != run->clients.end()) marked.emplace_back(found->second->session.get(), &cut);
+    }
+  }
+  // Outside mu_: the clients' listeners write acknowledgements.
+  for (auto& [client, cut] : marked) client->MarkDurable(cut->applied, cut->closed);
+}
+
+void RunTable::Leave(Session& session) {
+  if (session.run == nullptr) return;
+  if (session.closed) {  // never attached
+    session.run.reset();
+    session.client = nullptr;
+    session.member = nullptr;
+    return;
+  }
+  // A message this stream parked is dropped first, outside mu_ (the
+  // notifier's retry takes the client's apply lock).
+  session.client->Detach(session.generation);
+  bool end = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Run& run = *session.run;
+    Member& m = *session.member;
+    if (!session.client->Superseded(session.generation)) {
+      m.stream = nullptr;
+      if (!m.closed) {
+        const int64_t timeout_ms = config_.Get()->ingest.client_timeout_ms;
+        m.gone_deadline_ns = MonotonicNanos() + timeout_ms * 1'000'000 + 1;
+      }
+    }
+    --run.attached;
+    end = ReadyToEndLocked(run, MonotonicNanos());
+  }
+  reap_cv_.notify_all();
+  if (end) End(session.run);
+  session.run.reset();
+  session.client = nullptr;
+  session.member = nullptr;
+}
+
+absl::StatusOr<runs::RunInfo> RunTable::Info(const Session& session) const {
+  return manager_.registry().Info(session.run_id);
+}
+
+bool RunTable::Superseded(const Session& session) const {
+  return session.client->Superseded(session.generation);
+}
+
+bool RunTable::RunStopped(const Session& session) const {
+  return session.run->stopped.load(std::memory_order_relaxed);
+}
+
+bool RunTable::ReadyToEndLocked(Run& run, int64_t now_ns) {
+  if (run.ending) return false;
+  // A detached client times out even while other clients' streams are
+  // attached (else the reaper would wake for its past deadline at once,
+  // again and again, until they leave).
+  bool waiting = false;  // a client may still come back
+  if (!run.stopped.load(std::memory_order_relaxed)) {
+    for (auto& [id, m] : run.clients) {
+      if (m->closed || m->gone) continue;
+      if (m->gone_deadline_ns > 0 && now_ns >= m->gone_deadline_ns) {
+        m->gone = true;
+        stats_.clients_gone.fetch_add(1, std::memory_order_relaxed);
+        log::Warning("ingest: run ", run.context.id, " '", run.name, "': ", Describe(*m->session),
+                     " did not come back within ingest.clientTimeoutMs");
+        departures_.push_back({run.context.id, id});
+        continue;
+      }
+      waiting = true;
+    }
+  }
+  if (waiting || run.attached > 0) return false;
+  std::vector<std::string> lost;
+  for (auto& [id, m] : run.clients) {
+    if (!m->closed) lost.push_back(Describe(*m->session));
+  }
+  if (!lost.empty()) {
+    run.failure =
+        absl::StrCat(run.stop_cause.empty() ? "" : run.stop_cause + " while ", lost.size(),
+                     " client(s) had not closed: ", absl::StrJoin(lost, ", "));
+  }
+  // Ending: reconnects naming it find it ended (FindEndedLocked) from now
+  // on, in the same critical section that takes it out of by_name_.
+  run.ending = true;
+  auto named = by_name_.find(run.name);
+  if (named != by_name_.end() && named->second.get() == &run) by_name_.erase(named);
+  return true;
+}
+
+void RunTable::End(const std::shared_ptr<Run>& run) {
+  manager_.EndRun(run->context.id);
+  // The dispatcher queues the final total to the state store; the clients
+  // queued after it commit in the same transaction or a later one.
+  manager_.WaitEnded(run->context.id, absl::InfiniteDuration());
+  std::vector<state::CheckpointClient> rows;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rows = ClientRowsLocked(*run);
+  }
+  const auto stored = [run] {
+    run->stored.store(true, std::memory_order_release);
+    // Repeated closes waiting for the run's stored end (CloseDurable).
+    for (const auto& [id, m] : run->clients) m->session->NotifyListeners();
+  };
+  if (store_ != nullptr) {
+    store_->SaveRunClients(run->context.id, std::move(rows), stored);
+  } else {
+    stored();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_.erase(run->context.id);
+    ended_.push_back(run);
+    if (ended_.size() > kEndedBreakdowns) ended_.pop_front();
+    departures_.push_back({run->context.id, ""});
+  }
+  reap_cv_.notify_all();
+}
+
+void RunTable::SetDepartureHook(DepartureHook hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  departure_hook_ = std::move(hook);
+}
+
+absl::Status RunTable::Abandon(runs::RunId id, const std::string& client_id) {
+  std::shared_ptr<Run> run;
+  bool end = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(id);
+    if (it == active_.end()) return absl::OkStatus();  // ended already
+    run = it->second;
+    auto found = run->clients.find(client_id);
+    if (found == run->clients.end()) {
+      return absl::NotFoundError(absl::StrCat("run ", id, " has no client '", client_id, "'"));
+    }
+    Member& m = *found->second;
+    if (m.closed || m.gone) return absl::OkStatus();
+    if (m.stream != nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("client '", client_id, "' of run ", id, " is streaming"));
+    }
+    m.gone = true;
+    m.gone_deadline_ns = 0;
+    stats_.clients_gone.fetch_add(1, std::memory_order_relaxed);
+    log::Warning("ingest: run ", id, " '", run->name, "': ", Describe(*m.session),
+                 " gave its part up without closing it");
+    departures_.push_back({id, client_id});
+    end = ReadyToEndLocked(*run, MonotonicNanos());
+  }
+  reap_cv_.notify_all();
+  if (end) End(run);
+  return absl::OkStatus();
+}
+
+std::vector<state::CheckpointClient> RunTable::ClientRowsLocked(const Run& run) {
+  std::vector<state::CheckpointClient> rows(run.clients.size());
+  for (const auto& [cid, m] : run.clients) {
+    const ClientSession& c = *m->session;
+    state::CheckpointClient& row = rows[static_cast<size_t>(c.index())];
+    row.index = c.index();
+    row.id = c.id();
+    row.name = c.name();
+    row.raw = c.mode() == ClientMode::kRaw;
+    row.applied = m->closed ? m->closed_at : c.progress().applied;
+    row.closed = m->closed;
+  }
+  return rows;
+}
+
+void RunTable::Reap() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    int64_t next = 0;
+    std::vector<std::shared_ptr<Run>> ready;
+    const int64_t now = MonotonicNanos();
+    for (auto& [id, run] : active_) {
+      if (ReadyToEndLocked(*run, now)) {
+        ready.push_back(run);
+        continue;
+      }
+      if (run->stopped.load(std::memory_order_relaxed)) continue;  // ends as its streams leave
+      for (auto& [cid, m] : run->clients) {
+        if (m->gone_deadline_ns > 0 && !m->gone && !m->closed && m->stream == nullptr) {
+          next = next == 0 ? m->gone_deadline_ns : std::min(next, m->gone_deadline_ns);
+        }
+      }
+    }
+    if (!ready.empty()) {
+      lock.unlock();
+      for (const auto& run : ready) End(run);
+      lock.lock();
+      continue;
+    }
+    if (!departures_.empty()) {  // reported outside the lock, in order
+      std::vector<Departure> departed;
+      departed.swap(departures_);
+      const DepartureHook hook = departure_hook_;
+      lock.unlock();
+      if (hook) {
+        for (const Departure& d : departed) hook(d);
+      }
+      lock.lock();
+      continue;
+    }
+    if (next == 0) {
+      reap_cv_.wait(lock);
+    } else {
+      reap_cv_.wait_for(lock, std::chrono::nanoseconds(next - now));
+    }
+  }
+}
+
+absl::Status RunTable::Stop(runs::RunId id) {
+  std::shared_ptr<Run> run;
+  bool end = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(id);
+    if (it == active_.end()) {
+      return absl::NotFoundError(absl::StrCat("run ", id, " is not a running ingest run"));
+    }
+    run = it->second;
+    if (run->stop_cause.empty()) run->stop_cause = "stopped by Control.StopRun";
+    run->stopped.store(true, std::memory_order_relaxed);
+    auto named = by_name_.find(run->name);
+    if (named != by_name_.end() && named->second == run) by_name_.erase(named);
+    // Cancel under mu_: a stream stays valid until its handler has left
+    // (Leave takes mu_).
+    for (auto& [cid, m] : run->clients) {
+      if (m->stream != nullptr) m->stream->Cancel();
+    }
+    end = ReadyToEndLocked(*run, MonotonicNanos());
+  }
+  if (end) End(run);
+  return absl::OkStatus();
+}
+
+void RunTable::StopAccepting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  accepting_.store(false, std::memory_order_relaxed);
+}
+
+void RunTable::EndAll() {
+  std::vector<std::shared_ptr<Run>> ending;
+  std::vector<runs::RunId> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, run] : active_) {
+      ids.push_back(id);
+      if (run->ending) continue;
+      if (run->stop_cause.empty()) run->stop_cause = "perld shut down";
+      run->stopped.store(true, std::memory_order_relaxed);  // no waiting for gone clients
+      if (ReadyToEndLocked(*run, MonotonicNanos())) ending.push_back(run);
+    }
+  }
+  for (const auto& run : ending) End(run);
+  for (runs::RunId id : ids) manager_.WaitEnded(id, absl::InfiniteDuration());
+}
+
+std::map<runs::RunId, Connections> RunTable::ConnectionCounts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<runs::RunId, Connections> out;
+  for (const auto& [id, run] : active_) {
+    out[id] = {run->attached, static_cast<int>(run->clients.size())};
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ClientView>> RunTable::Clients(runs::RunId id,
+                                                          const PercentileSet& set) const {
+  std::shared_ptr<Run> run;
+  std::vector<std::pair<const ClientSession*, const char*>> clients;  // client, state
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = active_.find(id); it != active_.end()) run = it->second;
+    for (const auto& r : ended_) {
+      if (r->context.id == id) run = r;
+    }
+    if (run == nullptr) {
+      return absl::NotFoundError(absl::StrCat(
+          "run ", id, " is not a remote run perld holds clients for (running, or one of the last ",
+          kEndedBreakdowns, " that ended)"));
+    }
+    for (const auto& [cid, m] : run->clients) {
+      const char* state = m->closed   ? "closed"
+                          : m->gone   ? "gone"
+                          : m->stream ? "streaming"
+                                      : "detached";
+      clients.emplace_back(m->session.get(), state);
+    }
+  }
+  std::sort(clients.begin(), clients.end(),
+            [](const auto& a, const auto& b) { return a.first->index() < b.first->index(); });
+  std::vector<ClientView> out;
+  out.reserve(clients.size());
+  for (const auto& [c, state] : clients) {
+    out.push_back(c->View(set));  // the client's apply lock: never held while waiting
+    out.back().state = state;
+  }
+  return out;
+}
+
+}  // namespace perld::ingest

@@ -1,0 +1,195 @@
+"""Issue 25's stream goals: streams are events, not threads.
+
+  A. `--idle N` (default 2,000) Ingest streams opened and left idle (each
+     after its `open` was answered), spread over loopback connections: the
+     daemon's thread count (/proc/PID/status) and /healthz latency (fresh
+     connections, --probes of them) while they are open.
+  B. `--parked N` (default 200) windows clients streaming as fast as they
+     can into one run with ingest.maxMemoryBytes small enough that every
+     client's next window waits for room (parked, no thread): Query.GetClients
+     latency (--calls calls) while they are, and the run's total exact.
+
+The clients run in one asyncio process (Debian's grpcio, /usr/bin/python3).
+
+  /usr/bin/python3 tests/bench/stream_goals.py --perld build/release/daemon/bench/perld
+  (--smoke: a few streams and calls, for CI)
+"""
+import argparse
+import asyncio
+import importlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, HERE)
+import perld_it  # noqa: E402
+from goals_daemon import Daemon, print_table  # noqa: E402
+
+import grpc  # noqa: E402
+
+CONNECTIONS = 20
+
+
+def healthz_ms(http, probes):
+    out = []
+    for _ in range(probes):
+        t0 = time.monotonic()
+        with urllib.request.urlopen(f"http://{http}/healthz", timeout=10) as r:
+            r.read()
+        out.append((time.monotonic() - t0) * 1000)
+        time.sleep(0.01)
+    return out
+
+
+async def idle_streams(target, ipb, n, hold):
+    """Opens n streams, waits for each `opened`, calls hold(), closes them."""
+    channels = [grpc.aio.insecure_channel(target) for _ in range(CONNECTIONS)]
+    calls = []
+
+    async def open_one(i):
+        call = channels[i % CONNECTIONS].stream_stream(
+            "/perld.v1.Ingest/Stream", request_serializer=lambda b: b,
+            response_deserializer=ipb.IngestResponse.FromString)()
+        opener = ipb.IngestOpen(run_name=f"idle-{i % 50}", client_id=f"idle{i}",
+                                mode=ipb.IngestOpen.MODE_WINDOWS, time_unit=3)
+        await call.write(ipb.IngestRequest(open=opener).SerializeToString())
+        reply = await call.read()
+        assert reply.HasField("opened"), reply
+        calls.append(call)
+
+    for start in range(0, n, 200):  # in waves: connection setup is the client's cost
+        await asyncio.gather(*(open_one(i) for i in range(start, min(n, start + 200))))
+    result = await asyncio.get_running_loop().run_in_executor(None, hold)
+    for call in calls:
+        call.cancel()
+    for ch in channels:
+        await ch.close()
+    return result
+
+
+async def parked_clients(target, ipb, n, windows, body, measure):
+    channels = [grpc.aio.insecure_channel(target) for _ in range(CONNECTIONS)]
+
+    async def client(i):
+        call = channels[i % CONNECTIONS].stream_stream(
+            "/perld.v1.Ingest/Stream", request_serializer=lambda b: b,
+            response_deserializer=ipb.IngestResponse.FromString)()
+        opener = ipb.IngestOpen(run_name="parked", client_id=f"p{i}",
+                                mode=ipb.IngestOpen.MODE_WINDOWS, time_unit=3)
+        await call.write(ipb.IngestRequest(open=opener).SerializeToString())
+        await call.read()
+        for seq in range(1, windows + 1):
+            stamp = ipb.IngestRequest(window=ipb.WindowReport(sequence=seq)).SerializeToString()
+            await call.write(body + stamp)  # as fast as the daemon reads (flow control)
+        await call.write(ipb.IngestRequest(close=ipb.IngestClose(last_sequence=windows))
+                         .SerializeToString())
+        await call.done_writing()
+        while await call.read() != grpc.aio.EOF:
+            pass
+        assert await call.code() == grpc.StatusCode.OK, await call.details()
+
+    loop = asyncio.get_running_loop()
+    latencies = loop.run_in_executor(None, measure)
+    await asyncio.gather(*(client(i) for i in range(n)))
+    result = await latencies
+    for ch in channels:
+        await ch.close()
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perld", required=True)
+    ap.add_argument("--idle", type=int, default=2000)
+    ap.add_argument("--parked", type=int, default=200)
+    ap.add_argument("--windows", type=int, default=30)
+    ap.add_argument("--pairs", type=int, default=4096)
+    ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--probes", type=int, default=50)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes: the script still works")
+    args = ap.parse_args()
+    if args.smoke:
+        args.idle, args.parked, args.windows, args.pairs = 40, 8, 5, 256
+        args.calls, args.probes = 20, 5
+    tmp = tempfile.mkdtemp(prefix="perld-stream-goal-")
+    pb, rpc, _ = perld_it.load_stubs(tmp)
+    ipb = importlib.import_module("perld.v1.ingest_pb2")
+    config = os.path.join(tmp, "perld.yaml")
+    # Every client's next window over ingest.maxMemoryBytes: each waits.
+    window_bytes_estimate = args.pairs * 16 + 256
+    with open(config, "w") as f:
+        f.write(f"reportingIntervalMs: 1000\ntimeUnit: ns\n"
+                f"limits:\n  maxRunningRuns: 64\n  maxMemoryBytes: {1 << 40}\n"
+                f"ingest:\n  maxClientsPerRun: {max(args.parked, args.idle // 50 + 1, 64)}\n"
+                f"  maxStreams: {args.idle + args.parked + 16}\n"
+                f"  maxMemoryBytes: {max(1 << 20, window_bytes_estimate * 4)}\n")
+    d = Daemon(args.perld, os.path.join(tmp, "state"), config)
+    base_threads = d.threads()
+
+    # --- A: idle streams ---------------------------------------------------------
+    def hold():
+        return d.threads(), healthz_ms(d.http, args.probes)
+
+    idle_threads, probes = asyncio.run(idle_streams(d.grpc, ipb, args.idle, hold))
+
+    # --- B: every client parked --------------------------------------------------
+    pairs = [(1000 + 7 * i, 1 + i % 3) for i in range(args.pairs)]
+    valid = sum(c for _, c in pairs)
+    deltas = [pairs[0][0]] + [pairs[i][0] - pairs[i - 1][0] for i in range(1, len(pairs))]
+    body = ipb.IngestRequest(window=ipb.WindowReport(
+        records=valid, valid_latency_records=valid, min_latency=pairs[0][0],
+        max_latency=pairs[-1][0], total_latency=sum(v * c for v, c in pairs),
+        latency_delta=deltas, count=[c for _, c in pairs])).SerializeToString()
+    query_channel = grpc.insecure_channel(d.grpc)
+    query = rpc.QueryStub(query_channel)
+    parked_seen = []
+
+    def measure():
+        time.sleep(0.5)
+        out = []
+        for _ in range(args.calls):
+            t0 = time.monotonic()
+            try:
+                query.GetClients(pb.GetClientsRequest(run="parked"), timeout=10)
+            except grpc.RpcError:
+                continue  # not created yet
+            out.append((time.monotonic() - t0) * 1000)
+            parked_seen.append(d.parked())
+        return out
+
+    latencies = asyncio.run(parked_clients(d.grpc, ipb, args.parked, args.windows, body, measure))
+    run = [r for r in query.ListRuns(pb.ListRunsRequest(), timeout=10).runs
+           if r.name == "parked"][0]
+    got = perld_it.wait_ended(query, pb, run.id, 120)
+    exact = got.total.records == valid * args.windows * args.parked
+    query_channel.close()
+    d.stop()
+
+    def p(values, q):
+        values = sorted(values)
+        return values[min(len(values) - 1, int(len(values) * q))] if values else 0
+
+    print(f"threads: {base_threads} idle daemon, {idle_threads} with {args.idle} idle streams; "
+          f"/healthz p50 {statistics.median(probes):.2f} ms max {max(probes):.2f} ms; "
+          f"GetClients over {len(latencies)} calls p50 {p(latencies, 0.5):.2f} ms "
+          f"p99 {p(latencies, 0.99):.2f} ms max {max(latencies or [0]):.2f} ms; "
+          f"clients parked (max seen) {max(parked_seen or [0])}")
+    print_table([
+        (f"daemon threads with {args.idle} idle Ingest streams", f"{idle_threads}", "<= 64"),
+        (f"/healthz with {args.idle} idle streams (max of {len(probes)})",
+         f"{max(probes):.1f} ms", "< 100 ms"),
+        (f"GetClients p99, {args.parked} clients backpressured",
+         f"{p(latencies, 0.99):.2f} ms (max parked at once {max(parked_seen or [0])})", "< 5 ms"),
+        ("parked clients' run exact", "yes" if exact else "NO", "exact"),
+    ])
+    ok = exact and idle_threads <= 64 and max(probes) < 100 and p(latencies, 0.99) < 5
+    return 0 if ok or args.smoke and exact else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
