@@ -38,7 +38,7 @@ bool ProcessUsage(double* cpu_seconds, int64_t* resident_bytes) {
 }
 
 template <typename T>
-double D(T value) {
+double AsDouble(T value) {
   return static_cast<double>(value);
 }
 
@@ -52,69 +52,70 @@ std::vector<prometheus::MetricFamily> DaemonStateCollector::Collect() const {
     AddSingle(&f, "process_cpu_seconds_total", MetricType::Counter,
               "User and system CPU time of the daemon, seconds.", cpu_seconds);
     AddSingle(&f, "process_resident_memory_bytes", MetricType::Gauge,
-              "Resident memory of the daemon, bytes.", D(resident));
+              "Resident memory of the daemon, bytes.", AsDouble(resident));
   }
   AddSingle(&f, "perld_recorder_timestamps_total", MetricType::Counter,
             "Timestamps the recorder thread drained into windows (its rate is the drain rate).",
-            D(manager_.consumed()));
+            AsDouble(manager_.consumed()));
   AddSingle(&f, "perld_recorder_runs_attached", MetricType::Gauge,
-            "Runs attached to the recorder thread.", D(manager_.attached()));
+            "Runs attached to the recorder thread.", AsDouble(manager_.attached()));
   AddSingle(&f, "perld_recorder_outbox_windows", MetricType::Gauge,
             "Closed windows the recorder published and the dispatcher has not stored yet.",
-            D(manager_.outbox_depth()));
+            AsDouble(manager_.outbox_depth()));
   const runs::RunRegistry& registry = manager_.registry();
   const size_t running = registry.running();
   prometheus::MetricFamily& by_state =
       AddFamily(&f, "perld_runs", MetricType::Gauge, "Runs the daemon holds, by state.");
-  AddSample(by_state, D(running), {{"state", "running"}});
-  AddSample(by_state, D(registry.size() - running), {{"state", "ended"}});
+  AddSample(by_state, AsDouble(running), {{"state", "running"}});
+  AddSample(by_state, AsDouble(registry.size() - running), {{"state", "ended"}});
   prometheus::MetricFamily& refused = AddFamily(
       &f, "perld_runs_refused_total", MetricType::Counter,
       "New runs refused, by reason: input_limit (a StartBench name or labels over a "
       "limits.* cap), running_runs (limits.maxRunningRuns), memory (limits.maxMemoryBytes).");
   for (runs::RunRefusal r :
        {runs::RunRefusal::kInputLimit, runs::RunRefusal::kRunningRuns, runs::RunRefusal::kMemory}) {
-    AddSample(refused, D(manager_.refused(r)), {{"reason", runs::RunRefusalName(r)}});
+    AddSample(refused, AsDouble(manager_.refused(r)), {{"reason", runs::RunRefusalName(r)}});
   }
   const runs::RunMemoryBudget& budget = manager_.memory_budget();
   AddSingle(&f, "perld_run_memory_reserved_bytes", MetricType::Gauge,
             "Memory the running runs reserved: the worst case of each run's caps (windows and "
             "pending timestamps).",
-            D(budget.reserved()));
+            AsDouble(budget.reserved()));
   AddSingle(&f, "perld_run_memory_budget_bytes", MetricType::Gauge,
             "The running runs' memory budget (limits.maxMemoryBytes, or automatic); 0: none.",
-            D(std::max<int64_t>(budget.limit(), 0)));
+            AsDouble(std::max<int64_t>(budget.limit(), 0)));
   AddSingle(&f, "perld_snapshot_store_bytes", MetricType::Gauge,
             "Estimated memory of the published windows and distributions (the snapshot store).",
-            D(registry.ApproxBytes()));
+            AsDouble(registry.ApproxBytes()));
   const service::BreakdownBudget& breakdown = ingest_runs_.breakdown_budget();
   AddSingle(&f, "perld_ingest_breakdown_bytes", MetricType::Gauge,
             "Memory of the remote clients' own distributions (Query.GetClients), all runs.",
-            D(breakdown.used()));
+            AsDouble(breakdown.used()));
   AddSingle(&f, "perld_ingest_breakdown_drops_total", MetricType::Counter,
             "Clients whose own distribution no longer fitted ingest.clientBreakdownMaxMemoryMB "
             "(they keep their counters).",
-            D(breakdown.drops()));
+            AsDouble(breakdown.drops()));
   if (auth_ != nullptr) {
     prometheus::MetricFamily& family =
         AddFamily(&f, "perld_auth_refused_total", MetricType::Counter,
                   "gRPC calls and HTTP requests refused by auth (README \"Security\"), by the gRPC "
                   "code they got (HTTP 401 counts as UNAUTHENTICATED, 403 as PERMISSION_DENIED).");
-    AddSample(family, D(auth_->unauthenticated()), {{"code", "UNAUTHENTICATED"}});
-    AddSample(family, D(auth_->permission_denied()), {{"code", "PERMISSION_DENIED"}});
+    AddSample(family, AsDouble(auth_->unauthenticated()), {{"code", "UNAUTHENTICATED"}});
+    AddSample(family, AsDouble(auth_->permission_denied()), {{"code", "PERMISSION_DENIED"}});
   }
   if (http_ != nullptr) {
     AddSingle(&f, "perld_http_connections_open", MetricType::Gauge,
               "Connections open on the HTTP listener (at most http.maxConnections).",
-              D(http_->connections_open()));
+              AsDouble(http_->connections_open()));
     AddSingle(&f, "perld_http_connections_total", MetricType::Counter,
-              "Connections the HTTP listener accepted.", D(http_->connections_accepted()));
+              "Connections the HTTP listener accepted.", AsDouble(http_->connections_accepted()));
     AddSingle(&f, "perld_http_responses_total", MetricType::Counter,
-              "Responses the HTTP listener started to write (any status).", D(http_->responses()));
+              "Responses the HTTP listener started to write (any status).",
+              AsDouble(http_->responses()));
     AddSingle(&f, "perld_http_queued_requests", MetricType::Gauge,
               "Complete HTTP requests waiting for a handler thread (at most "
               "http.maxQueuedRequests).",
-              D(http_->queued()));
+              AsDouble(http_->queued()));
     prometheus::MetricFamily& family =
         AddFamily(&f, "perld_http_refused_total", MetricType::Counter,
                   "HTTP connections and requests refused or dropped, by reason: connections "
@@ -123,7 +124,7 @@ std::vector<prometheus::MetricFamily> DaemonStateCollector::Collect() const {
                   "client that did not read its response), tls (a failed TLS handshake).");
     for (int i = 0; i < http::HttpServerStats::kRefusals; ++i) {
       const auto reason = static_cast<http::HttpServerStats::Refusal>(i);
-      AddSample(family, D(http_->refused(reason)),
+      AddSample(family, AsDouble(http_->refused(reason)),
                 {{"reason", http::HttpServerStats::RefusalName(reason)}});
     }
   }
@@ -131,23 +132,24 @@ std::vector<prometheus::MetricFamily> DaemonStateCollector::Collect() const {
     const service::SbpSlots& slots = sbp_->slots();
     AddSingle(&f, "perld_sbp_slots", MetricType::Gauge,
               "SBK clients registered and holding one of sbp.maxConnections slots.",
-              D(slots.in_use()));
+              AsDouble(slots.in_use()));
     prometheus::MetricFamily& family =
         AddFamily(&f, "perld_sbp_slots_freed_total", MetricType::Counter,
                   "SBP registration slots freed, by why: the client closed it (closeClient), was "
                   "gone from its run (ingest.clientTimeoutMs), or its run ended.");
     for (size_t r = 0; r < service::SbpSlots::kReasons; ++r) {
       const auto reason = static_cast<service::SbpSlots::Freed>(r);
-      AddSample(family, D(slots.freed(reason)), {{"reason", service::SbpSlots::FreedName(reason)}});
+      AddSample(family, AsDouble(slots.freed(reason)),
+                {{"reason", service::SbpSlots::FreedName(reason)}});
     }
     AddSingle(&f, "perld_sbp_client_failures_total", MetricType::Counter,
               "Failures SBK clients reported (SBP reportClientFailure).",
-              D(sbp_->client_failures()));
+              AsDouble(sbp_->client_failures()));
   }
   if (upstream_ != nullptr) {
     const UpstreamForwarder::Counters u = upstream_->counters();
     const auto family = [&](const char* name, MetricType type, const char* help, uint64_t v) {
-      AddSample(AddFamily(&f, name, type, help), D(v), {{"node", upstream_->node_id()}});
+      AddSample(AddFamily(&f, name, type, help), AsDouble(v), {{"node", upstream_->node_id()}});
     };
     family("perld_upstream_runs_total", MetricType::Counter,
            "Runs forwarded to the parent perld (upstream.target).", u.runs);
