@@ -8,7 +8,7 @@ BUILD_PACKAGES=(
   build-essential cmake ninja-build ccache git pkg-config dpkg-dev file
   libabsl-dev libconcurrentqueue-dev libcpp-httplib-dev libssl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libyaml-cpp-dev libsqlite3-dev libsystemd-dev
+  libyaml-cpp-dev libsqlite3-dev libsystemd-dev prometheus-cpp-dev
 )
 TEST_PACKAGES=(
   time procps clang clang-format clang-tidy libclang-rt-14-dev

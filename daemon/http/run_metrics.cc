@@ -124,48 +124,7 @@ std::pair<int64_t, int64_t> SlidingLatencyCoverage(const LatencySnapshot& s) {
   return {slc1, slc2};
 }
 
-namespace {
-
-// perld's run families, in exposition order; RunFragments are indexed by it.
-enum PerldFamily : size_t {
-  kInfo,
-  kStartTime,
-  kRecords,
-  kBytes,
-  kInvalid,
-  kLowerDiscards,
-  kHigherDiscards,
-  kDropped,
-  kBlocked,
-  kTotalReleases,
-  kFullCloses,
-  kLatency,
-  kTotalLatency,
-  kQuantileRecords,
-  kWindowSeconds,
-  kRecordsPerSecond,
-  kBytesPerSecond,
-  kAverage,
-  kMin,
-  kMax,
-  kWriters,
-  kReaders,
-  kClients,
-  kRecorderMemory,
-  kCacheReleases,
-  kRemoteReports,
-  kLateReports,
-  kWindowClients,
-  kPerldFamilies
-};
-
-struct FamilyInfo {
-  const char* name;
-  MetricType type;
-  const char* help;
-};
-
-constexpr FamilyInfo kFamilies[kPerldFamilies] = {
+const PerldFamilyInfo kPerldFamilyInfo[kPerldFamilies] = {
     {"perld_run_info", MetricType::kGauge,
      "A run perld exports: its state, latency unit and SBK action as labels."},
     {"perld_run_start_time_seconds", MetricType::kGauge, "Start of the run, Unix time in seconds."},
@@ -221,6 +180,8 @@ constexpr FamilyInfo kFamilies[kPerldFamilies] = {
      "Remote clients whose windows were merged into the latest closed window."},
 };
 
+namespace {
+
 // The `quantile="..."` and `percentile="..."` label texts, per percent,
 // shared by every run a thread renders (bounded: cleared past 4096 percents).
 std::string_view PercentLabel(double percent, bool quantile) {
@@ -246,7 +207,7 @@ class RunWriter {
   // `value` of family f, optionally with one more label pair and a suffix.
   void Line(PerldFamily f, std::string_view value, std::string_view extra = {},
             std::string_view suffix = {}) {
-    AppendSampleLine(&(*fragments_)[f], kFamilies[f].name, suffix, labels_, extra, value);
+    AppendSampleLine(&(*fragments_)[f], kPerldFamilyInfo[f].name, suffix, labels_, extra, value);
   }
   void Int(PerldFamily f, int64_t v) {
     SetInt(&value_, v);
@@ -339,7 +300,8 @@ void WritePerldFamilies(std::span<const RunFragments* const> runs, PrometheusTex
     for (const RunFragments* run : runs) {
       const std::string& lines = (*run)[f];
       if (lines.empty()) continue;
-      if (!started) out.Family(kFamilies[f].name, kFamilies[f].type, kFamilies[f].help);
+      if (!started)
+        out.Family(kPerldFamilyInfo[f].name, kPerldFamilyInfo[f].type, kPerldFamilyInfo[f].help);
       started = true;
       out.AppendText(lines);
     }

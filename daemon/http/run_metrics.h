@@ -124,6 +124,46 @@ std::string SbkPercentileName(double percent);
 // {slc1, slc2}, from its percentile values and median.
 std::pair<int64_t, int64_t> SlidingLatencyCoverage(const LatencySnapshot& s);
 
+// perld's run families, in exposition order (RunFragments are indexed by it),
+// with their names, types and help texts.
+enum PerldFamily : size_t {
+  kInfo,
+  kStartTime,
+  kRecords,
+  kBytes,
+  kInvalid,
+  kLowerDiscards,
+  kHigherDiscards,
+  kDropped,
+  kBlocked,
+  kTotalReleases,
+  kFullCloses,
+  kLatency,
+  kTotalLatency,
+  kQuantileRecords,
+  kWindowSeconds,
+  kRecordsPerSecond,
+  kBytesPerSecond,
+  kAverage,
+  kMin,
+  kMax,
+  kWriters,
+  kReaders,
+  kClients,
+  kRecorderMemory,
+  kCacheReleases,
+  kRemoteReports,
+  kLateReports,
+  kWindowClients,
+  kPerldFamilies
+};
+struct PerldFamilyInfo {
+  const char* name;
+  MetricType type;
+  const char* help;
+};
+extern const PerldFamilyInfo kPerldFamilyInfo[kPerldFamilies];
+
 void WritePerldRunFamilies(std::span<const RunMetrics> runs, PrometheusText& out);
 
 // The same in two steps, so a caller can keep a run's rendering while the

@@ -1,35 +1,52 @@
 // DaemonMetrics: the daemon's whole /metrics -- every exported run
 // (runs_exposition.h, run_metrics.h, with the configured names and
-// cardinality cap), the ingest counters, gRPC calls by method and code, and
-// the daemon's own health: build info, uptime, process CPU and memory, the
-// recorder's drain counter and its outbox depth, runs by state, snapshot
-// store memory, runs left out by the cap, the scrapes themselves, the HTTP
-// listener's connections and refusals, SBK clients' registration slots, and
-// the forwarding to a parent perld when there is one.
+// cardinality cap), then the daemon's own metrics through prometheus-cpp:
+// the ingest counters (service::IngestCollector), gRPC calls by method and
+// code (service::GrpcCallStats), the daemon's state (DaemonStateCollector:
+// recorder, runs by state, memory, HTTP listener, SBP slots, auth, upstream)
+// and this class's prometheus::Registry, whose counters and gauges are
+// updated here, where their events happen: build info, start time, uptime,
+// runs left out by the cap, the scrapes themselves. They are collected into
+// MetricFamily objects and written by prometheus::TextSerializer.
+//
+// The run families keep perld's own writer and its per-run fragment cache:
+// prometheus-cpp's MetricFamily holds doubles and TextSerializer prints 16
+// significant digits, which loses perld's exact integer latencies and
+// counters and rewrites quantile labels (0.9975 -> 0.9975000000000001), and
+// it takes 6.6 ms for 100 runs against the cache's 0.1-0.5 ms
+// (tests/bench/PROMETHEUS.md). Built with -DPERLD_RUNS_VIA_PROMETHEUS_CPP=ON,
+// perld's run names go through http::RunsCollectable instead: the A/B arm.
 //
 // Cost: a scrape reads published snapshots (the registry under its reader
 // lock, per-run channel counters, atomics); it never waits for the recorder
 // thread, so its cost depends on the runs exported, not on the ingest rate.
+// No hot path updates a prometheus-cpp object (the sources keep atomics).
 //
 // Threads: Render from any thread (HTTP handlers), one at a time (a mutex
-// guards the per-run cache); the scrape counters are atomics.
+// guards the per-run cache and the scrape's own metrics).
 #pragma once
 
-#include <atomic>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "daemon/http/http_server_stats.h"
 #include "daemon/http/run_metrics.h"
 #include "daemon/ingest/ingest_stats.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_manager.h"
+#include "daemon/server/daemon_state_collector.h"
 #include "daemon/server/upstream_forwarder.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/grpc_call_stats.h"
+#include "daemon/service/ingest_exposition.h"
 #include "daemon/service/sbp_service.h"
 
 namespace perld::server {
@@ -48,7 +65,9 @@ class DaemonMetrics {
   void Render(std::string* buffer);
 
  private:
-  std::string RenderSelf(int64_t omitted) const;
+  // The exported runs' families into `buffer` (cleared first).
+  void RenderRuns(const std::vector<http::RunMetrics>& runs, config::MetricNames names,
+                  std::string* buffer);
 
   // A run's perld fragments are kept while what they show is unchanged:
   // a scrape re-renders only the runs that published a window (or changed
@@ -69,21 +88,20 @@ class DaemonMetrics {
 
   const runs::RunManager& manager_;
   const ingest::RunTable& ingest_runs_;
-  const ingest::IngestStats& ingest_stats_;
   const service::GrpcCallStats& grpc_;
   const service::CurrentConfig& config_;
-  const UpstreamForwarder* const upstream_;  // null: no upstream
-  const service::CallAuth* const auth_;      // null: no auth families
-  const http::HttpServerStats* const http_;  // null: no perld_http_* families
-  const service::SbpService* const sbp_;     // null: no SBP families
-  const int64_t start_unix_ms_;
   const int64_t start_mono_ns_;
-  std::mutex render_mu_;                 // one scrape renders at a time (the cache)
+  const service::IngestCollector ingest_;
+  const DaemonStateCollector state_;
+  prometheus::Registry registry_;
+  prometheus::Gauge& uptime_;
+  prometheus::Gauge& omitted_;
+  prometheus::Counter& omitted_total_;
+  prometheus::Counter& scrapes_;
+  prometheus::Gauge& last_scrape_;
+  prometheus::Gauge& last_scrape_cpu_;
+  std::mutex render_mu_;                 // one scrape renders at a time
   std::map<uint64_t, CachedRun> cache_;  // guarded by render_mu_: exported runs only
-  std::atomic<uint64_t> scrapes_{0};
-  std::atomic<int64_t> last_scrape_ns_{0};
-  std::atomic<int64_t> last_scrape_cpu_ns_{0};
-  std::atomic<uint64_t> omitted_total_{0};
 };
 
 }  // namespace perld::server

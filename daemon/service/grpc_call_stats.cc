@@ -5,8 +5,7 @@
 #include <algorithm>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
-#include "daemon/http/prometheus_text.h"
+#include "daemon/http/metric_families.h"
 
 namespace perld::service {
 namespace {
@@ -69,19 +68,19 @@ void GrpcCallStats::Count(std::string method, int code) {
   ++calls_[{std::move(method), code}];
 }
 
-std::string GrpcCallStats::Render() const {
-  http::PrometheusText out;
-  out.Family("perld_grpc_requests_total", http::MetricType::kCounter,
-             "gRPC calls finished, by method and status code (errors: code != OK).");
+std::vector<prometheus::MetricFamily> GrpcCallStats::Collect() const {
+  std::vector<prometheus::MetricFamily> families;
+  prometheus::MetricFamily& family =
+      http::AddFamily(&families, "perld_grpc_requests_total", prometheus::MetricType::Counter,
+                      "gRPC calls finished, by method and status code (errors: code != OK).");
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, count] : calls_) {
-    out.Sample(
-        http::Labels()
-            .Add("method", key.first)
-            .Add("code", absl::StatusCodeToString(static_cast<absl::StatusCode>(key.second))),
-        absl::StrCat(count));
+    http::AddSample(
+        family, static_cast<double>(count),
+        {{"method", key.first},
+         {"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(key.second))}});
   }
-  return out.Take();
+  return families;
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>

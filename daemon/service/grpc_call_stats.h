@@ -6,11 +6,17 @@
 // streams count once, at their end; a call the client abandoned before the
 // server answered is counted with the status the handler returned.
 //
-// Threads: Count from any gRPC thread, Render from any thread; one mutex
+// A prometheus::Collectable: DaemonMetrics collects the family at scrape time
+// with the labels in the order method, code (a prometheus-cpp Family would
+// sort them by name).
+//
+// Threads: Count from any gRPC thread, Collect from any thread; one mutex
 // around a small map, taken once per call (negligible next to a gRPC call).
 #pragma once
 
 #include <grpcpp/support/server_interceptor.h>
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
 
 #include <cstdint>
 #include <map>
@@ -18,15 +24,16 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace perld::service {
 
-class GrpcCallStats {
+class GrpcCallStats final : public prometheus::Collectable {
  public:
   // method: the full name without the leading '/' ("perld.v1.Query/GetRun").
   void Count(std::string method, int code);
-  // perld_grpc_requests_total as exposition text (HELP/TYPE always present).
-  std::string Render() const;
+  // perld_grpc_requests_total (the family even before any call).
+  std::vector<prometheus::MetricFamily> Collect() const override;
   // The interceptor factory to hand to grpc::ServerBuilder.
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> InterceptorFactory();
 

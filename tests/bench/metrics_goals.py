@@ -3,6 +3,7 @@
 not a test.
 
   tests/bench/metrics_goals.py --build build/release [--runs 100] [--scrapes 200] [--rounds 5]
+  tests/bench/metrics_goals.py --build build/release --ab build/prometheus-cpp [...] [--pairs 5]
 
 1. Scrape cost: a daemon with --runs active runs (each one rate-controlled
    writer, 1024 records/s, ns, prometheus.names perld and, separately, both),
@@ -16,6 +17,10 @@ not a test.
    ns) alone and with a 10 Hz scraper of /metrics, alternating for --rounds
    pairs (ABBA order); records/s of each run's total, medians and the per-pair
    ratio.
+With --ab OTHER_BUILD..., only section 1, side by side: a fresh daemon of
+each build in turn (ABBA order: forward, then backward) for --pairs rounds,
+and per build the median over the rounds of each round's median (e.g. the
+daemon built with -DPERLD_RUNS_VIA_PROMETHEUS_CPP=ON: tests/bench/PROMETHEUS.md).
 Prints a Markdown table; writes nothing else.
 """
 import argparse
@@ -63,55 +68,112 @@ def bench_rate(perlctl, target):
     return daemon_bench_rate(perlctl, target, BENCH, 50000000)
 
 
+def config_text(runs, names):
+    # Deliberately more runs than the automatic memory budget admits: each
+    # paced ns run reserves its maps' caps (~450 MiB) but fills a few KiB of them.
+    return ("reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: %d\n"
+            "  maxMemoryBytes: %d\n"
+            "prometheus:\n  names: %s\n  maxRuns: %d\n  finishedRunSeconds: 3600\n"
+            % (runs + 8, MEMORY_BYTES, names, runs + 8))
+
+
+def start_runs(d, perlctl, runs):
+    """`runs` paced runs (1 writer, 1024 records/s, ns) with closed windows; their ids."""
+    ids = []
+    for i in range(runs):
+        out = subprocess.run([perlctl, "--target", d.grpc, "--json", "bench", "-writers", "1",
+                              "-size", "1024", "-throughput", "1", "-seconds", "3600",
+                              "-time", "ns", "--name", f"paced-{i}"],
+                             capture_output=True, text=True, check=True).stdout
+        ids.append(str(json.loads(out)["id"]))
+    time.sleep(3)  # every run has closed windows
+    return ids
+
+
+def scrape_cost(d, config, runs, scrapes, names):
+    """Section 1 for one name set: {"server", "cpu", "client"} seconds per
+    scrape, the running runs in the text and its size."""
+    with open(config, "w") as f:
+        f.write(config_text(runs, names))
+    d.proc.send_signal(signal.SIGHUP)
+    time.sleep(1)
+    server, cpu, client = [], [], []
+    body, _ = scrape(d.http)
+    for _ in range(scrapes):
+        body, rt = scrape(d.http)
+        server.append(server_seconds(body))
+        cpu.append(server_seconds(body, "cpu"))
+        client.append(rt)
+    running = len(re.findall(r'^perld_run_info\{.*state="running"', body, re.M))
+    return {"server": server, "cpu": cpu, "client": client, "running": running,
+            "bytes": len(body)}
+
+
+def ab(args):
+    """Section 1 of several builds side by side."""
+    builds = [args.build] + args.ab
+    rounds = {b: {"perld": [], "both": []} for b in builds}
+    for pair in range(args.pairs):
+        for build in (builds if pair % 2 == 0 else builds[::-1]):  # ABBA
+            perld = os.path.join(build, "daemon/bench/perld")
+            perlctl = os.path.join(build, "client/perlctl/perlctl")
+            with tempfile.TemporaryDirectory() as tmp:
+                config = os.path.join(tmp, "perld.yaml")
+                with open(config, "w") as f:
+                    f.write(config_text(args.runs, "perld"))
+                d = Daemon(perld, os.path.join(tmp, "state"), config)
+                start_runs(d, perlctl, args.runs)
+                for names in ("perld", "both"):
+                    r = scrape_cost(d, config, args.runs, args.scrapes, names)
+                    rounds[build][names].append(r)
+                    print(f"# {build} names {names}: server median "
+                          f"{statistics.median(r['server']) * 1e3:.2f} ms, cpu median "
+                          f"{statistics.median(r['cpu']) * 1e3:.2f} ms, "
+                          f"{r['running']} running runs, {r['bytes'] / 1024:.0f} KiB",
+                          file=sys.stderr, flush=True)
+                d.stop()
+    print("| build | names | server wall time: median of round medians (each round) "
+          "| CPU of the scrape's thread: median of round medians (each round) | text |")
+    print("|---|---|---|---|---|")
+    for build in builds:
+        for names in ("perld", "both"):
+            rs = rounds[build][names]
+            cells = []
+            for what in ("server", "cpu"):
+                medians = [statistics.median(r[what]) * 1e3 for r in rs]
+                cells.append(f"**{statistics.median(medians):.2f} ms** "
+                             f"({', '.join(f'{m:.2f}' for m in medians)})")
+            print(f"| {build} | {names} | {cells[0]} | {cells[1]} | "
+                  f"{rs[-1]['bytes'] / 1024:.0f} KiB, {rs[-1]['running']} running runs |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build/release")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--scrapes", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--ab", nargs="+", help="other builds: section 1 of each, side by side")
+    ap.add_argument("--pairs", type=int, default=5, help="--ab: rounds of each build")
     args = ap.parse_args()
+    if args.ab:
+        return ab(args)
     perld = os.path.join(args.build, "daemon/bench/perld")
     perlctl = os.path.join(args.build, "client/perlctl/perlctl")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         config = os.path.join(tmp, "perld.yaml")
         with open(config, "w") as f:
-            # Deliberately more runs than the automatic memory budget admits:
-            # each paced ns run reserves its maps' caps (~450 MiB) but fills
-            # a few KiB of them.
-            f.write("reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: %d\n"
-                    "  maxMemoryBytes: %d\n"
-                    "prometheus:\n  maxRuns: %d\n  finishedRunSeconds: 3600\n"
-                    % (args.runs + 8, MEMORY_BYTES, args.runs + 8))
+            f.write(config_text(args.runs, "perld"))
         d = Daemon(perld, os.path.join(tmp, "state"), config)
-        ids = []
-        for i in range(args.runs):
-            out = subprocess.run([perlctl, "--target", d.grpc, "--json", "bench", "-writers", "1",
-                                  "-size", "1024", "-throughput", "1", "-seconds", "3600",
-                                  "-time", "ns", "--name", f"paced-{i}"],
-                                 capture_output=True, text=True, check=True).stdout
-            ids.append(str(json.loads(out)["id"]))
-        time.sleep(3)  # every run has closed windows
+        ids = start_runs(d, perlctl, args.runs)
         for names in ("perld", "both"):
-            with open(config, "w") as f:
-                f.write("reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: %d\n"
-                        "  maxMemoryBytes: %d\n"
-                        "prometheus:\n  names: %s\n  maxRuns: %d\n  finishedRunSeconds: 3600\n"
-                        % (args.runs + 8, MEMORY_BYTES, names, args.runs + 8))
-            d.proc.send_signal(signal.SIGHUP)
-            time.sleep(1)
-            server, cpu, client = [], [], []
-            body, _ = scrape(d.http)
-            for _ in range(args.scrapes):
-                body, rt = scrape(d.http)
-                server.append(server_seconds(body))
-                cpu.append(server_seconds(body, "cpu"))
-                client.append(rt)
-            running = len(re.findall(r'^perld_run_info\{.*state="running"', body, re.M))
-            rows.append((f"scrape of {running} running runs (names: {names}), server time",
+            r = scrape_cost(d, config, args.runs, args.scrapes, names)
+            server, cpu, client = r["server"], r["cpu"], r["client"]
+            rows.append((f"scrape of {r['running']} running runs (names: {names}), server time",
                          f"median {statistics.median(server) * 1e3:.2f} ms, p90 "
                          f"{pct(server, 0.9) * 1e3:.2f} ms, max {max(server) * 1e3:.2f} ms; "
-                         f"{len(body) / 1024:.0f} KiB", "< 5 ms"))
+                         f"{r['bytes'] / 1024:.0f} KiB", "< 5 ms"))
             rows.append(("same, CPU time of the scrape's thread",
                          f"median {statistics.median(cpu) * 1e3:.2f} ms, p90 "
                          f"{pct(cpu, 0.9) * 1e3:.2f} ms, max {max(cpu) * 1e3:.2f} ms", "< 5 ms"))

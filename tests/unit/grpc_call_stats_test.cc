@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "daemon/http/metric_families.h"
 #include "perld/v1/perld.pb.h"
 #include "sbp/sbp.pb.h"
 
@@ -27,7 +28,7 @@ TEST(GrpcCallStatsTest, UnknownMethodNamesShareOneSeries) {
   stats.Count("grpc.health.v1.Health/Check", 0);
   for (int i = 0; i < 1000; ++i) stats.Count("attacker/m" + std::to_string(i), 12);
   stats.Count("perld.v1.Query/NoSuchMethod", 12);
-  const std::string text = stats.Render();
+  const std::string text = http::FamiliesText(stats.Collect());
   EXPECT_THAT(text, HasSubstr("method=\"perld.v1.Query/GetRun\""));
   EXPECT_THAT(text, HasSubstr("method=\"Service/getVersion\""));
   EXPECT_THAT(text, HasSubstr("method=\"grpc.health.v1.Health/Check\""));
