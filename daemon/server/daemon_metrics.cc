@@ -61,8 +61,8 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager,
                              const service::IngestStats& ingest_stats,
                              const service::GrpcCallStats& grpc,
                              const service::CurrentConfig& config,
-                             const UpstreamForwarder* upstream, const service::CallAuth* auth,
-                             const http::HttpServerStats* http_stats,
+                             const tiers::UpstreamForwarder* upstream,
+                             const service::CallAuth* auth, const http::HttpServerStats* http_stats,
                              const service::SbpService* sbp)
     : manager_(manager),
       ingest_runs_(ingest_runs),
@@ -252,7 +252,7 @@ std::string DaemonMetrics::RenderSelf(int64_t omitted) const {
             "Failures SBK clients reported (SBP reportClientFailure).", sbp_->client_failures());
   }
   if (upstream_ != nullptr) {
-    const UpstreamForwarder::Counters u = upstream_->counters();
+    const tiers::UpstreamForwarder::Counters u = upstream_->counters();
     const Labels node = Labels().Add("node", upstream_->node_id());
     const auto family = [&](const char* name, MetricType type, const char* help, uint64_t v) {
       out.Family(name, type, help);

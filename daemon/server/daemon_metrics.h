@@ -24,13 +24,13 @@
 #include "daemon/http/http_server_stats.h"
 #include "daemon/http/run_metrics.h"
 #include "daemon/runs/run_manager.h"
-#include "daemon/server/upstream_forwarder.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/grpc_call_stats.h"
 #include "daemon/service/ingest_runs.h"
 #include "daemon/service/ingest_stats.h"
 #include "daemon/service/sbp_service.h"
+#include "daemon/tiers/upstream_forwarder.h"
 
 namespace perld::server {
 
@@ -38,7 +38,8 @@ class DaemonMetrics {
  public:
   DaemonMetrics(const runs::RunManager& manager, const service::IngestRuns& ingest_runs,
                 const service::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
-                const service::CurrentConfig& config, const UpstreamForwarder* upstream = nullptr,
+                const service::CurrentConfig& config,
+                const tiers::UpstreamForwarder* upstream = nullptr,
                 const service::CallAuth* auth = nullptr,
                 const http::HttpServerStats* http_stats = nullptr,
                 const service::SbpService* sbp = nullptr);
@@ -72,10 +73,10 @@ class DaemonMetrics {
   const service::IngestStats& ingest_stats_;
   const service::GrpcCallStats& grpc_;
   const service::CurrentConfig& config_;
-  const UpstreamForwarder* const upstream_;  // null: no upstream
-  const service::CallAuth* const auth_;      // null: no auth families
-  const http::HttpServerStats* const http_;  // null: no perld_http_* families
-  const service::SbpService* const sbp_;     // null: no SBP families
+  const tiers::UpstreamForwarder* const upstream_;  // null: no upstream
+  const service::CallAuth* const auth_;             // null: no auth families
+  const http::HttpServerStats* const http_;         // null: no perld_http_* families
+  const service::SbpService* const sbp_;            // null: no SBP families
   const int64_t start_unix_ms_;
   const int64_t start_mono_ns_;
   std::mutex render_mu_;                 // one scrape renders at a time (the cache)

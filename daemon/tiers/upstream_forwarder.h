@@ -62,7 +62,7 @@
 #include "daemon/state/state_store.h"
 #include "daemon/state/upstream_journal.h"
 
-namespace perld::server {
+namespace perld::tiers {
 
 class UpstreamForwarder final : public runs::RunObserver, public state::UpstreamJournal {
  public:
@@ -195,4 +195,4 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
   std::thread worker_;  // last: starts once every member above exists
 };
 
-}  // namespace perld::server
+}  // namespace perld::tiers

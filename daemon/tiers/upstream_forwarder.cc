@@ -1,4 +1,4 @@
-#include "daemon/server/upstream_forwarder.h"
+#include "daemon/tiers/upstream_forwarder.h"
 
 #include <algorithm>
 #include <utility>
@@ -11,7 +11,7 @@
 #include "daemon/log/log.h"
 #include "daemon/service/run_proto.h"
 
-namespace perld::server {
+namespace perld::tiers {
 namespace {
 
 // Unacknowledged messages one stream may hold before the worker waits.
@@ -536,4 +536,4 @@ UpstreamForwarder::Counters UpstreamForwarder::counters() const {
   return out;
 }
 
-}  // namespace perld::server
+}  // namespace perld::tiers
