@@ -537,7 +537,7 @@ void DaemonServer::Shutdown() {
   // message is in its total).
   p.ingest_runs->EndAll();
   // Every run has ended: its last windows go to the parent and its stream
-  // closes (bounded by upstream.closeTimeoutMs each).
+  // closes (bounded by upstream.closeTimeoutMs, all streams together).
   if (p.upstream) p.upstream->Stop();
   p.query->CancelWatches();
   p.http->Stop();

@@ -14,15 +14,28 @@
 namespace perld::tiers {
 namespace {
 
-// Unacknowledged messages one stream may hold before the worker waits.
-constexpr int64_t kMaxUnackedPerStream = 256;
-// Windows one stream keeps until the root reports them durable.
-constexpr int64_t kMaxUndurableBytesPerStream = int64_t{256} << 20;
 // Stored messages read back from the state database at a time.
 constexpr size_t kReloadBatch = 64;
-// How often the worker deletes from the state store what parents made
-// durable and looks after closing streams.
-constexpr auto kTendEvery = std::chrono::milliseconds(100);
+// Messages one lane hands over before the other lanes get their turn.
+constexpr int kTurn = 32;
+// A failed read of the state database is retried after this.
+constexpr auto kRetryRead = std::chrono::milliseconds(200);
+
+v1::IngestOpen OpenFor(const runs::RunInfo& info, const std::string& node_id) {
+  v1::IngestOpen open;
+  open.set_run_name(info.spec.name);
+  open.mutable_labels()->insert(info.spec.labels.begin(), info.spec.labels.end());
+  open.set_time_unit(service::ToProto(info.spec.latency.time_unit));
+  open.set_min_latency(info.spec.latency.min_latency);
+  open.set_max_latency(info.spec.latency.max_latency);
+  for (double p : info.spec.latency.percentiles) open.add_percentiles(p);
+  open.set_reporting_interval_ms(
+      std::clamp<int64_t>(info.spec.reporting_interval_ms, 10, 86'400'000));
+  open.set_client_id(absl::StrCat(node_id, "/", info.id));
+  open.set_client_name(absl::StrCat("perld ", node_id, " run ", info.id));
+  open.set_mode(v1::IngestOpen::MODE_WINDOWS);
+  return open;
+}
 
 }  // namespace
 
@@ -30,8 +43,14 @@ UpstreamForwarder::UpstreamForwarder(config::UpstreamConfig config,
                                      std::shared_ptr<grpc::Channel> channel,
                                      state::StateStore* store,
                                      std::function<bool(runs::RunId)> checkpointed)
+    : UpstreamForwarder(std::move(config), GrpcParentStreams(std::move(channel)), store,
+                        std::move(checkpointed)) {}
+
+UpstreamForwarder::UpstreamForwarder(config::UpstreamConfig config, ParentStreamFactory streams,
+                                     state::StateStore* store,
+                                     std::function<bool(runs::RunId)> checkpointed)
     : config_(std::move(config)),
-      channel_(std::move(channel)),
+      streams_(std::move(streams)),
       node_id_(config_.node_id.empty() ? "perld" : config_.node_id),
       store_(store),
       checkpointed_(std::move(checkpointed)),
@@ -61,33 +80,27 @@ void UpstreamForwarder::DeliverRestored(
     log::Info("upstream: run ", id, " '", run->spec.name,
               "' ended before perld stopped: resending ", stored, " stored window message(s) to ",
               config_.target);
-    Stream& s = StartRestoredLocked(*std::move(run), backlog);
-    s.ended = true;
-    MaybeEndLocked(id);
+    Lane& lane = StartRestoredLocked(*std::move(run), backlog);
+    lane.ended = true;
   }
   restored_.clear();
 }
 
-UpstreamForwarder::Stream& UpstreamForwarder::StartRestoredLocked(
+UpstreamForwarder::Lane& UpstreamForwarder::StartRestoredLocked(
     runs::RunInfo info, const state::UpstreamBacklog& backlog) {
   const runs::RunId id = info.id;
-  Stream& s = streams_[id];
-  s.decided = true;
-  s.gated = true;
-  s.next_sequence = backlog.next_sequence;
-  s.committed_next = backlog.next_sequence;
-  Task start;
-  start.kind = Task::Kind::kStart;
-  start.info = std::move(info);
-  start.run_id = id;
-  start.first_sequence = backlog.first_sequence;
-  QueueLocked(std::move(start));
-  if (backlog.first_sequence < backlog.next_sequence) {
-    s.stored_from = backlog.first_sequence;
-    QueueReloadLocked(id);
-  }
+  Lane& lane = lanes_[id];
+  lane.info = std::move(info);
+  lane.first_sequence = backlog.first_sequence;
+  lane.decided = true;
+  lane.gated = true;
+  lane.next_sequence = backlog.next_sequence;
+  lane.committed_next = backlog.next_sequence;
+  // The stored messages come first, read back in turn.
+  if (backlog.first_sequence < backlog.next_sequence) lane.stored_from = backlog.first_sequence;
   restored_count_.fetch_add(1, std::memory_order_relaxed);
-  return s;
+  ReadyLocked(id);
+  return lane;
 }
 
 void UpstreamForwarder::OnRunStarted(const runs::RunInfo& info) {
@@ -102,12 +115,10 @@ void UpstreamForwarder::OnRunStarted(const runs::RunInfo& info) {
     restored_.erase(r);
     return;
   }
-  streams_[info.id] = Stream();
-  Task start;
-  start.kind = Task::Kind::kStart;
-  start.info = info;
-  start.run_id = info.id;
-  QueueLocked(std::move(start));
+  auto [it, added] = lanes_.try_emplace(info.id);
+  if (!added) return;  // already forwarded
+  it->second.info = info;
+  ReadyLocked(info.id);  // the worker opens the stream
 }
 
 void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRecord& window) {
@@ -116,25 +127,26 @@ void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRe
   uint64_t first = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = streams_.find(info.id);
-    if (stopping_ || it == streams_.end()) return;  // a run restored from the history
-    Stream& s = it->second;
-    if (!s.decided) {
-      s.decided = true;
-      s.gated = store_ != nullptr && checkpointed_ && checkpointed_(info.id);
+    auto it = lanes_.find(info.id);
+    if (stopping_ || it == lanes_.end()) return;  // a run restored from the history
+    Lane& lane = it->second;
+    if (!lane.decided) {
+      lane.decided = true;
+      lane.gated = store_ != nullptr && checkpointed_ && checkpointed_(info.id);
     }
-    gated = s.gated;
-    if (!gated && queued_windows_.load(std::memory_order_relaxed) >= config_.max_queued_windows) {
+    gated = lane.gated;
+    if (!gated && !RoomLocked(lane, 1)) {
       windows_dropped_.fetch_add(1, std::memory_order_relaxed);
       log::Error("upstream: run ", info.id, " '", info.spec.name, "': window ", window.seq,
                  " dropped, upstream.maxQueuedWindows (", config_.max_queued_windows,
-                 ") windows are waiting for ", config_.target);
+                 ") windows are waiting for ", config_.target, ", ", lane.queue.size(),
+                 " of them this run's");
       return;
     }
-    first = s.next_sequence;
+    first = lane.next_sequence;
   }
   // Encoded outside the lock: only this (the dispatcher) thread moves a
-  // stream's next_sequence once it started.
+  // lane's next_sequence once it started.
   std::vector<v1::WindowReport> parts =
       client::EncodeWindowParts(window.snapshot, window.distribution, config_.max_pairs_per_report,
                                 first, window.start_unix_ms, window.end_unix_ms);
@@ -147,162 +159,105 @@ void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRe
     messages.push_back(Message{sequence, request.SerializeAsString()});
   }
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = streams_.find(info.id);
-  if (it == streams_.end()) return;
-  it->second.next_sequence = first + messages.size();
+  auto it = lanes_.find(info.id);
+  if (it == lanes_.end()) return;  // given up at the stop deadline
+  Lane& lane = it->second;
+  lane.next_sequence = first + messages.size();
   if (gated) {
-    std::vector<Message>& untaken = it->second.untaken;
-    untaken.insert(untaken.end(), std::make_move_iterator(messages.begin()),
-                   std::make_move_iterator(messages.end()));
+    lane.untaken.insert(lane.untaken.end(), std::make_move_iterator(messages.begin()),
+                        std::make_move_iterator(messages.end()));
   } else {
-    QueueMessagesLocked(info.id, std::move(messages), false);
+    QueueMessagesLocked(info.id, lane, std::move(messages));
   }
 }
 
 void UpstreamForwarder::TakeForCheckpoint(runs::RunId id, state::Checkpoint* checkpoint) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = streams_.find(id);
-  if (it == streams_.end() || !it->second.gated) return;
-  Stream& s = it->second;
-  checkpoint->upstream.insert(checkpoint->upstream.end(), s.untaken.begin(), s.untaken.end());
-  checkpoint->upstream_next_sequence = s.next_sequence;
-  s.uncommitted.insert(s.uncommitted.end(), std::make_move_iterator(s.untaken.begin()),
-                       std::make_move_iterator(s.untaken.end()));
-  s.untaken.clear();
+  auto it = lanes_.find(id);
+  if (it == lanes_.end() || !it->second.gated) return;
+  Lane& lane = it->second;
+  checkpoint->upstream.insert(checkpoint->upstream.end(), lane.untaken.begin(), lane.untaken.end());
+  checkpoint->upstream_next_sequence = lane.next_sequence;
+  lane.uncommitted.insert(lane.uncommitted.end(), std::make_move_iterator(lane.untaken.begin()),
+                          std::make_move_iterator(lane.untaken.end()));
+  lane.untaken.clear();
 }
 
 void UpstreamForwarder::Committed(runs::RunId id, uint64_t next_sequence) {
   // The messages are in the state database, none of them sent yet.
   PERLD_FAILPOINT_HIT("upstream-stored-before-send");
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return;
-  Stream& s = it->second;
-  s.committed_next = std::max(s.committed_next, next_sequence);
+  auto it = lanes_.find(id);
+  if (it == lanes_.end()) return;
+  Lane& lane = it->second;
+  lane.committed_next = std::max(lane.committed_next, next_sequence);
   std::vector<Message> ready;
-  while (!s.uncommitted.empty() && s.uncommitted.front().sequence < next_sequence) {
-    ready.push_back(std::move(s.uncommitted.front()));
-    s.uncommitted.pop_front();
+  while (!lane.uncommitted.empty() && lane.uncommitted.front().sequence < next_sequence) {
+    ready.push_back(std::move(lane.uncommitted.front()));
+    lane.uncommitted.pop_front();
   }
-  if (!ready.empty()) {
-    if (s.stored_from == 0 &&
-        queued_windows_.load(std::memory_order_relaxed) + static_cast<int64_t>(ready.size()) >
-            config_.max_queued_windows) {
-      // The queue is full (the parent is slow or down): from here on the
-      // run's messages are read back from the state database in turn.
-      s.stored_from = ready.front().sequence;
-      QueueReloadLocked(id);
-      log::Warning("upstream: run ", id, ": upstream.maxQueuedWindows (",
-                   config_.max_queued_windows, ") messages wait for ", config_.target,
-                   ": from message ", s.stored_from,
-                   " on they wait in the state database and are read back in turn");
-    }
-    if (s.stored_from == 0) QueueMessagesLocked(id, std::move(ready), true);
+  if (!ready.empty() && lane.stored_from == 0 && !RoomLocked(lane, ready.size())) {
+    // No room (the parent is slow or down): from here on the run's messages
+    // are read back from the state database when its queue is empty.
+    lane.stored_from = ready.front().sequence;
+    log::Warning("upstream: run ", id, ": upstream.maxQueuedWindows (", config_.max_queued_windows,
+                 ") messages wait for ", config_.target, ": from message ", lane.stored_from,
+                 " on they wait in the state database and are read back in turn");
   }
-  MaybeEndLocked(id);
+  if (!ready.empty() && lane.stored_from == 0) {
+    QueueMessagesLocked(id, lane, std::move(ready));
+  } else {
+    ReadyLocked(id);  // stored messages to read back, or the close may be due
+  }
 }
 
 void UpstreamForwarder::OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord&) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = streams_.find(info.id);
-  if (it == streams_.end()) return;
-  Stream& s = it->second;
-  s.ended = true;
+  auto it = lanes_.find(info.id);
+  if (it == lanes_.end()) return;
+  Lane& lane = it->second;
+  lane.ended = true;
   // RunHistory::OnRunEnded (an earlier observer) took the run's last
   // messages with its final total (UpstreamJournal).
-  PERLD_CONTRACT(s.untaken.empty(),
+  PERLD_CONTRACT(lane.untaken.empty(),
                  "a forwarded run ended with messages no store transaction took");
-  MaybeEndLocked(info.id);
+  ReadyLocked(info.id);
 }
 
-void UpstreamForwarder::MaybeEndLocked(runs::RunId id) {
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return;
-  const Stream& s = it->second;
-  if (!s.ended || !s.untaken.empty() || !s.uncommitted.empty() || s.stored_from != 0) return;
-  streams_.erase(it);
-  QueueEndLocked(id);
+bool UpstreamForwarder::RoomLocked(const Lane& lane, size_t k) const {
+  const int64_t budget = config_.max_queued_windows;
+  const int64_t share =
+      std::max<int64_t>(1, budget / std::max<int64_t>(1, static_cast<int64_t>(lanes_.size())));
+  const auto more = static_cast<int64_t>(k);
+  return queued_ + more <= budget || static_cast<int64_t>(lane.queue.size()) + more <= share;
 }
 
-void UpstreamForwarder::Reload(runs::RunId id) {
-  uint64_t from = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = streams_.find(id);
-    if (it == streams_.end() || it->second.stored_from == 0) return;
-    if (stopping_ && std::chrono::steady_clock::now() >= give_up_at_) return;  // stays stored
-    from = it->second.stored_from;
-  }
-  absl::StatusOr<std::vector<Message>> messages =
-      store_->LoadUpstreamMessages(id, from, kReloadBatch);
-  if (!messages.ok()) {
-    log::Error("upstream: run ", id, ": reading its stored window messages from ", from,
-               " failed: ", messages.status().message(), " (retried in ",
-               absl::FormatDuration(absl::FromChrono(kTendEvery)), ")");
-    std::this_thread::sleep_for(kTendEvery);
-    std::lock_guard<std::mutex> lock(mu_);
-    QueueReloadLocked(id);
-    return;
-  }
-  if (!messages->empty()) Send(id, *messages, true);
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return;
-  Stream& s = it->second;
-  if (messages->empty()) {
-    // Committed but not there (the database was changed behind perld's
-    // back): the stream cannot continue in order; Send reports the gap.
-    log::Error("upstream: run ", id, ": stored window messages ", s.stored_from, "..",
-               s.committed_next - 1, " are missing from the state database");
-    s.stored_from = s.committed_next;
-  } else {
-    s.stored_from = messages->back().sequence + 1;
-  }
-  if (s.stored_from >= s.committed_next) {
-    s.stored_from = 0;  // caught up: the next committed messages queue as usual
-    MaybeEndLocked(id);
-  } else {
-    QueueReloadLocked(id);
-  }
+void UpstreamForwarder::QueueMessagesLocked(runs::RunId id, Lane& lane,
+                                            std::vector<Message> messages) {
+  queued_ += static_cast<int64_t>(messages.size());
+  lane.queue.insert(lane.queue.end(), std::make_move_iterator(messages.begin()),
+                    std::make_move_iterator(messages.end()));
+  ReadyLocked(id);
 }
 
-void UpstreamForwarder::QueueLocked(Task task) {
-  if (task.kind == Task::Kind::kMessages) {
-    queued_windows_.fetch_add(static_cast<int64_t>(task.messages.size()),
-                              std::memory_order_relaxed);
-  }
-  tasks_.push_back(std::move(task));
+void UpstreamForwarder::ReadyLocked(runs::RunId id) {
+  ready_.insert(id);
   cv_.notify_one();
 }
 
-void UpstreamForwarder::QueueMessagesLocked(runs::RunId id, std::vector<Message> messages,
-                                            bool gated) {
-  Task t;
-  t.kind = Task::Kind::kMessages;
-  t.run_id = id;
-  t.gated = gated;
-  t.messages = std::move(messages);
-  QueueLocked(std::move(t));
-}
-
-void UpstreamForwarder::QueueReloadLocked(runs::RunId id) {
-  Task t;
-  t.kind = Task::Kind::kReload;
-  t.run_id = id;
-  QueueLocked(std::move(t));
-}
-
-void UpstreamForwarder::QueueEndLocked(runs::RunId id) {
-  Task t;
-  t.kind = Task::Kind::kEnd;
-  t.run_id = id;
-  QueueLocked(std::move(t));
+void UpstreamForwarder::Wake(runs::RunId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (lanes_.contains(id)) ReadyLocked(id);
 }
 
 void UpstreamForwarder::Stop() {
+  // Everything below, the parent included, gets until here.
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(config_.close_timeout_ms);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || !worker_.joinable()) return;
+    if (stop_called_) return;
+    stop_called_ = true;
   }
   // The runs have ended: let their last messages commit (and so be queued).
   if (store_ != nullptr) {
@@ -310,212 +265,247 @@ void UpstreamForwarder::Stop() {
       log::Error("state: not everything was stored: ", s.message());
     }
   }
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.close_timeout_ms);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    give_up_at_ = deadline;
+    stop_deadline_ = deadline;
+    cv_.notify_one();
   }
-  {
-    // A stream waiting for room (the parent is down) gives up at the deadline.
-    std::lock_guard<std::mutex> senders(senders_mu_);
-    for (auto& [id, s] : senders_) s.sender->GiveUpAt(deadline);
-  }
-  cv_.notify_one();
-  worker_.join();
+  if (worker_.joinable()) worker_.join();
 }
 
 void UpstreamForwarder::Work() {
   std::unique_lock<std::mutex> lock(mu_);
-  auto tended_at = std::chrono::steady_clock::now();
+  Deferred deferred;
+  const auto close_timeout = std::chrono::milliseconds(config_.close_timeout_ms);
   for (;;) {
-    cv_.wait_for(lock, kTendEvery, [&] { return stopping_ || !tasks_.empty(); });
-    if (std::chrono::steady_clock::now() - tended_at >= kTendEvery) {
-      lock.unlock();
-      Tend(false);
-      tended_at = std::chrono::steady_clock::now();
-      lock.lock();
+    const Clock::time_point now = Clock::now();
+    if (stopping_ && (lanes_.empty() || now >= stop_deadline_)) break;
+    // The only deadlines: the stop, ungated closes, retried reads.
+    Clock::time_point wake = stopping_ ? stop_deadline_ : kNever;
+    for (const auto& [id, lane] : lanes_) {
+      Clock::time_point at = lane.retry_at;
+      if (lane.close_asked && !lane.gated) at = std::min(at, lane.closing_since + close_timeout);
+      if (at <= now) {
+        ready_.insert(id);
+      } else {
+        wake = std::min(wake, at);
+      }
     }
-    if (tasks_.empty()) {
-      if (stopping_) break;  // everything handed over
+    if (ready_.empty()) {
+      if (wake == kNever) {
+        cv_.wait(lock);
+      } else {
+        cv_.wait_until(lock, wake);
+      }
       continue;
     }
-    Task task = std::move(tasks_.front());
-    tasks_.pop_front();
-    if (task.kind == Task::Kind::kMessages) {
-      queued_windows_.fetch_sub(static_cast<int64_t>(task.messages.size()),
-                                std::memory_order_relaxed);
-    }
+    // One turn: every lane with work, once, in id order; what a lane could
+    // not finish in its turn (or what arrives meanwhile) is the next turn's.
+    std::set<runs::RunId> turn;
+    turn.swap(ready_);
+    for (runs::RunId id : turn) Serve(id, lock, deferred);
     lock.unlock();
-    switch (task.kind) {
-      case Task::Kind::kStart:
-        Start(task);
-        break;
-      case Task::Kind::kMessages:
-        Send(task.run_id, task.messages, task.gated);
-        break;
-      case Task::Kind::kReload:
-        Reload(task.run_id);
-        break;
-      case Task::Kind::kEnd:
-        End(task.run_id);
-        break;
-    }
+    RunDeferred(deferred);
     lock.lock();
   }
+  // Stopped: every lane finished, or the deadline passed. What is left is
+  // given up on (a gated run's messages stay in the state database).
+  for (auto& [id, lane] : lanes_) FinishLocked(id, lane, /*give_up=*/true, deferred);
+  lanes_.clear();
+  ready_.clear();
+  queued_ = 0;
   lock.unlock();
-  // Every stream still open or closing (its run ended; the parent may be
-  // slow or down) gets until upstream.closeTimeoutMs from Stop().
-  Tend(true);
+  RunDeferred(deferred);
 }
 
-void UpstreamForwarder::Start(const Task& task) {
-  const runs::RunInfo& info = task.info;
-  v1::IngestOpen open;
-  open.set_run_name(info.spec.name);
-  open.mutable_labels()->insert(info.spec.labels.begin(), info.spec.labels.end());
-  open.set_time_unit(service::ToProto(info.spec.latency.time_unit));
-  open.set_min_latency(info.spec.latency.min_latency);
-  open.set_max_latency(info.spec.latency.max_latency);
-  for (double p : info.spec.latency.percentiles) open.add_percentiles(p);
-  open.set_reporting_interval_ms(
-      std::clamp<int64_t>(info.spec.reporting_interval_ms, 10, 86'400'000));
-  open.set_client_id(absl::StrCat(node_id_, "/", info.id));
-  open.set_client_name(absl::StrCat("perld ", node_id_, " run ", info.id));
-  open.set_mode(v1::IngestOpen::MODE_WINDOWS);
-  Sender s;
-  s.sender = std::make_unique<client::IngestSender>(channel_, std::move(open), kMaxUnackedPerStream,
-                                                    kMaxUndurableBytesPerStream, nullptr,
-                                                    task.first_sequence);
-  s.released = task.first_sequence - 1;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (give_up_at_ != std::chrono::steady_clock::time_point::max()) {
-      s.sender->GiveUpAt(give_up_at_);
-    }
+void UpstreamForwarder::Serve(runs::RunId id, std::unique_lock<std::mutex>& lock,
+                              Deferred& deferred) {
+  auto it = lanes_.find(id);
+  if (it == lanes_.end()) return;
+  Lane& lane = it->second;  // stays valid: only this thread erases lanes
+  if (lane.retry_at <= Clock::now()) lane.retry_at = kNever;
+  if (lane.stream == nullptr) {
+    v1::IngestOpen open = OpenFor(lane.info, node_id_);
+    const uint64_t first = lane.first_sequence;
+    lock.unlock();
+    std::unique_ptr<ParentStream> stream =
+        streams_(std::move(open), first, [this, id] { Wake(id); });
+    lock.lock();
+    lane.stream = std::move(stream);
+    lane.released = first - 1;
+    runs_.fetch_add(1, std::memory_order_relaxed);
   }
-  runs_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> senders(senders_mu_);
-  senders_[info.id] = std::move(s);
-}
-
-void UpstreamForwarder::Send(runs::RunId id, const std::vector<Message>& messages, bool gated) {
-  client::IngestSender* sender = nullptr;
-  {
-    std::lock_guard<std::mutex> senders(senders_mu_);
-    auto it = senders_.find(id);
-    if (it == senders_.end()) return;
-    it->second.gated |= gated;
-    sender = it->second.sender.get();
+  ParentStream& stream = *lane.stream;
+  // What the parent made durable leaves the state database.
+  const ParentStream::Progress progress = stream.progress();
+  if (lane.gated && store_ != nullptr && progress.durable > lane.released) {
+    deferred.release.emplace_back(id, progress.durable);
+    lane.released = progress.durable;
   }
-  for (const Message& m : messages) {
-    // After the first failure the run's later messages are only counted.
-    if (refused_.contains(id)) {
-      if (!gated || sender->failed()) windows_dropped_.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    v1::IngestRequest message;
-    std::string why;
-    if (m.sequence != sender->next_sequence()) {
-      why = absl::StrCat("the stream expects message ", sender->next_sequence());
-    } else if (!message.ParseFromString(m.bytes)) {
-      why = "it does not parse";
-    } else if (sender->Enqueue(std::move(message))) {
-      windows_sent_.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    } else {
-      perld::Counters c;
-      sender->FillCounters(&c);
-      why = c.last_stream_error.empty() ? "the parent refused the stream or perld is stopping"
-                                        : c.last_stream_error;
-    }
-    // A gated message is lost only when the parent refused the stream for
-    // good; else (perld is stopping) it stays stored for the next start.
-    if (!gated || sender->failed()) windows_dropped_.fetch_add(1, std::memory_order_relaxed);
-    refused_.insert(id);
-    log::Error("upstream: run ", id, ": message ", m.sequence,
-               " and the run's later ones not forwarded: ", why);
+  HandOver(id, lane, lock);
+  if (lane.queue.empty() && lane.stored_from != 0) Reload(id, lane, lock);
+  const Clock::time_point now = Clock::now();
+  if (lane.ended && !lane.close_asked && lane.untaken.empty() && lane.uncommitted.empty() &&
+      lane.queue.empty() && lane.stored_from == 0) {
+    stream.RequestClose();  // its `wake` tells when the parent acknowledged
+    lane.close_asked = true;
+    lane.closing_since = now;
+  }
+  if (!lane.close_asked) return;
+  const ParentStream::Progress p = stream.progress();
+  // A gated stream keeps trying until perld stops or a final error: its
+  // messages are safe in the state database meanwhile.
+  if (p.closed || !p.error.empty() ||
+      (!lane.gated &&
+       now - lane.closing_since >= std::chrono::milliseconds(config_.close_timeout_ms))) {
+    FinishLocked(id, lane, /*give_up=*/false, deferred);
+    lanes_.erase(it);
   }
 }
 
-void UpstreamForwarder::End(runs::RunId id) {
-  refused_.erase(id);
-  std::lock_guard<std::mutex> senders(senders_mu_);
-  auto it = senders_.find(id);
-  if (it == senders_.end()) return;
-  it->second.closing_since = std::chrono::steady_clock::now();
-  it->second.sender->Close(std::chrono::milliseconds(0));  // asks; Tend() sees it through
-}
-
-void UpstreamForwarder::Tend(bool last) {
-  std::vector<std::pair<runs::RunId, Sender>> done;
-  {
-    std::lock_guard<std::mutex> senders(senders_mu_);
-    const auto now = std::chrono::steady_clock::now();
-    for (auto it = senders_.begin(); it != senders_.end();) {
-      Sender& s = it->second;
-      perld::Counters c;
-      s.sender->FillCounters(&c);
-      if (s.gated && store_ != nullptr && c.durable_sequence > s.released) {
-        store_->ReleaseUpstream(it->first, c.durable_sequence);
-        s.released = c.durable_sequence;
-      }
-      const bool closing = s.closing_since != std::chrono::steady_clock::time_point::max();
-      bool finished = last;
-      if (closing && !last) {
-        const perld::FlushResult r = s.sender->Close(std::chrono::milliseconds(0));
-        // A gated stream keeps trying until perld stops or a final error:
-        // its messages are safe in the state database meanwhile.
-        finished = r.acked || s.sender->failed() ||
-                   (!s.gated &&
-                    now - s.closing_since >= std::chrono::milliseconds(config_.close_timeout_ms));
-      }
-      if (finished) {
-        done.emplace_back(it->first, std::move(s));
-        it = senders_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  auto deadline = std::chrono::steady_clock::time_point::max();
-  if (last) {  // the deadline Stop() set, shared by every stream
-    std::lock_guard<std::mutex> lock(mu_);
-    deadline = give_up_at_;
-  }
-  for (auto& [id, s] : done) {
-    std::chrono::milliseconds wait(0);  // not stopping: finished streams need none
-    if (last) {
-      wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::max(deadline - std::chrono::steady_clock::now(),
-                   std::chrono::steady_clock::duration::zero()));
-    }
-    Finish(id, s, wait);
-  }
-}
-
-void UpstreamForwarder::Finish(runs::RunId id, Sender& s, std::chrono::milliseconds wait) {
-  const perld::FlushResult r = s.sender->Close(wait);
-  perld::Counters c;
-  s.sender->FillCounters(&c);
-  closed_acked_.fetch_add(c.acked_sequence, std::memory_order_relaxed);
-  if (r.acked || s.sender->failed()) {
-    // Delivered, or refused for good (a resend could not change that).
-    if (s.gated && store_ != nullptr) store_->EndUpstream(id);
-    if (r.acked) return;
-  } else if (s.gated && store_ != nullptr) {
-    if (c.durable_sequence > s.released) store_->ReleaseUpstream(id, c.durable_sequence);
-    log::Error("upstream: run ", id, ": ", r.unacked_messages,
-               " window message(s) not yet "
-               "acknowledged by ",
-               config_.target, " (", r.error,
-               "): kept in the state "
-               "database, resent when perld starts again");
+void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane, std::unique_lock<std::mutex>& lock) {
+  if (lane.refused) {
+    DropRefusedLocked(lane);
     return;
   }
-  log::Error("upstream: run ", id, ": ", r.unacked_messages,
-             " window message(s) not acknowledged by ", config_.target, " (", r.error, ")");
+  ParentStream& stream = *lane.stream;
+  for (int n = 0; n < kTurn; ++n) {
+    if (lane.queue.empty() || !stream.HasRoom()) return;  // `wake` comes with room
+    Message m = std::move(lane.queue.front());
+    lane.queue.pop_front();
+    --queued_;
+    // Parsed and offered without the lock (the observers queue meanwhile).
+    lock.unlock();
+    std::string why;
+    ParentStream::Offer offer = ParentStream::Offer::kFailed;
+    v1::IngestRequest message;
+    if (m.sequence != stream.next_sequence()) {
+      why = absl::StrCat("the stream expects message ", stream.next_sequence());
+    } else if (!message.ParseFromString(m.bytes)) {
+      why = "it does not parse";
+    } else {
+      offer = stream.TryEnqueue(&message);
+    }
+    lock.lock();
+    if (offer == ParentStream::Offer::kQueued) {
+      windows_sent_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (offer == ParentStream::Offer::kFull && why.empty()) {  // HasRoom said otherwise: retry
+      lane.queue.push_front(std::move(m));
+      ++queued_;
+      return;
+    }
+    if (why.empty()) {
+      const ParentStream::Progress p = stream.progress();
+      why = !p.error.empty()        ? p.error
+            : !p.last_error.empty() ? p.last_error
+                                    : "the parent refused the stream";
+    }
+    // Never sent in order now: this message and the run's later ones are
+    // lost to the parent (a gated run's are deleted when its stream closes).
+    lane.refused = true;
+    windows_dropped_.fetch_add(1, std::memory_order_relaxed);
+    log::Error("upstream: run ", id, ": message ", m.sequence,
+               " and the run's later ones not forwarded: ", why);
+    DropRefusedLocked(lane);
+    return;
+  }
+  if (!lane.queue.empty()) ReadyLocked(id);  // the rest after the other lanes
+}
+
+void UpstreamForwarder::Reload(runs::RunId id, Lane& lane, std::unique_lock<std::mutex>& lock) {
+  if (lane.refused) {
+    DropRefusedLocked(lane);
+    return;
+  }
+  if (lane.retry_at != kNever || !lane.stream->HasRoom()) return;  // its retry, or `wake`
+  PERLD_CONTRACT(store_ != nullptr, "a lane with stored messages and no state store");
+  const uint64_t from = lane.stored_from;
+  lock.unlock();
+  absl::StatusOr<std::vector<Message>> messages =
+      store_->LoadUpstreamMessages(id, from, kReloadBatch);
+  lock.lock();
+  if (!messages.ok()) {
+    log::Error("upstream: run ", id, ": reading its stored window messages from ", from,
+               " failed: ", messages.status().message(), " (retried in ",
+               absl::FormatDuration(absl::FromChrono(kRetryRead)), ")");
+    lane.retry_at = Clock::now() + kRetryRead;
+    return;
+  }
+  if (messages->empty()) {
+    // Committed but not there (the database was changed behind perld's
+    // back): the stream cannot continue in order; HandOver reports the gap.
+    log::Error("upstream: run ", id, ": stored window messages ", lane.stored_from, "..",
+               lane.committed_next - 1, " are missing from the state database");
+    lane.stored_from = lane.committed_next;
+  } else {
+    lane.stored_from = messages->back().sequence + 1;
+    queued_ += static_cast<int64_t>(messages->size());
+    lane.queue.insert(lane.queue.end(), std::make_move_iterator(messages->begin()),
+                      std::make_move_iterator(messages->end()));
+  }
+  // Caught up: the next committed messages queue as usual.
+  if (lane.stored_from >= lane.committed_next) lane.stored_from = 0;
+  ReadyLocked(id);
+}
+
+void UpstreamForwarder::DropRefusedLocked(Lane& lane) {
+  uint64_t dropped = lane.queue.size();
+  if (lane.stored_from != 0) dropped += lane.committed_next - lane.stored_from;
+  windows_dropped_.fetch_add(dropped, std::memory_order_relaxed);
+  queued_ -= static_cast<int64_t>(lane.queue.size());
+  lane.queue.clear();
+  lane.stored_from = 0;
+}
+
+void UpstreamForwarder::FinishLocked(runs::RunId id, Lane& lane, bool give_up, Deferred& deferred) {
+  ParentStream::Progress p;
+  uint64_t handed = lane.first_sequence - 1;
+  if (lane.stream != nullptr) {
+    p = lane.stream->progress();
+    handed = lane.stream->next_sequence() - 1;
+    deferred.streams.push_back(std::move(lane.stream));
+  }
+  closed_acked_.fetch_add(p.acked, std::memory_order_relaxed);
+  const bool keep = lane.gated && store_ != nullptr;
+  if (!give_up && (p.closed || !p.error.empty())) {
+    // Delivered, or refused for good (a resend could not change that).
+    if (keep) deferred.end.push_back(id);
+    if (p.closed) return;
+    DropRefusedLocked(lane);
+    log::Error("upstream: run ", id, ": ", handed - std::min(p.acked, handed),
+               " window message(s) not acknowledged by ", config_.target, " (", p.error, ")");
+    return;
+  }
+  uint64_t unacked = handed - std::min(p.acked, handed) + lane.queue.size();
+  if (lane.stored_from != 0) unacked += lane.committed_next - lane.stored_from;
+  const std::string why = !p.error.empty()        ? p.error
+                          : !p.last_error.empty() ? p.last_error
+                                                  : std::string("timed out");
+  queued_ -= static_cast<int64_t>(lane.queue.size());
+  if (keep) {
+    if (p.durable > lane.released) deferred.release.emplace_back(id, p.durable);
+    lane.queue.clear();  // stored: read back at the next start
+    log::Error("upstream: run ", id, ": ", unacked, " window message(s) not yet acknowledged by ",
+               config_.target, " (", why,
+               "): kept in the state database, resent when perld starts again");
+    return;
+  }
+  windows_dropped_.fetch_add(lane.queue.size(), std::memory_order_relaxed);  // never handed over
+  lane.queue.clear();
+  log::Error("upstream: run ", id, ": ", unacked, " window message(s) not acknowledged by ",
+             config_.target, " (", why, ")");
+}
+
+void UpstreamForwarder::RunDeferred(Deferred& deferred) {
+  for (const auto& [id, through] : deferred.release) store_->ReleaseUpstream(id, through);
+  for (runs::RunId id : deferred.end) store_->EndUpstream(id);
+  deferred.release.clear();
+  deferred.end.clear();
+  // Cancels them; their threads may be in `wake`, which takes mu_ (not held).
+  deferred.streams.clear();
 }
 
 UpstreamForwarder::Counters UpstreamForwarder::counters() const {
@@ -523,15 +513,14 @@ UpstreamForwarder::Counters UpstreamForwarder::counters() const {
   out.runs = runs_.load(std::memory_order_relaxed);
   out.windows_sent = windows_sent_.load(std::memory_order_relaxed);
   out.windows_dropped = windows_dropped_.load(std::memory_order_relaxed);
-  out.queued = static_cast<uint64_t>(queued_windows_.load(std::memory_order_relaxed));
-  out.messages_acked = closed_acked_.load(std::memory_order_relaxed);
   out.restored = restored_count_.load(std::memory_order_relaxed);
-  std::lock_guard<std::mutex> senders(senders_mu_);
-  out.open_streams = senders_.size();
-  for (const auto& [id, s] : senders_) {
-    perld::Counters c;
-    s.sender->FillCounters(&c);
-    out.messages_acked += c.acked_sequence;
+  std::lock_guard<std::mutex> lock(mu_);
+  out.queued = static_cast<uint64_t>(std::max<int64_t>(0, queued_));
+  out.messages_acked = closed_acked_.load(std::memory_order_relaxed);
+  for (const auto& [id, lane] : lanes_) {
+    if (lane.stream == nullptr) continue;
+    ++out.open_streams;
+    out.messages_acked += lane.stream->progress().acked;
   }
   return out;
 }

@@ -7,7 +7,7 @@
 // Each local run is one client of the parent's run of the same name:
 // perld.v1.Ingest in windows mode, client id "<nodeId>/<run id>", the run's
 // time unit, range, percentiles and interval, sequence numbers 1, 2, ... per
-// local run (IngestSender: resends after a reconnect, the parent drops
+// local run (a ParentStream: resends after a reconnect, the parent drops
 // duplicates). A window larger than upstream.maxPairsPerReport is sent in
 // parts (EncodeWindowParts) that merge to it exactly. Total segments and the
 // run total are not sent: the parent builds its own from the windows. When
@@ -26,18 +26,40 @@
 // reached the parent, so none is counted twice. Other runs (in-process
 // benches, SBP, no state) are forwarded as their windows close.
 //
-// Backpressure: messages wait in one queue while the parent is slow or
-// down; past upstream.maxQueuedWindows a window of an ungated run is
-// dropped, counted and logged as an error. A gated run's messages are
-// never dropped: they are in the state database until the parent has them.
-// Nothing else in the daemon waits for the parent.
+// One queue per parent stream, none waits for another: each run's messages
+// wait in its own queue (its "lane") until its stream has room
+// (ParentStream::TryEnqueue never blocks); a stream without room, refused
+// for good, reconnecting or closing holds up only its own lane, and the
+// worker serves the others meanwhile, a bounded turn each (round robin).
+// The worker sleeps on a condition variable until a lane has work: a
+// message queued, a run ended, or its stream's `wake` (an ack made room,
+// the close was acknowledged, a final error); its only deadlines are
+// upstream.closeTimeoutMs (an ungated stream's close, Stop) and the retry
+// of a failed read of the state database.
+//
+// Bounds (upstream.maxQueuedWindows, "the budget", messages in every
+// lane): a lane may always hold its share (the budget divided by the open
+// lanes, at least 1) and beyond it what the others leave of the budget, so
+// a stuck stream cannot take the others' room and at most about twice the
+// budget waits in memory. A gated run's committed messages that find no
+// room wait in the state database and are read back in turn when its lane
+// is empty (never dropped); an ungated run's window that finds none is
+// dropped, counted and logged as an error. A stream refused for good has
+// its messages counted as dropped (a gated run's are deleted from the state
+// database when its run ends). Nothing else in the daemon waits for the
+// parent.
 //
 // Threads: the RunObserver callbacks only queue (OnRunStarted may run under
 // the run manager's lock); TakeForCheckpoint on the dispatcher thread,
 // Committed on the store's writer thread; one worker thread owns the
-// streams. Counters() from any thread. Stop() sends what is queued, closes
-// every stream (each waits up to upstream.closeTimeoutMs for its
-// acknowledgements) and joins.
+// streams (opens, offers, closes, destroys them); counters() from any
+// thread. Lock order: mu_, then a stream's own lock (progress, HasRoom);
+// store calls and stream destruction happen without mu_. Stop() gives
+// every lane until upstream.closeTimeoutMs from its call, all lanes at
+// once: what is queued is handed over, ended runs' streams are closed;
+// then every stream left is cancelled (a gated run's unacknowledged
+// messages stay in the state database for the next start) and the worker
+// is joined -- whatever the parent does.
 #pragma once
 
 #include <atomic>
@@ -55,12 +77,12 @@
 #include <thread>
 #include <vector>
 
-#include "client/lib/ingest_sender.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/runs/run_observer.h"
 #include "daemon/state/checkpoint.h"
 #include "daemon/state/state_store.h"
 #include "daemon/state/upstream_journal.h"
+#include "daemon/tiers/parent_stream.h"
 
 namespace perld::tiers {
 
@@ -71,8 +93,8 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
     uint64_t open_streams = 0;     // runs whose stream is not closed yet
     uint64_t windows_sent = 0;     // WindowReports handed to a stream (parts counted)
     uint64_t messages_acked = 0;   // acknowledged by the parent
-    uint64_t windows_dropped = 0;  // windows lost: queue full or the parent refused the run
-    uint64_t queued = 0;           // windows waiting now
+    uint64_t windows_dropped = 0;  // windows lost: no room, or the parent refused the run
+    uint64_t queued = 0;           // messages waiting in the lanes now
     uint64_t restored = 0;         // streams continued from the state database
   };
 
@@ -84,6 +106,10 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
   // `checkpointed(id)` says whether a run's windows are checkpointed
   // (IngestRuns::Checkpointed), asked at its first window.
   UpstreamForwarder(config::UpstreamConfig config, std::shared_ptr<grpc::Channel> channel,
+                    state::StateStore* store = nullptr,
+                    std::function<bool(runs::RunId)> checkpointed = {});
+  // The same over streams from `streams` (tests: streams without gRPC).
+  UpstreamForwarder(config::UpstreamConfig config, ParentStreamFactory streams,
                     state::StateStore* store = nullptr,
                     std::function<bool(runs::RunId)> checkpointed = {});
   ~UpstreamForwarder() override;  // Stop()
@@ -105,91 +131,94 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
   void TakeForCheckpoint(runs::RunId id, state::Checkpoint* checkpoint) override;
   void Committed(runs::RunId id, uint64_t next_sequence) override;
 
-  // Sends everything queued, closes every stream, joins the worker. Idempotent.
+  // Hands over what is queued and closes every ended run's stream, until
+  // upstream.closeTimeoutMs after the call at most (for all streams
+  // together), then cancels what is left and joins the worker. Idempotent.
   void Stop();
   Counters counters() const;
   const std::string& node_id() const { return node_id_; }
 
  private:
   using Message = state::UpstreamMessage;
-  struct Task {
-    enum class Kind { kStart, kMessages, kReload, kEnd };
-    Kind kind = Kind::kStart;
-    runs::RunInfo info;             // kStart
-    uint64_t first_sequence = 1;    // kStart: the stream's first message
-    bool gated = false;             // kMessages: stored until the parent has them
-    std::vector<Message> messages;  // kMessages
-    runs::RunId run_id = 0;
-  };
-  // A run's stream as the observer callbacks see it (mu_).
-  struct Stream {
+  using Clock = std::chrono::steady_clock;
+  static constexpr Clock::time_point kNever = Clock::time_point::max();
+
+  // One run's stream to the parent and its queue (mu_).
+  struct Lane {
+    // As the observer callbacks see the run:
+    runs::RunInfo info;               // opens the stream
+    uint64_t first_sequence = 1;      // the stream's first message
     bool decided = false;             // gated is known (the first window came)
     bool gated = false;               // its messages wait for their checkpoint
-    bool ended = false;               // OnRunEnded: close once all is handed over
+    bool ended = false;               // the run ended: close once all is handed over
     uint64_t next_sequence = 1;       // the next message's
     std::vector<Message> untaken;     // gated: not in a checkpoint yet
     std::deque<Message> uncommitted;  // gated: in a checkpoint not committed yet
     uint64_t committed_next = 1;      // gated: every message below is committed
     // Gated, non-zero: the messages from here up to committed_next are in
-    // the state database only (a full queue, or a restart); a kReload task
-    // reads them back in order.
+    // the state database only (no room, or a restart); the worker reads
+    // them back in order when the queue is empty.
     uint64_t stored_from = 0;
+    std::deque<Message> queue;  // ready, in order, not handed to the stream yet
+
+    // The worker's (changed under mu_, so counters() may read them):
+    std::unique_ptr<ParentStream> stream;  // null until the worker opened it
+    uint64_t released = 0;     // the parent's durable sequence last deleted from the store
+    bool refused = false;      // handed-over failed: later messages are only counted
+    bool close_asked = false;  // RequestClose was called
+    Clock::time_point closing_since = kNever;
+    Clock::time_point retry_at = kNever;  // a failed read of the store is retried then
   };
-  // A stream to the parent as the worker owns it.
-  struct Sender {
-    std::unique_ptr<client::IngestSender> sender;
-    bool gated = false;
-    uint64_t released = 0;  // the parent's durable sequence last deleted from the store
-    // When End asked for the close (max: open).
-    std::chrono::steady_clock::time_point closing_since =
-        std::chrono::steady_clock::time_point::max();
+  // What a turn of the worker does once mu_ is released.
+  struct Deferred {
+    std::vector<std::pair<runs::RunId, uint64_t>> release;  // StateStore::ReleaseUpstream
+    std::vector<runs::RunId> end;                           // StateStore::EndUpstream
+    std::vector<std::unique_ptr<ParentStream>> streams;     // to destroy (cancel)
   };
 
   // mu_ held:
-  Stream& StartRestoredLocked(runs::RunInfo info, const state::UpstreamBacklog& backlog);
-  void MaybeEndLocked(runs::RunId id);  // an ended run with everything handed over: End
-  void QueueLocked(Task task);
-  void QueueMessagesLocked(runs::RunId id, std::vector<Message> messages, bool gated);
-  void QueueReloadLocked(runs::RunId id);
-  void QueueEndLocked(runs::RunId id);
+  Lane& StartRestoredLocked(runs::RunInfo info, const state::UpstreamBacklog& backlog);
+  // Whether `k` more messages fit `lane`'s queue (the budget, see above).
+  bool RoomLocked(const Lane& lane, size_t k) const;
+  void QueueMessagesLocked(runs::RunId id, Lane& lane, std::vector<Message> messages);
+  void ReadyLocked(runs::RunId id);  // the worker looks at the lane next
+  void Wake(runs::RunId id);         // a stream's `wake`
 
-  // The worker thread:
+  // The worker thread (mu_ held on entry and exit of each):
   void Work();
-  void Start(const Task& task);
-  void Send(runs::RunId id, const std::vector<Message>& messages, bool gated);
-  void Reload(runs::RunId id);  // sends the next stored messages
-  void End(runs::RunId id);     // asks the parent to close the stream
-  // Deletes from the store what parents made durable; finishes the streams
-  // whose close was acknowledged (or, ungated, timed out); `last`: finishes
-  // every stream (Stop).
-  void Tend(bool last);
-  // Closes (waiting up to `wait` for the acknowledgement) and accounts.
-  void Finish(runs::RunId id, Sender& sender, std::chrono::milliseconds wait);
+  // Does what the lane can do now: opens its stream, deletes what the
+  // parent made durable, hands over a turn's messages, reads stored ones
+  // back, asks for the close, finishes it.
+  void Serve(runs::RunId id, std::unique_lock<std::mutex>& lock, Deferred& deferred);
+  // Hands over up to a turn of the lane's queue; false: no room (or done).
+  void HandOver(runs::RunId id, Lane& lane, std::unique_lock<std::mutex>& lock);
+  void Reload(runs::RunId id, Lane& lane, std::unique_lock<std::mutex>& lock);
+  // Counts what a refused lane still holds (queued and stored) as dropped.
+  void DropRefusedLocked(Lane& lane);
+  // Accounts for a lane whose stream closed, failed, timed out or (`give_up`)
+  // is left at the stop deadline; the caller erases it.
+  void FinishLocked(runs::RunId id, Lane& lane, bool give_up, Deferred& deferred);
+  void RunDeferred(Deferred& deferred);
 
   const config::UpstreamConfig config_;
-  const std::shared_ptr<grpc::Channel> channel_;
+  const ParentStreamFactory streams_;
   const std::string node_id_;
   state::StateStore* const store_;
   const std::function<bool(runs::RunId)> checkpointed_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Task> tasks_;                                  // mu_
-  std::map<runs::RunId, Stream> streams_;                   // mu_
+  mutable std::mutex mu_;
+  std::condition_variable cv_;         // the worker: ready_, stopping_, a deadline
+  std::map<runs::RunId, Lane> lanes_;  // mu_; only the worker erases (a Lane& stays valid)
+  std::set<runs::RunId> ready_;        // mu_: lanes the worker looks at next
   std::map<runs::RunId, state::UpstreamBacklog> restored_;  // mu_: until the run starts
-  // mu_: once stopping, a stream waits for room only until then.
-  std::chrono::steady_clock::time_point give_up_at_ = std::chrono::steady_clock::time_point::max();
-  std::atomic<int64_t> queued_windows_{0};  // messages in tasks_ (changed under mu_)
-  bool stopping_ = false;                   // mu_
+  int64_t queued_ = 0;                                      // mu_: messages in every lane's queue
+  bool stop_called_ = false;                                // mu_
+  bool stopping_ = false;                     // mu_: the observers ignore new runs and windows
+  Clock::time_point stop_deadline_ = kNever;  // mu_
 
-  // The worker's streams; senders_mu_ guards the map for Counters() (only
-  // the worker changes it, so a sender it holds outlives a call).
-  mutable std::mutex senders_mu_;
-  std::map<runs::RunId, Sender> senders_;
-  std::set<runs::RunId> refused_;  // worker: runs whose parent refused them (logged once)
   std::atomic<uint64_t> runs_{0};
   std::atomic<uint64_t> windows_sent_{0};
-  std::atomic<uint64_t> closed_acked_{0};  // acked messages of closed streams
+  std::atomic<uint64_t> closed_acked_{0};  // acked messages of finished lanes (under mu_)
   std::atomic<uint64_t> windows_dropped_{0};
   std::atomic<uint64_t> restored_count_{0};
   std::thread worker_;  // last: starts once every member above exists
