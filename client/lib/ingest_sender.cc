@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/common/failpoint.h"
+#include "daemon/core/contract.h"
 
 namespace perld::client {
 namespace {
@@ -60,12 +61,14 @@ const char* CodeName(grpc::StatusCode code) {
 
 IngestSender::IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open,
                            int64_t max_unacked, int64_t max_undurable_bytes,
-                           std::unique_ptr<Spool> spool, uint64_t first_sequence)
+                           std::unique_ptr<Spool> spool, uint64_t first_sequence,
+                           std::function<void()> on_progress)
     : channel_(std::move(channel)),
       stub_(v1::Ingest::NewStub(channel_)),
       max_unacked_(std::max<int64_t>(1, max_unacked)),
       max_undurable_bytes_(std::max<int64_t>(1, max_undurable_bytes)),
-      spool_(std::move(spool)) {
+      spool_(std::move(spool)),
+      on_progress_(std::move(on_progress)) {
   run_id_ = open.run_id();  // a spool's meta names the run its messages belong to
   *open_.mutable_open() = std::move(open);
   made_.store(std::max<uint64_t>(first_sequence, 1) - 1, std::memory_order_relaxed);
@@ -157,6 +160,20 @@ bool IngestSender::Enqueue(v1::IngestRequest message) {
   made_.store(seq, std::memory_order_relaxed);
   cv_.notify_all();
   return true;
+}
+
+IngestSender::Offer IngestSender::TryEnqueue(v1::IngestRequest* message) {
+  PERLD_CONTRACT(spool_ == nullptr, "TryEnqueue on a sender with a spool");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!error_.empty() || stop_) return Offer::kFailed;
+  if (!RoomLocked()) return Offer::kFull;
+  const uint64_t seq = made_.load(std::memory_order_relaxed) + 1;
+  auto shared = std::make_shared<const v1::IngestRequest>(std::move(*message));
+  outbox_bytes_ += static_cast<int64_t>(shared->ByteSizeLong());
+  outbox_.emplace_back(seq, std::move(shared));
+  made_.store(seq, std::memory_order_relaxed);
+  cv_.notify_all();
+  return Offer::kQueued;
 }
 
 bool IngestSender::SpoolAppend(uint64_t seq, const v1::IngestRequest& message) {
@@ -259,6 +276,11 @@ void IngestSender::FillCounters(Counters* out) const {
 }
 
 void IngestSender::Run() {
+  // However the stream ends (closed, a final error, stopped): say so.
+  struct OnExit {
+    const IngestSender* self;
+    ~OnExit() { self->Progressed(); }
+  } on_exit{this};
   std::chrono::milliseconds backoff(50);
   bool first = true;
   for (;;) {
@@ -372,6 +394,7 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
     next_to_send = std::max(acked_, durable_) + 1;
   }
   cv_.notify_all();
+  Progressed();  // acked_ is the daemon's now: room may have changed
   if (first_open && spool_ != nullptr) {
     // A process restarted on this spool reconnects naming the run.
     open_.mutable_open()->set_run_id(response.opened().run_id());
@@ -390,13 +413,16 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
     v1::IngestResponse r;
     while (stream->Read(&r)) {
       if (!r.has_ack()) continue;
-      std::lock_guard<std::mutex> lock(mu_);
-      acked_ = std::max(acked_, r.ack().acked_sequence());
-      durable_ = std::max(durable_, r.ack().has_durable_sequence() ? r.ack().durable_sequence()
-                                                                   : r.ack().acked_sequence());
-      duplicates_ = r.ack().duplicates();
-      ReleaseDurableLocked();
-      cv_.notify_all();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        acked_ = std::max(acked_, r.ack().acked_sequence());
+        durable_ = std::max(durable_, r.ack().has_durable_sequence() ? r.ack().durable_sequence()
+                                                                     : r.ack().acked_sequence());
+        duplicates_ = r.ack().duplicates();
+        ReleaseDurableLocked();
+        cv_.notify_all();
+      }
+      Progressed();
     }
     std::lock_guard<std::mutex> lock(mu_);
     broken.store(true, std::memory_order_relaxed);

@@ -21,8 +21,17 @@
 // acknowledged, with the same sequence numbers (the daemon drops the ones
 // it has). A clean Close empties the spool.
 //
-// Threads: Enqueue from one producer thread (the client's recorder thread);
-// WaitAcked/Close/counters from any thread.
+// Without waiting (the tier forwarder, daemon/tiers/): TryEnqueue queues a
+// message only when there is room and never blocks; `on_progress` is called
+// whenever room may have freed or the stream's state changed (an ack, a
+// (re)open, the close acknowledged, a final error), so the producer waits on
+// its own condition instead of polling.
+//
+// Threads: Enqueue/TryEnqueue from one producer thread (the client's
+// recorder thread, or the forwarder's worker); WaitAcked/Close/counters from
+// any thread. `on_progress` runs on the sender's own threads with none of
+// its locks held; it must not destroy the sender, and the sender's
+// destructor waits for a call in progress to return.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -32,6 +41,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,9 +58,10 @@ class IngestSender {
   // `channel`: see OpenChannel (secure_channel.h). `first_sequence`: the
   // first message's sequence when there is no spool (a stream continued by
   // a restarted forwarder: earlier ones are with the daemon already).
+  // `on_progress` (may be empty): see the threads note above.
   IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open, int64_t max_unacked,
                int64_t max_undurable_bytes, std::unique_ptr<Spool> spool = nullptr,
-               uint64_t first_sequence = 1);
+               uint64_t first_sequence = 1, std::function<void()> on_progress = {});
   ~IngestSender();  // stops (cancels the stream)
   IngestSender(const IngestSender&) = delete;
   IngestSender& operator=(const IngestSender&) = delete;
@@ -61,6 +72,25 @@ class IngestSender {
   // max_unacked messages are outstanding. False after a final error (the
   // message is not sent; Flush/Close report the error).
   bool Enqueue(v1::IngestRequest message);
+  // Enqueue without waiting, for a sender without a spool (REQUIRES: no
+  // spool): kQueued; kFull when max_unacked messages are outstanding or the
+  // outbox holds max_undurable_bytes (`*message` is left as it was; room
+  // comes with an ack, announced by on_progress); kFailed after a final
+  // error or once stopping (not queued, not counted: the caller decides).
+  enum class Offer { kQueued, kFull, kFailed };
+  Offer TryEnqueue(v1::IngestRequest* message);
+  // Whether TryEnqueue would find room now (only the producer adds messages,
+  // so for it a true stays true until it enqueues).
+  bool HasRoom() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return RoomLocked();
+  }
+  // The daemon acknowledged the close and every message (Close would
+  // return acked).
+  bool closed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_;
+  }
   // From now on Enqueue waits for room only until `deadline`; a message that
   // finds none is not queued and is counted as unsent (Close reports it).
   void GiveUpAt(std::chrono::steady_clock::time_point deadline);
@@ -97,6 +127,9 @@ class IngestSender {
   std::string CheckOpenedLocked(const v1::IngestOpened& o) const;
   void ReleaseDurableLocked();
   bool RoomLocked() const;
+  void Progressed() const {  // none of mu_ held
+    if (on_progress_) on_progress_();
+  }
   // Appends to the spool, waiting while it is full; false: not appended
   // (a final spool error, stopped, or past GiveUpAt).
   bool SpoolAppend(uint64_t seq, const v1::IngestRequest& message);
@@ -107,6 +140,7 @@ class IngestSender {
   const int64_t max_unacked_;
   const int64_t max_undurable_bytes_;
   const std::unique_ptr<Spool> spool_;  // null: memory only
+  const std::function<void()> on_progress_;
 
   std::atomic<uint64_t> made_{0};
   std::atomic<int64_t> max_batch_length_{0};

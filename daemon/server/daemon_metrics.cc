@@ -40,8 +40,8 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager, const ingest::RunT
                              const ingest::IngestStats& ingest_stats,
                              const service::GrpcCallStats& grpc,
                              const service::CurrentConfig& config,
-                             const UpstreamForwarder* upstream, const service::CallAuth* auth,
-                             const http::HttpServerStats* http_stats,
+                             const tiers::UpstreamForwarder* upstream,
+                             const service::CallAuth* auth, const http::HttpServerStats* http_stats,
                              const service::SbpService* sbp)
     : manager_(manager),
       ingest_runs_(ingest_runs),

@@ -42,12 +42,12 @@
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_state_collector.h"
-#include "daemon/server/upstream_forwarder.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/current_config.h"
 #include "daemon/service/grpc_call_stats.h"
 #include "daemon/service/ingest_exposition.h"
 #include "daemon/service/sbp_service.h"
+#include "daemon/tiers/upstream_forwarder.h"
 
 namespace perld::server {
 
@@ -55,7 +55,8 @@ class DaemonMetrics {
  public:
   DaemonMetrics(const runs::RunManager& manager, const ingest::RunTable& ingest_runs,
                 const ingest::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
-                const service::CurrentConfig& config, const UpstreamForwarder* upstream = nullptr,
+                const service::CurrentConfig& config,
+                const tiers::UpstreamForwarder* upstream = nullptr,
                 const service::CallAuth* auth = nullptr,
                 const http::HttpServerStats* http_stats = nullptr,
                 const service::SbpService* sbp = nullptr);

@@ -35,7 +35,6 @@
 #include "daemon/server/memory_budget.h"
 #include "daemon/server/run_csv_writer.h"
 #include "daemon/server/server_security.h"
-#include "daemon/server/upstream_forwarder.h"
 #include "daemon/service/bench_jobs.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/control_service.h"
@@ -46,6 +45,7 @@
 #include "daemon/state/node_id.h"
 #include "daemon/state/run_history.h"
 #include "daemon/state/state_store.h"
+#include "daemon/tiers/upstream_forwarder.h"
 #include "perld/version.h"
 
 namespace perld::server {
@@ -223,7 +223,7 @@ struct DaemonServer::Parts {
   std::unique_ptr<state::RunHistory> history;
   std::unique_ptr<RunCsvWriter> csv;
   std::unique_ptr<service::CallAuth> auth;
-  std::unique_ptr<UpstreamForwarder> upstream;  // null: no upstream.target
+  std::unique_ptr<tiers::UpstreamForwarder> upstream;  // null: no upstream.target
   std::unique_ptr<runs::RunManager> manager;
   std::unique_ptr<service::BenchJobs> jobs;
   std::unique_ptr<service::QueryService> query;
@@ -323,7 +323,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
     if (!node_id.ok()) return node_id.status();
     upstream.node_id = *std::move(node_id);
     ingest::RunTable* ingest_runs = p->ingest_runs.get();
-    p->upstream = std::make_unique<UpstreamForwarder>(
+    p->upstream = std::make_unique<tiers::UpstreamForwarder>(
         std::move(upstream), upstream_channel, &p->history->store(),
         [ingest_runs](runs::RunId id) { return ingest_runs->Checkpointed(id); });
     absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog =
@@ -536,7 +536,7 @@ void DaemonServer::Shutdown() {
   // message is in its total).
   p.ingest_runs->EndAll();
   // Every run has ended: its last windows go to the parent and its stream
-  // closes (bounded by upstream.closeTimeoutMs each).
+  // closes (bounded by upstream.closeTimeoutMs, all streams together).
   if (p.upstream) p.upstream->Stop();
   p.query->CancelWatches();
   p.http->Stop();

@@ -151,7 +151,7 @@ std::vector<prometheus::MetricFamily> DaemonStateCollector::Collect() const {
               AsDouble(sbp_->client_failures()));
   }
   if (upstream_ != nullptr) {
-    const UpstreamForwarder::Counters u = upstream_->counters();
+    const tiers::UpstreamForwarder::Counters u = upstream_->counters();
     const auto family = [&](const char* name, MetricType type, const char* help, uint64_t v) {
       AddSample(AddFamily(&f, name, type, help), AsDouble(v), {{"node", upstream_->node_id()}});
     };

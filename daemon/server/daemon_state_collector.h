@@ -30,9 +30,9 @@
 #include "daemon/http/http_server_stats.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_manager.h"
-#include "daemon/server/upstream_forwarder.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/sbp_service.h"
+#include "daemon/tiers/upstream_forwarder.h"
 
 namespace perld::server {
 
@@ -40,7 +40,7 @@ class DaemonStateCollector final : public prometheus::Collectable {
  public:
   // The pointers may be null: their families are left out.
   DaemonStateCollector(const runs::RunManager& manager, const ingest::RunTable& ingest_runs,
-                       const UpstreamForwarder* upstream, const service::CallAuth* auth,
+                       const tiers::UpstreamForwarder* upstream, const service::CallAuth* auth,
                        const http::HttpServerStats* http_stats, const service::SbpService* sbp)
       : manager_(manager),
         ingest_runs_(ingest_runs),
@@ -54,7 +54,7 @@ class DaemonStateCollector final : public prometheus::Collectable {
  private:
   const runs::RunManager& manager_;
   const ingest::RunTable& ingest_runs_;
-  const UpstreamForwarder* const upstream_;
+  const tiers::UpstreamForwarder* const upstream_;
   const service::CallAuth* const auth_;
   const http::HttpServerStats* const http_;
   const service::SbpService* const sbp_;

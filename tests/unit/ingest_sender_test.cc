@@ -1,8 +1,8 @@
-// IngestSender with a spool and no daemon (a refused loopback port): a
-// message it gives up on is never spooled, so the spool and the sequence
-// numbers never disagree (issue 24: a spooled message given up on at Close
-// stayed in the spool, and the next message reused its sequence number,
-// which the spool refused).
+// IngestSender with no daemon (a refused loopback port): a message it gives
+// up on is never spooled, so the spool and the sequence numbers never
+// disagree (issue 24: a spooled message given up on at Close stayed in the
+// spool, and the next message reused its sequence number, which the spool
+// refused); TryEnqueue never waits (issue 25).
 #include "client/lib/ingest_sender.h"
 
 #include <gtest/gtest.h>
@@ -54,6 +54,31 @@ TEST(IngestSenderTest, AMessageGivenUpOnIsNeverSpooled) {
   sender.FillCounters(&c);
   EXPECT_EQ(c.unsent_records, 1);
   std::filesystem::remove_all(dir);
+}
+
+// TryEnqueue (the tier forwarder's) never waits: with no room it answers
+// kFull and leaves the message as it was; nothing is counted as unsent.
+TEST(IngestSenderTest, TryEnqueueNeverWaits) {
+  v1::IngestOpen open;
+  open.set_run_name("r");
+  open.set_client_id("c");
+  open.set_mode(v1::IngestOpen::MODE_RAW);
+  IngestSender sender(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), open,
+                      /*max_unacked=*/2, /*max_undurable_bytes=*/1 << 20);
+  for (uint64_t s = 1; s <= 2; ++s) {
+    v1::IngestRequest m = Batch(s);
+    EXPECT_TRUE(sender.HasRoom());
+    EXPECT_EQ(sender.TryEnqueue(&m), IngestSender::Offer::kQueued);
+  }
+  EXPECT_FALSE(sender.HasRoom());
+  v1::IngestRequest third = Batch(3);
+  EXPECT_EQ(sender.TryEnqueue(&third), IngestSender::Offer::kFull);  // returns: no deadline set
+  EXPECT_EQ(third.batch().sequence(), 3u) << "a message that found no room is left as it was";
+  EXPECT_EQ(sender.next_sequence(), 3u);
+  Counters c;
+  sender.FillCounters(&c);
+  EXPECT_EQ(c.unsent_records, 0);
+  EXPECT_FALSE(sender.closed());
 }
 
 }  // namespace

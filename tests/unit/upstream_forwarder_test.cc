@@ -1,0 +1,275 @@
+// UpstreamForwarder's lanes without gRPC (issue 25): a fake parent whose
+// streams the test holds without room, refuses, or lets close. One stream
+// without room never delays another; a stuck stream cannot take the
+// others' share of upstream.maxQueuedWindows; Stop is bounded by
+// upstream.closeTimeoutMs whatever the parent does.
+#include "daemon/tiers/upstream_forwarder.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace perld::tiers {
+namespace {
+
+using std::chrono::milliseconds;
+constexpr auto kPatience = std::chrono::seconds(20);  // a generous bound, never a timing claim
+
+// The parent: streams by run name. A "blocked" run's stream has no room
+// (and does not close) until Unblock; a "refused" run's stream failed for
+// good. Everything else is taken and acknowledged (durably) at once.
+class FakeParent {
+ public:
+  void Block(const std::string& run) {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocked_.insert(run);
+  }
+  void Refuse(const std::string& run) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refused_.insert(run);
+  }
+  // Room again: the stream's `wake`, as an ack making room would.
+  void Unblock(const std::string& run) {
+    std::vector<std::function<void()>> wakes;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      blocked_.erase(run);
+      for (Stream* s : streams_) {
+        if (s->run == run) wakes.push_back(s->wake);
+      }
+    }
+    for (auto& wake : wakes) wake();  // no lock of ours held, as the contract says
+  }
+  std::vector<uint64_t> Received(const std::string& run) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = received_.find(run);
+    return it == received_.end() ? std::vector<uint64_t>{} : it->second;
+  }
+  int64_t Records(const std::string& run) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = records_.find(run);
+    return it == records_.end() ? 0 : it->second;
+  }
+  bool Closed(const std::string& run) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_.contains(run);
+  }
+  // Waits (bounded) until `done` holds; false when it never did. `done`
+  // may read the forwarder's counters, which change without notifying us:
+  // looked at again at least every 10 ms (a test's wait, not the daemon's).
+  bool WaitFor(const std::function<bool()>& done) const {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (!done()) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return false;
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_until(lock, std::min(deadline, now + milliseconds(10)));
+    }
+    return true;
+  }
+
+  ParentStreamFactory Factory() {
+    return [this](v1::IngestOpen open, uint64_t first, std::function<void()> wake) {
+      return std::make_unique<Stream>(this, open.run_name(), first, std::move(wake));
+    };
+  }
+
+ private:
+  struct Stream final : ParentStream {
+    Stream(FakeParent* p, std::string r, uint64_t first, std::function<void()> w)
+        : parent(p), run(std::move(r)), next(first), wake(std::move(w)) {
+      std::lock_guard<std::mutex> lock(parent->mu_);
+      parent->streams_.insert(this);
+    }
+    ~Stream() override {
+      std::lock_guard<std::mutex> lock(parent->mu_);
+      parent->streams_.erase(this);
+    }
+    uint64_t next_sequence() const override {
+      std::lock_guard<std::mutex> lock(parent->mu_);
+      return next;
+    }
+    bool HasRoom() const override {
+      std::lock_guard<std::mutex> lock(parent->mu_);
+      return !parent->blocked_.contains(run);
+    }
+    Offer TryEnqueue(v1::IngestRequest* message) override {
+      std::lock_guard<std::mutex> lock(parent->mu_);
+      if (parent->refused_.contains(run)) return Offer::kFailed;
+      if (parent->blocked_.contains(run)) return Offer::kFull;
+      EXPECT_EQ(message->window().sequence(), next);
+      parent->received_[run].push_back(next++);
+      parent->records_[run] += message->window().records();
+      parent->cv_.notify_all();
+      return Offer::kQueued;
+    }
+    void RequestClose() override {
+      std::lock_guard<std::mutex> lock(parent->mu_);
+      close_asked = true;
+    }
+    Progress progress() const override {
+      std::lock_guard<std::mutex> lock(parent->mu_);
+      Progress p;
+      p.acked = p.durable = next - 1;
+      if (parent->refused_.contains(run)) p.error = "FAILED_PRECONDITION: refused";
+      p.closed = close_asked && !parent->blocked_.contains(run) && p.error.empty();
+      if (p.closed) {
+        parent->closed_.insert(run);
+        parent->cv_.notify_all();
+      }
+      return p;
+    }
+
+    FakeParent* const parent;
+    const std::string run;
+    uint64_t next;
+    const std::function<void()> wake;
+    bool close_asked = false;
+  };
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::set<std::string> blocked_;
+  std::set<std::string> refused_;
+  std::set<Stream*> streams_;
+  std::map<std::string, std::vector<uint64_t>> received_;
+  std::map<std::string, int64_t> records_;
+  mutable std::set<std::string> closed_;
+};
+
+config::UpstreamConfig Config(int64_t max_queued, int64_t close_timeout_ms) {
+  config::UpstreamConfig c;
+  c.target = "fake:1";
+  c.node_id = "edge";
+  c.max_pairs_per_report = 1;  // a window of two latencies goes in two parts
+  c.max_queued_windows = max_queued;
+  c.close_timeout_ms = close_timeout_ms;
+  return c;
+}
+
+runs::RunInfo RunNamed(runs::RunId id, const std::string& name) {
+  runs::RunInfo info;
+  info.id = id;
+  info.spec.name = name;
+  info.spec.reporting_interval_ms = 1000;
+  return info;
+}
+
+// Window `seq` of a run: two records, latencies seq and seq + 1.
+runs::WindowRecord Window(runs::RunId id, int64_t seq) {
+  runs::WindowRecord w;
+  w.run_id = id;
+  w.kind = runs::WindowRecord::Kind::kPeriodic;
+  w.seq = seq;
+  w.snapshot.records = w.snapshot.valid = 2;
+  w.snapshot.min_latency = seq;
+  w.snapshot.max_latency = seq + 1;
+  w.snapshot.total_latency = 2 * seq + 1;
+  w.distribution = {{seq, 1}, {seq + 1, 1}};
+  return w;
+}
+
+std::vector<uint64_t> OneTo(uint64_t n) {
+  std::vector<uint64_t> v;
+  for (uint64_t i = 1; i <= n; ++i) v.push_back(i);
+  return v;
+}
+
+TEST(UpstreamForwarderTest, AStreamWithoutRoomOrRefusedDelaysNoOther) {
+  FakeParent parent;
+  parent.Block("stuck");
+  parent.Refuse("refused");
+  UpstreamForwarder f(Config(100'000, 10'000), parent.Factory());
+  const runs::RunInfo stuck = RunNamed(1, "stuck"), refused = RunNamed(2, "refused"),
+                      healthy = RunNamed(3, "healthy");
+  for (const runs::RunInfo* r : {&stuck, &refused, &healthy}) f.OnRunStarted(*r);
+  // 600 messages each: more than a stream's room (kMaxUnackedPerStream).
+  constexpr int kWindows = 300;
+  for (int w = 1; w <= kWindows; ++w) {
+    for (const runs::RunInfo* r : {&stuck, &refused, &healthy}) f.OnWindow(*r, Window(r->id, w));
+  }
+  ASSERT_TRUE(parent.WaitFor([&] { return parent.Received("healthy").size() == 2 * kWindows; }))
+      << "the healthy run's windows waited for the stuck one's: "
+      << parent.Received("healthy").size();
+  EXPECT_EQ(parent.Received("healthy"), OneTo(2 * kWindows)) << "in order, each once";
+  EXPECT_EQ(parent.Records("healthy"), 2 * kWindows);
+  EXPECT_TRUE(parent.Received("stuck").empty());
+  f.OnRunEnded(healthy, {});
+  ASSERT_TRUE(parent.WaitFor([&] { return parent.Closed("healthy"); }));
+  ASSERT_TRUE(parent.WaitFor([&] { return f.counters().windows_dropped == 2 * kWindows; }))
+      << "the refused run's messages are counted: " << f.counters().windows_dropped;
+
+  // Room again (an ack): the stuck run's messages follow, in order.
+  parent.Unblock("stuck");
+  ASSERT_TRUE(parent.WaitFor([&] { return parent.Received("stuck").size() == 2 * kWindows; }));
+  EXPECT_EQ(parent.Received("stuck"), OneTo(2 * kWindows));
+  f.OnRunEnded(stuck, {});
+  f.OnRunEnded(refused, {});
+  ASSERT_TRUE(parent.WaitFor([&] { return f.counters().open_streams == 0; }));
+  f.Stop();
+  const UpstreamForwarder::Counters c = f.counters();
+  EXPECT_EQ(c.runs, 3u);
+  EXPECT_EQ(c.windows_sent, 4u * kWindows);
+  EXPECT_EQ(c.messages_acked, 4u * kWindows);
+  EXPECT_EQ(c.windows_dropped, 2u * kWindows);
+  EXPECT_EQ(c.queued, 0u);
+}
+
+TEST(UpstreamForwarderTest, AStuckStreamCannotTakeTheOthersShare) {
+  FakeParent parent;
+  parent.Block("stuck");
+  UpstreamForwarder f(Config(/*max_queued=*/20, /*close_timeout_ms=*/200), parent.Factory());
+  const runs::RunInfo stuck = RunNamed(1, "stuck"), healthy = RunNamed(2, "healthy");
+  f.OnRunStarted(stuck);
+  f.OnRunStarted(healthy);
+  // The stuck run fills the budget (20 messages: 10 windows), the rest of
+  // its windows are dropped.
+  for (int w = 1; w <= 30; ++w) f.OnWindow(stuck, Window(stuck.id, w));
+  EXPECT_EQ(f.counters().windows_dropped, 20u);
+  EXPECT_EQ(f.counters().queued, 20u);
+  // The other run still has its share (10): none of its windows is dropped.
+  for (int w = 1; w <= 30; ++w) {
+    f.OnWindow(healthy, Window(healthy.id, w));
+    ASSERT_TRUE(parent.WaitFor([&] { return parent.Received("healthy").size() == 2u * w; }))
+        << "window " << w << " of the healthy run";
+  }
+  EXPECT_EQ(parent.Received("healthy"), OneTo(60));
+  EXPECT_EQ(f.counters().windows_dropped, 20u);
+}
+
+TEST(UpstreamForwarderTest, StopIsBoundedByCloseTimeoutWhateverTheParentDoes) {
+  FakeParent parent;
+  for (const char* run : {"a", "b", "c"}) parent.Block(run);
+  constexpr int64_t kCloseMs = 300;
+  UpstreamForwarder f(Config(100'000, kCloseMs), parent.Factory());
+  // Three runs whose parent never makes room: 400 messages each wait, and
+  // their streams never close.
+  for (runs::RunId id = 1; id <= 3; ++id) {
+    const runs::RunInfo run = RunNamed(id, std::string(1, static_cast<char>('a' + id - 1)));
+    f.OnRunStarted(run);
+    for (int w = 1; w <= 200; ++w) f.OnWindow(run, Window(id, w));
+    f.OnRunEnded(run, {});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  f.Stop();
+  const auto took = std::chrono::steady_clock::now() - start;
+  // Not closeTimeoutMs per stream: all three together, plus a generous margin.
+  EXPECT_LT(took, milliseconds(kCloseMs) + std::chrono::seconds(3))
+      << std::chrono::duration_cast<milliseconds>(took).count() << " ms";
+  const UpstreamForwarder::Counters c = f.counters();
+  EXPECT_EQ(c.windows_dropped, 1200u) << "never handed over: counted (no checkpoints)";
+  EXPECT_EQ(c.open_streams, 0u);
+  EXPECT_EQ(c.queued, 0u);
+}
+
+}  // namespace
+}  // namespace perld::tiers
