@@ -31,6 +31,7 @@
 #include "daemon/log/log.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
+#include "daemon/server/grpc_drain.h"
 #include "daemon/server/ingest_checkpointer.h"
 #include "daemon/server/lifecycle.h"
 #include "daemon/server/memory_budget.h"
@@ -243,6 +244,7 @@ struct DaemonServer::Parts {
   std::unique_ptr<DaemonMetrics> metrics;
   http::HttpServerStats http_stats;  // written by `http`, read by `metrics`
   int64_t start_mono_ns = MonotonicNanos();
+  GrpcDrain grpc_drain;  // counts the calls of `grpc`: outlives it
   std::unique_ptr<grpc::Server> grpc;
   std::unique_ptr<http::HttpServer> http;
   std::atomic<bool> ready{false};
@@ -532,6 +534,7 @@ absl::Status StartGrpc(Parts* p, const config::DaemonConfig& config) {
   ApplyGrpcCaps(config, &builder);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(p->grpc_stats.InterceptorFactory());
+  interceptors.push_back(p->grpc_drain.InterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(p->query.get());
   builder.RegisterService(p->control.get());
@@ -563,11 +566,17 @@ absl::Status StartGrpc(Parts* p, const config::DaemonConfig& config) {
   return absl::OkStatus();
 }
 
-// The stop of "grpc": open streams finish within drainTimeoutMs; then the
-// ingest runs, whose streams have all ended, end.
+// The stop of "grpc": calls in flight finish within drainTimeoutMs (the
+// rest are cancelled; idle connections do not wait, see GrpcDrain); then
+// the ingest runs, whose streams have all ended, end.
 void StopGrpc(Parts* p) {
   const int64_t drain_ms = p->current.Get()->drain_timeout_ms;
-  p->grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(drain_ms));
+  const int64_t cancelled =
+      p->grpc_drain.Shutdown(*p->grpc, absl::Now() + absl::Milliseconds(drain_ms));
+  if (cancelled > 0) {
+    log::Info(cancelled, " gRPC call(s) still open after drainTimeoutMs (", drain_ms,
+              " ms): cancelled");
+  }
   // Every ingest stream has ended now: end their runs (clients that had not
   // closed are named in the run's failure reason; every acknowledged
   // message is in its total).

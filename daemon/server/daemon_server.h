@@ -14,7 +14,7 @@
 //               http      /metrics, the live page, /healthz, /readyz
 //               resume    stored ingest runs resume; restored upstream streams
 //               grpc      Query, Control, Ingest, SBP, health, reflection;
-//                         every call counted by an interceptor
+//                         every call counted by interceptors
 //               serve     ready (/readyz 200)
 //             A failed step stops the steps started before it in reverse,
 //             once, and Start returns its error prefixed by the step's name
@@ -29,7 +29,8 @@
 //   shutdown: Shutdown() stops the steps in reverse: serve (no new runs or
 //             streams, /readyz 503, health NOT_SERVING, every running bench
 //             run stopped: its final total is reported and stored), grpc
-//             (open streams finish within drainTimeoutMs; then the ingest
+//             (calls in flight finish within drainTimeoutMs, the rest are
+//             cancelled; idle connections never delay it; then the ingest
 //             runs end), resume (the upstream sends the last windows and
 //             closes), http, services (watches cancelled), recorder, state
 //             (flushed), and returns.
