@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <utility>
@@ -32,6 +33,8 @@
 #include "daemon/log/log.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
+#include "daemon/server/grpc_drain.h"
+#include "daemon/server/lifecycle.h"
 #include "daemon/server/memory_budget.h"
 #include "daemon/server/run_csv_writer.h"
 #include "daemon/server/server_security.h"
@@ -209,12 +212,11 @@ class RunLog final : public runs::RunObserver {
 
 }  // namespace
 
+// The daemon's components. Members are destroyed after every step stopped
+// (`lifecycle` is declared last, so it is destroyed first).
 struct DaemonServer::Parts {
-  explicit Parts(const config::DaemonConfig& config) : current(config) {}
-  // The store's commit callbacks reach ingest_runs: let them finish first.
-  ~Parts() {
-    if (history != nullptr) history->store().Flush().IgnoreError();
-  }
+  Parts(const config::DaemonConfig& config, LifecycleHooks hooks)
+      : current(config), lifecycle(std::move(hooks)) {}
 
   service::CurrentConfig current;
   std::optional<TscClock> tsc;
@@ -223,8 +225,12 @@ struct DaemonServer::Parts {
   std::unique_ptr<state::RunHistory> history;
   std::unique_ptr<RunCsvWriter> csv;
   std::unique_ptr<service::CallAuth> auth;
+  std::shared_ptr<grpc::ServerCredentials> grpc_credentials;
+  http::HttpTls https;
+  std::shared_ptr<grpc::Channel> upstream_channel;     // null: no upstream.target
   std::unique_ptr<tiers::UpstreamForwarder> upstream;  // null: no upstream.target
   std::unique_ptr<runs::RunManager> manager;
+  std::vector<state::StoredRun> resumable;  // from "runs" to "resume"
   std::unique_ptr<service::BenchJobs> jobs;
   std::unique_ptr<service::QueryService> query;
   std::unique_ptr<service::ControlService> control;
@@ -237,53 +243,67 @@ struct DaemonServer::Parts {
   std::unique_ptr<DaemonMetrics> metrics;
   http::HttpServerStats http_stats;  // written by `http`, read by `metrics`
   int64_t start_mono_ns = MonotonicNanos();
+  GrpcDrain grpc_drain;  // counts the calls of `grpc`: outlives it
   std::unique_ptr<grpc::Server> grpc;
   std::unique_ptr<http::HttpServer> http;
   std::atomic<bool> ready{false};
   Listeners listeners;
   bool shut_down = false;
+  Lifecycle lifecycle;  // last: destroyed first, stopping every step
 };
 
-DaemonServer::DaemonServer(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+namespace {
 
-DaemonServer::~DaemonServer() { Shutdown(); }
+using Parts = DaemonServer::Parts;
 
-const Listeners& DaemonServer::listeners() const { return parts_->listeners; }
+// The steps' start and stop functions, in start order. A start either
+// succeeds or leaves nothing its own stop would have to undo.
 
-uint64_t DaemonServer::recorder_ticks() const { return parts_->manager->recorder_ticks(); }
-
-absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
-    const config::DaemonConfig& config, const std::string& state_dir) {
-  log::SetLevel(ToLogLevel(config.log_level));
-  auto p = std::make_unique<Parts>(config);
-
-  // Security material first: a token or key file others can read, or a
-  // certificate that does not load, stops the start before anything listens.
+// "security": a token or key file others can read, or a certificate that
+// does not load, stops the start before anything listens.
+absl::Status LoadSecurity(Parts* p, const config::DaemonConfig& config) {
   absl::StatusOr<std::unique_ptr<service::CallAuth>> auth = service::CallAuth::Create(config.auth);
   if (!auth.ok()) return auth.status();
   p->auth = std::move(*auth);
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> grpc_credentials =
       GrpcServerCredentials(config.tls);
   if (!grpc_credentials.ok()) return grpc_credentials.status();
+  p->grpc_credentials = std::move(*grpc_credentials);
   absl::StatusOr<http::HttpTls> https = HttpsFiles(config.tls);
   if (!https.ok()) return https.status();
-  std::shared_ptr<grpc::Channel> upstream_channel;
+  p->https = std::move(*https);
   if (!config.upstream.target.empty()) {
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
         client::OpenChannel(config.upstream.target, UpstreamSecurity(config.upstream));
     if (!channel.ok()) return channel.status();
-    upstream_channel = std::move(*channel);
+    p->upstream_channel = std::move(*channel);
   }
   LogSecurity(config);
+  return absl::OkStatus();
+}
 
-  // The state directory first: an unusable one stops the start.
+// "state": the state directory; an unusable one (or one another perld
+// holds) stops the start.
+absl::Status OpenState(Parts* p, const config::DaemonConfig& config, const std::string& state_dir) {
   state::StateStoreOptions store_options;
   store_options.log = [](std::string_view line) { log::Error("state: ", std::string(line)); };
   absl::StatusOr<std::unique_ptr<state::StateStore>> store =
       state::StateStore::Open(state_dir, config.retention, store_options);
   if (!store.ok()) return store.status();
   p->history = std::make_unique<state::RunHistory>(std::move(*store));
+  return absl::OkStatus();
+}
 
+void FlushState(Parts* p) {
+  if (absl::Status s = p->history->store().Flush(); !s.ok()) {
+    log::Error("state: not everything was stored: ", s.message());
+  }
+}
+
+// "runs": the bench clock and the run manager (not running yet) with the
+// stored runs: finished runs come back, the ingest runs the daemon was
+// running are kept for "resume".
+absl::Status BuildRuns(Parts* p, const config::DaemonConfig& config) {
   // The bench clock: calibrated TSC when the machine has an invariant one.
   std::string why_not_tsc;
   if (absl::StatusOr<TscClock> tsc = TscClock::Create(); tsc.ok()) {
@@ -310,28 +330,39 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   absl::StatusOr<std::vector<state::StoredRun>> resumable =
       p->history->Restore(p->manager->registry());
   if (!resumable.ok()) return resumable.status();
+  p->resumable = std::move(*resumable);
+  return absl::OkStatus();
+}
+
+// "upstream" (upstream.target only): the forwarder to the parent, with the
+// streams a previous process stored.
+absl::Status BuildUpstream(Parts* p, const config::DaemonConfig& config,
+                           const std::string& state_dir) {
+  if (config.upstream.target.empty()) return absl::OkStatus();
+  // The edge's name at its parent: configured, $PERLD_NODE_ID, or the
+  // UUID kept in the state directory.
+  config::UpstreamConfig upstream = config.upstream;
+  absl::StatusOr<std::string> node_id = state::ResolveNodeId(
+      upstream.node_id, std::getenv("PERLD_NODE_ID"),  // NOLINT(concurrency-mt-unsafe)
+      state_dir);
+  if (!node_id.ok()) return node_id.status();
+  upstream.node_id = *std::move(node_id);
+  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = p->history->store().LoadUpstream();
+  if (!backlog.ok()) return backlog.status();
+  // Asked at a run's first window ("ingest" has built ingest_runs by then).
+  p->upstream = std::make_unique<tiers::UpstreamForwarder>(
+      std::move(upstream), p->upstream_channel, &p->history->store(),
+      [p](runs::RunId id) { return p->ingest_runs->Checkpointed(id); });
+  p->upstream->Restore(*backlog);
+  p->history->SetUpstreamJournal(p->upstream.get());
+  return absl::OkStatus();
+}
+
+// "ingest": the ingest domain (ingest runs, their checkpoints).
+absl::Status BuildIngest(Parts* p) {
   p->ingest_runs = std::make_unique<ingest::RunTable>(*p->manager, p->current, p->ingest_stats,
                                                       &p->history->store());
   runs::RunManager* manager = p->manager.get();
-  if (!config.upstream.target.empty()) {
-    // The edge's name at its parent: configured, $PERLD_NODE_ID, or the
-    // UUID kept in the state directory.
-    config::UpstreamConfig upstream = config.upstream;
-    absl::StatusOr<std::string> node_id = state::ResolveNodeId(
-        upstream.node_id, std::getenv("PERLD_NODE_ID"),  // NOLINT(concurrency-mt-unsafe)
-        state_dir);
-    if (!node_id.ok()) return node_id.status();
-    upstream.node_id = *std::move(node_id);
-    ingest::RunTable* ingest_runs = p->ingest_runs.get();
-    p->upstream = std::make_unique<tiers::UpstreamForwarder>(
-        std::move(upstream), upstream_channel, &p->history->store(),
-        [ingest_runs](runs::RunId id) { return ingest_runs->Checkpointed(id); });
-    absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog =
-        p->history->store().LoadUpstream();
-    if (!backlog.ok()) return backlog.status();
-    p->upstream->Restore(*backlog);
-    p->history->SetUpstreamJournal(p->upstream.get());
-  }
   p->checkpointer = std::make_unique<ingest::IngestCheckpointer>(
       *p->ingest_runs, p->manager->registry(), p->history->store(), p->ingest_stats,
       [manager](runs::RunId id) { manager->CutWindow(id); }, p->upstream.get());
@@ -339,6 +370,11 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   p->ingest_runs->SetCloseHook([checkpointer](runs::RunId id, int index, uint64_t last) {
     checkpointer->OnClientClosed(id, index, last);
   });
+  return absl::OkStatus();
+}
+
+// "recorder": the recorder thread and the dispatcher, with every observer.
+absl::Status StartRecorder(Parts* p) {
   p->manager->AddObserver(p->history.get());
   p->manager->AddObserver(p->checkpointer.get());
   p->manager->AddObserver(&p->run_log);
@@ -346,25 +382,11 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   p->manager->AddObserver(p->csv.get());
   if (p->upstream) p->manager->AddObserver(p->upstream.get());
   p->manager->Start();
-  // Ingest runs the daemon was running when it stopped resume from their
-  // checkpoints before any client can connect.
-  for (state::StoredRun& run : *resumable) {
-    p->checkpointer->Seed(run.info, *run.checkpoint);
-    absl::Status resumed = p->ingest_runs->Resume(run.info, run.windows, *run.checkpoint);
-    if (!resumed.ok()) {
-      p->checkpointer->OnRunEnded(run.info, {});
-      p->history->Abandon(p->manager->registry(), std::move(run), resumed.ToString());
-    }
-  }
-  if (p->upstream) {
-    // Streams of runs that will not run again: resent and closed.
-    const runs::RunRegistry& registry = p->manager->registry();
-    p->upstream->DeliverRestored([&registry](runs::RunId id) -> std::optional<runs::RunInfo> {
-      absl::StatusOr<runs::RunInfo> info = registry.Info(id);
-      if (!info.ok()) return std::nullopt;
-      return *std::move(info);
-    });
-  }
+  return absl::OkStatus();
+}
+
+// "services": the gRPC services, bench jobs and metrics (nothing listens yet).
+absl::Status BuildServices(Parts* p) {
   p->jobs = std::make_unique<service::BenchJobs>(*p->manager, *p->clock, p->current);
   p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current, *p->auth,
                                                      p->ingest_runs.get());
@@ -378,68 +400,18 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   p->metrics = std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats,
                                                p->grpc_stats, p->current, p->upstream.get(),
                                                p->auth.get(), &p->http_stats, p->sbp.get());
+  return absl::OkStatus();
+}
 
-  // gRPC: Query, Control, Ingest, SBP (the generic service), health,
-  // reflection (not while auth is on); TCP and optionally a Unix socket.
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  if (p->auth->enabled()) builder.SetOption(std::make_unique<WithoutReflection>());
-  int grpc_port = 0;
-  builder.AddListeningPort(config.grpc_listen, *grpc_credentials, &grpc_port);
-  if (!config.grpc_unix.empty()) {
-    builder.AddListeningPort("unix:" + config.grpc_unix, grpc::InsecureServerCredentials());
-  }
-  // Twice the limit: a message between the limit and twice it reaches the
-  // Ingest handler, which refuses it with a counted RESOURCE_EXHAUSTED;
-  // gRPC itself refuses anything larger.
-  builder.SetMaxReceiveMessageSize(
-      static_cast<int>(std::min<int64_t>(config.limits.max_message_bytes * 2, INT32_MAX)));
-  ApplyGrpcCaps(config, &builder);
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(p->grpc_stats.InterceptorFactory());
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  builder.RegisterService(p->query.get());
-  builder.RegisterService(p->control.get());
-  builder.RegisterService(p->ingest.get());
-  builder.RegisterCallbackGenericService(p->sbp.get());
-  p->grpc = builder.BuildAndStart();
-  if (p->grpc == nullptr || grpc_port == 0) {
-    p->manager->Stop();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen for gRPC on ", config.grpc_listen,
-                     config.grpc_unix.empty() ? "" : " and unix:" + config.grpc_unix,
-                     " (address in use, not an address of this host, or a socket path that "
-                     "cannot be created)"));
-  }
-  for (const char* name : kServices) {
-    p->grpc->GetHealthCheckService()->SetServingStatus(name, true);
-  }
-  std::string grpc_host;
-  int ignored_port = 0;
-  if (absl::Status s = SplitHostPort(config.grpc_listen, &grpc_host, &ignored_port); !s.ok()) {
-    return s;
-  }
-  p->listeners.grpc = JoinHostPort(grpc_host, grpc_port);
-  if (!config.grpc_unix.empty()) {
-    // The socket file's group decides who may connect.
-    if (chmod(config.grpc_unix.c_str(), 0660) != 0) {
-      const int err = errno;
-      p->grpc->Shutdown();
-      p->manager->Stop();
-      return absl::ErrnoToStatus(
-          err, absl::StrCat("cannot set mode 0660 on the gRPC socket ", config.grpc_unix));
-    }
-    p->listeners.grpc_unix = config.grpc_unix;
-  }
-
-  // HTTP: /metrics, the live page (/, /api/runs, /api/run), /healthz, /readyz.
+// "http": /metrics, the live page (/, /api/runs, /api/run), /healthz,
+// /readyz (503 until "serve" and again from Shutdown on).
+absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
   std::string http_host;
   int http_port = 0;
   if (absl::Status s = SplitHostPort(config.http_listen, &http_host, &http_port); !s.ok()) {
     return s;
   }
-  Parts* raw = p.get();
+  Parts* raw = p;
   std::vector<http::HttpRoute> routes;
   routes.push_back({"/metrics", [raw](const http::HttpRequest&) {
                       // One buffer per HTTP thread, reused while no response
@@ -488,12 +460,8 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   http_options.header_timeout_ms = static_cast<int>(config.http.header_timeout_ms);
   http_options.stats = &p->http_stats;
   absl::StatusOr<std::unique_ptr<http::HttpServer>> http_server =
-      http::HttpServer::Start(http_host, http_port, std::move(routes), *https, http_options);
-  if (!http_server.ok()) {
-    p->grpc->Shutdown();
-    p->manager->Stop();
-    return http_server.status();
-  }
+      http::HttpServer::Start(http_host, http_port, std::move(routes), p->https, http_options);
+  if (!http_server.ok()) return http_server.status();
   p->http = std::move(*http_server);
   // Each HTTP connection is a file descriptor: a cap the process cannot
   // reach leaves accept failing (EMFILE) before the cap answers 503.
@@ -504,8 +472,179 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
                  " (ulimit -n; the systemd unit sets LimitNOFILE=65536)");
   }
   p->listeners.http = JoinHostPort(http_host, p->http->port());
+  return absl::OkStatus();
+}
+
+// "resume": ingest runs the daemon was running when it stopped resume from
+// their checkpoints before any client can connect (gRPC starts next); then
+// the upstream's restored streams of runs that will not run again are
+// resent and closed.
+absl::Status ResumeRuns(Parts* p) {
+  for (state::StoredRun& run : p->resumable) {
+    p->checkpointer->Seed(run.info, *run.checkpoint);
+    absl::Status resumed = p->ingest_runs->Resume(run.info, run.windows, *run.checkpoint);
+    if (!resumed.ok()) {
+      p->checkpointer->OnRunEnded(run.info, {});
+      p->history->Abandon(p->manager->registry(), std::move(run), resumed.ToString());
+    }
+  }
+  p->resumable.clear();
+  if (p->upstream) {
+    // Streams of runs that will not run again: resent and closed.
+    const runs::RunRegistry& registry = p->manager->registry();
+    p->upstream->DeliverRestored([&registry](runs::RunId id) -> std::optional<runs::RunInfo> {
+      absl::StatusOr<runs::RunInfo> info = registry.Info(id);
+      if (!info.ok()) return std::nullopt;
+      return *std::move(info);
+    });
+  }
+  return absl::OkStatus();
+}
+
+// The stop of "resume": every run has ended by then ("grpc" ended the ingest
+// runs; a failed start leaves the resumed ones to resume again), so the
+// upstream sends the last windows and closes its streams.
+void StopUpstream(Parts* p) {
+  if (p->upstream) p->upstream->Stop();
+}
+
+// "grpc": Query, Control, Ingest, SBP (the generic service), health,
+// reflection (not while auth is on); TCP and optionally a Unix socket.
+absl::Status StartGrpc(Parts* p, const config::DaemonConfig& config) {
+  std::string grpc_host;
+  int ignored_port = 0;
+  if (absl::Status s = SplitHostPort(config.grpc_listen, &grpc_host, &ignored_port); !s.ok()) {
+    return s;
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  if (p->auth->enabled()) builder.SetOption(std::make_unique<WithoutReflection>());
+  int grpc_port = 0;
+  builder.AddListeningPort(config.grpc_listen, p->grpc_credentials, &grpc_port);
+  if (!config.grpc_unix.empty()) {
+    builder.AddListeningPort("unix:" + config.grpc_unix, grpc::InsecureServerCredentials());
+  }
+  // Twice the limit: a message between the limit and twice it reaches the
+  // Ingest handler, which refuses it with a counted RESOURCE_EXHAUSTED;
+  // gRPC itself refuses anything larger.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<int64_t>(config.limits.max_message_bytes * 2, INT32_MAX)));
+  ApplyGrpcCaps(config, &builder);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(p->grpc_stats.InterceptorFactory());
+  interceptors.push_back(p->grpc_drain.InterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  builder.RegisterService(p->query.get());
+  builder.RegisterService(p->control.get());
+  builder.RegisterService(p->ingest.get());
+  builder.RegisterCallbackGenericService(p->sbp.get());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || grpc_port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for gRPC on ", config.grpc_listen,
+                     config.grpc_unix.empty() ? "" : " and unix:" + config.grpc_unix,
+                     " (address in use, not an address of this host, or a socket path that "
+                     "cannot be created)"));
+  }
+  if (!config.grpc_unix.empty()) {
+    // The socket file's group decides who may connect.
+    if (chmod(config.grpc_unix.c_str(), 0660) != 0) {
+      const int err = errno;
+      server->Shutdown(std::chrono::system_clock::now());
+      return absl::ErrnoToStatus(
+          err, absl::StrCat("cannot set mode 0660 on the gRPC socket ", config.grpc_unix));
+    }
+    p->listeners.grpc_unix = config.grpc_unix;
+  }
+  for (const char* name : kServices) {
+    server->GetHealthCheckService()->SetServingStatus(name, true);
+  }
+  p->grpc = std::move(server);
+  p->listeners.grpc = JoinHostPort(grpc_host, grpc_port);
+  return absl::OkStatus();
+}
+
+// The stop of "grpc": calls in flight finish within drainTimeoutMs (the
+// rest are cancelled; idle connections do not wait, see GrpcDrain); then
+// the ingest runs, whose streams have all ended, end.
+void StopGrpc(Parts* p) {
+  const int64_t drain_ms = p->current.Get()->drain_timeout_ms;
+  const int64_t cancelled =
+      p->grpc_drain.Shutdown(*p->grpc, absl::Now() + absl::Milliseconds(drain_ms));
+  if (cancelled > 0) {
+    log::Info(cancelled, " gRPC call(s) still open after drainTimeoutMs (", drain_ms,
+              " ms): cancelled");
+  }
+  // Every ingest stream has ended now: end their runs (clients that had not
+  // closed are named in the run's failure reason; every acknowledged
+  // message is in its total).
+  p->ingest_runs->EndAll();
+}
+
+// "serve": ready (/readyz 200).
+absl::Status StartServing(Parts* p) {
   p->ready.store(true, std::memory_order_relaxed);
-  return std::unique_ptr<DaemonServer>(new DaemonServer(std::move(p)));
+  return absl::OkStatus();
+}
+
+// The stop of "serve", the first of a Shutdown: no new runs or streams,
+// /readyz and gRPC health say not serving, every running bench run ends
+// (its last window and total are published and stored; its watchers
+// receive the total and finish).
+void StopServing(Parts* p) {
+  p->ready.store(false, std::memory_order_relaxed);
+  log::Info("shutting down: no new runs; stopping ", p->jobs->running(), " running run(s)");
+  p->grpc->GetHealthCheckService()->Shutdown();
+  p->manager->StopAccepting();
+  p->ingest_runs->StopAccepting();
+  p->jobs->StopAll();
+}
+
+}  // namespace
+
+DaemonServer::DaemonServer(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+DaemonServer::~DaemonServer() { Shutdown(); }
+
+const Listeners& DaemonServer::listeners() const { return parts_->listeners; }
+
+uint64_t DaemonServer::recorder_ticks() const { return parts_->manager->recorder_ticks(); }
+
+absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
+    const config::DaemonConfig& config, const std::string& state_dir, LifecycleHooks hooks) {
+  log::SetLevel(ToLogLevel(config.log_level));
+  auto owned = std::make_unique<Parts>(config, std::move(hooks));
+  Parts* const p = owned.get();
+  // The components in start order, one step each. A failed start stops the
+  // steps started before it in reverse, once. Shutdown stops every step in
+  // reverse: serve, grpc, resume, http, services, recorder, state.
+  Lifecycle& steps = p->lifecycle;
+  steps.Add({.name = "security", .start = [&] { return LoadSecurity(p, config); }});
+  steps.Add({.name = "state",
+             .start = [&] { return OpenState(p, config, state_dir); },
+             .stop = [p] { FlushState(p); }});
+  steps.Add({.name = "runs", .start = [&] { return BuildRuns(p, config); }});
+  steps.Add({.name = "upstream", .start = [&] { return BuildUpstream(p, config, state_dir); }});
+  steps.Add({.name = "ingest", .start = [p] { return BuildIngest(p); }});
+  steps.Add({.name = "recorder",
+             .start = [p] { return StartRecorder(p); },
+             .stop = [p] { p->manager->Stop(); }});
+  steps.Add({.name = "services",
+             .start = [p] { return BuildServices(p); },
+             .stop = [p] { p->query->CancelWatches(); }});
+  steps.Add({.name = "http",
+             .start = [&] { return StartHttp(p, config); },
+             .stop = [p] { p->http->Stop(); }});
+  steps.Add(
+      {.name = "resume", .start = [p] { return ResumeRuns(p); }, .stop = [p] { StopUpstream(p); }});
+  steps.Add({.name = "grpc",
+             .start = [&] { return StartGrpc(p, config); },
+             .stop = [p] { StopGrpc(p); }});
+  steps.Add(
+      {.name = "serve", .start = [p] { return StartServing(p); }, .stop = [p] { StopServing(p); }});
+  if (absl::Status s = steps.Start(); !s.ok()) return s;
+  return std::unique_ptr<DaemonServer>(new DaemonServer(std::move(owned)));
 }
 
 void DaemonServer::Reload(const config::DaemonConfig& next) {
@@ -518,32 +657,9 @@ void DaemonServer::Reload(const config::DaemonConfig& next) {
 }
 
 void DaemonServer::Shutdown() {
-  Parts& p = *parts_;
-  if (p.shut_down) return;
-  p.shut_down = true;
-  p.ready.store(false, std::memory_order_relaxed);
-  log::Info("shutting down: no new runs; stopping ", p.jobs->running(), " running run(s)");
-  p.grpc->GetHealthCheckService()->Shutdown();
-  p.manager->StopAccepting();
-  p.ingest_runs->StopAccepting();
-  // Every running run ends: its last window and total are published and
-  // stored, and its watchers receive the total and finish.
-  p.jobs->StopAll();
-  const int64_t drain_ms = p.current.Get()->drain_timeout_ms;
-  p.grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(drain_ms));
-  // Every ingest stream has ended now: end their runs (clients that had not
-  // closed are named in the run's failure reason; every acknowledged
-  // message is in its total).
-  p.ingest_runs->EndAll();
-  // Every run has ended: its last windows go to the parent and its stream
-  // closes (bounded by upstream.closeTimeoutMs, all streams together).
-  if (p.upstream) p.upstream->Stop();
-  p.query->CancelWatches();
-  p.http->Stop();
-  p.manager->Stop();
-  if (absl::Status s = p.history->store().Flush(); !s.ok()) {
-    log::Error("state: not everything was stored: ", s.message());
-  }
+  if (parts_->shut_down) return;
+  parts_->shut_down = true;
+  parts_->lifecycle.Stop();
   log::Info("stopped");
 }
 

@@ -2,28 +2,38 @@
 """The perld daemon's lifecycle end to end (issue 8): configuration errors,
 SIGTERM mid-run, restart with the same state directory, kill -9, one daemon
 per state directory, SIGHUP reload, the HTTP endpoints and perlctl's exit
-codes.
+codes. Issue 25: a failed start (port in use, unusable state directory)
+names its step and leaves an ingest run resumable; SIGTERM drains the calls
+in flight and only them (an idle connection or a health watch never delays
+a stop).
 
     /usr/bin/python3 tests/integration/daemon_lifecycle_test.py --perld PATH --perlctl PATH
 Exit 0 when every check passes; every wait is bounded.
 """
 import argparse
+import importlib
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
-from perld_it import Daemon, check, finish, load_stubs
+import grpc
+from perld_it import Daemon, IngestStream, check, finish, load_stubs
 
 
 def run(cmd, timeout=60):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
+
+
+def cannot_start(err):
+    return next((line for line in err.splitlines() if "cannot start" in line), "")[:160]
 
 
 def config_errors(perld, tmp):
@@ -61,9 +71,8 @@ def main():
     ap.add_argument("--perld", required=True)
     ap.add_argument("--perlctl", required=True)
     args = ap.parse_args()
-    import grpc
     with tempfile.TemporaryDirectory() as tmp:
-        pb, rpc, _ = load_stubs(tmp)
+        pb, rpc, stubs = load_stubs(tmp)
         config_errors(args.perld, tmp)
 
         state = os.path.join(tmp, "state")
@@ -141,6 +150,16 @@ def main():
         # kill -9 mid-run: the next start brings the run back failed, with the
         # counters of its stored windows.
         control = rpc.ControlStub(channel)
+        ipb = importlib.import_module("perld.v1.ingest_pb2")
+        irpc = importlib.import_module("perld.v1.ingest_pb2_grpc")
+        held = IngestStream(irpc.IngestStub(channel), ipb, ipb.IngestOpen(
+            run_name="resumable", client_id="c", client_name="c", mode=ipb.IngestOpen.MODE_RAW,
+            time_unit=pb.TIME_UNIT_NS))
+        resumable = held.recv().opened.run_id
+        held.send(batch=ipb.TimestampBatch(sequence=1, count=3, latency_delta=[5, 1, 1],
+                                           constant_records=1, constant_bytes=10))
+        while held.recv().ack.durable_sequence < 1:  # checkpointed: it resumes after a crash
+            pass
         started = control.StartBench(pb.StartBenchRequest(
             name="killed", options=pb.BenchOptions(writers=1, seconds=60,
                                                    reporting_interval_ms=100)), timeout=10)
@@ -153,8 +172,38 @@ def main():
         time.sleep(0.5)  # a few windows reach the state store
         d.proc.kill()
         d.proc.wait(timeout=30)
-        d = Daemon(args.perld, state, config)
-        query = rpc.QueryStub(grpc.insecure_channel(d.grpc))
+        held.cancel()
+
+        # Failed starts stop what they started, name the step, and leave the
+        # state directory as they found it: the ingest run stays resumable.
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        unusable = os.path.join(tmp, "a-file")
+        open(unusable, "w").close()
+        for args_, step in (
+                (["--grpc-listen", f"127.0.0.1:{port}", "--http-listen", "127.0.0.1:0"], "grpc"),
+                (["--grpc-listen", "127.0.0.1:0", "--http-listen", f"127.0.0.1:{port}"], "http")):
+            rc, _, err = run([args.perld, "--state-dir", state] + args_, timeout=60)
+            check(rc == 1 and f"cannot start: {step}: " in err and "in use" in err
+                  and "Sanitizer" not in err,
+                  f"{step} port in use: exit 1, names the step ({cannot_start(err)})")
+        busy.close()
+        rc, _, err = run([args.perld, "--grpc-listen", "127.0.0.1:0", "--http-listen",
+                          "127.0.0.1:0", "--state-dir", unusable], timeout=60)
+        check(rc == 1 and "cannot start: state: " in err and "Sanitizer" not in err,
+              f"unusable state directory: exit 1, names the step ({cannot_start(err)})")
+
+        with open(config, "w") as f:
+            f.write("reportingIntervalMs: 700\ndrainTimeoutMs: 60000\n")
+        log = os.path.join(tmp, "perld.log")
+        d = Daemon(args.perld, state, config, log=log)
+        channel = grpc.insecure_channel(d.grpc)
+        query = rpc.QueryStub(channel)
+        resumed = query.GetRun(pb.GetRunRequest(run=str(resumable)), timeout=10)
+        check(resumed.run.state == pb.RUN_STATE_RUNNING and resumed.total.records == 3,
+              "after the failed starts the ingest run resumes from its checkpoint")
         killed = query.GetRun(pb.GetRunRequest(run="killed"), timeout=10)
         check(killed.run.state == pb.RUN_STATE_FAILED and
               "stopped before the run ended" in killed.run.failure_reason,
@@ -179,9 +228,69 @@ def main():
             p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
                                text=True, timeout=60)
             check(p.returncode == 0, f"promtool check metrics ({p.stderr.strip()[:200]})")
-        rc = d.stop()
-        check(rc == 0, f"SIGTERM: exit 0 (got {rc})")
+        try:
+            drain(d, tmp, log, channel, pb, ipb, irpc, stubs)
+        finally:
+            d.proc.kill()  # a no-op once it exited
     return finish()
+
+
+def drain(d, tmp, log, channel, pb, ipb, irpc, stubs):
+    """SIGTERM with drainTimeoutMs 60000: an ingest stream in flight finishes
+    during the drain and is acknowledged; an idle connection of a client that
+    reads nothing (a stopped process) and an open health watch do not hold
+    the stop (they did, for the whole drainTimeoutMs)."""
+    code = (f"import sys; sys.path.insert(0, {tmp!r})\n"
+            "import grpc, time, perld.v1.perld_pb2 as pb, perld.v1.perld_pb2_grpc as rpc\n"
+            f"channel = grpc.insecure_channel({d.grpc!r})\n"
+            "rpc.QueryStub(channel).ListRuns(pb.ListRunsRequest(), timeout=10)\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(600)\n")
+    idle = subprocess.Popen(["/usr/bin/python3", "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        stop_with_idle_client(d, log, channel, pb, ipb, irpc, stubs, idle)
+    finally:
+        idle.kill()  # also when stopped
+        idle.wait()
+
+
+def stop_with_idle_client(d, log, channel, pb, ipb, irpc, stubs, idle):
+    check(idle.stdout.readline().strip() == "ready", "an idle client made one call")
+    idle.send_signal(signal.SIGSTOP)  # its connection stays open, nobody reads it
+    watch = stubs["health_pb2_grpc"].HealthStub(channel).Watch(
+        stubs["health_pb2"].HealthCheckRequest(service=""), timeout=120)
+    check(next(watch).status == 1, "a health watch: SERVING")
+    stream = IngestStream(irpc.IngestStub(channel), ipb, ipb.IngestOpen(
+        run_name="drained", client_id="d", client_name="d", mode=ipb.IngestOpen.MODE_RAW,
+        time_unit=pb.TIME_UNIT_NS))
+    stream.recv()
+    began = time.time()
+    d.proc.send_signal(signal.SIGTERM)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        with open(log) as f:
+            if "shutting down" in f.read():
+                break
+        time.sleep(0.05)
+    # The stream in flight sends, is acknowledged and closes during the drain.
+    stream.ask(batch=ipb.TimestampBatch(sequence=1, count=2, latency_delta=[7, 1],
+                                        constant_records=1, constant_bytes=10))
+    ack = stream.finish(1)
+    check(ack is not None and ack.HasField("ack") and ack.ack.durable_sequence == 1,
+          "an ingest stream in flight at SIGTERM is served until it closes")
+    rc = d.proc.wait(timeout=120)
+    took = time.time() - began
+    check(rc == 0 and took < 30,
+          f"SIGTERM: exit 0 in {took:.1f} s with an idle connection and a health watch open "
+          "(drainTimeoutMs 60000)")
+    statuses = []
+    try:
+        for r in watch:
+            statuses.append(r.status)
+    except grpc.RpcError as e:
+        statuses.append(e.code().name)
+    check(statuses[:1] == [2] and len(statuses) == 2,
+          f"the health watch says NOT_SERVING, then ends ({statuses})")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,10 @@ message HealthCheckResponse {
   enum ServingStatus { UNKNOWN = 0; SERVING = 1; NOT_SERVING = 2; SERVICE_UNKNOWN = 3; }
   ServingStatus status = 1;
 }
-service Health { rpc Check(HealthCheckRequest) returns (HealthCheckResponse); }
+service Health {
+  rpc Check(HealthCheckRequest) returns (HealthCheckResponse);
+  rpc Watch(HealthCheckRequest) returns (stream HealthCheckResponse);
+}
 """
 REFLECTION_PROTO = """
 syntax = "proto3";

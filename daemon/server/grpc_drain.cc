@@ -1,0 +1,88 @@
+#include "daemon/server/grpc_drain.h"
+
+#include <grpc/grpc.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace perld::server {
+
+// One per counted call: created with the call, destroyed with it.
+class CallCounter final : public grpc::experimental::Interceptor {
+ public:
+  explicit CallCounter(GrpcDrain* drain) : drain_(drain) { drain_->Begin(); }
+  ~CallCounter() override { drain_->End(); }
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    methods->Proceed();
+  }
+
+ private:
+  GrpcDrain* drain_;
+};
+
+namespace {
+
+class CallCounterFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit CallCounterFactory(GrpcDrain* drain) : drain_(drain) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    const char* method = info->method();
+    if (method != nullptr && std::strcmp(method, "/grpc.health.v1.Health/Watch") == 0) {
+      return nullptr;  // never ends on its own: not waited for
+    }
+    return new CallCounter(drain_);
+  }
+
+ private:
+  GrpcDrain* drain_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+GrpcDrain::InterceptorFactory() {
+  return std::make_unique<CallCounterFactory>(this);
+}
+
+void GrpcDrain::Begin() {
+  absl::MutexLock lock(&mu_);
+  ++in_flight_;
+}
+
+void GrpcDrain::End() {
+  absl::MutexLock lock(&mu_);
+  --in_flight_;
+}
+
+int64_t GrpcDrain::in_flight() const {
+  absl::MutexLock lock(&mu_);
+  return in_flight_;
+}
+
+int64_t GrpcDrain::Shutdown(grpc::Server& server, absl::Time deadline) {
+  // No new calls from here on: every connection gets a GOAWAY, the
+  // listeners close. The calls in flight go on.
+  grpc_completion_queue* cq = grpc_completion_queue_create_for_pluck(nullptr);
+  int tag = 0;
+  grpc_server_shutdown_and_notify(server.c_server(), cq, &tag);
+
+  int64_t left = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    const auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+    mu_.AwaitWithDeadline(absl::Condition(&drained), deadline);
+    left = in_flight_;
+  }
+  // The deadline is now: what is still open is cancelled and every
+  // connection closed, idle ones included.
+  server.Shutdown(std::chrono::system_clock::now());
+
+  // The server is shut down: our notification is in the queue.
+  grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr);
+  grpc_completion_queue_shutdown(cq);
+  grpc_completion_queue_destroy(cq);
+  return left;
+}
+
+}  // namespace perld::server
