@@ -572,7 +572,6 @@ void RunTable::Leave(Session& session) {
   // A message this stream parked is dropped first, outside mu_ (the
   // notifier's retry takes the client's apply lock).
   session.client->Detach(session.generation);
-  bool end = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Run& run = *session.run;
@@ -585,10 +584,11 @@ void RunTable::Leave(Session& session) {
       }
     }
     --run.attached;
-    end = ReadyToEndLocked(run, MonotonicNanos());
+    // Ended on the reaper thread: a stream's thread (a gRPC callback
+    // thread) never waits for the recorder and the dispatcher.
+    if (ReadyToEndLocked(run, MonotonicNanos())) to_end_.push_back(session.run);
   }
   reap_cv_.notify_all();
-  if (end) End(session.run);
   session.run.reset();
   session.client = nullptr;
   session.member = nullptr;
@@ -681,7 +681,6 @@ void RunTable::SetDepartureHook(DepartureHook hook) {
 
 absl::Status RunTable::Abandon(runs::RunId id, const std::string& client_id) {
   std::shared_ptr<Run> run;
-  bool end = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = active_.find(id);
@@ -703,10 +702,9 @@ absl::Status RunTable::Abandon(runs::RunId id, const std::string& client_id) {
     log::Warning("ingest: run ", id, " '", run->name, "': ", Describe(*m.session),
                  " gave its part up without closing it");
     departures_.push_back({id, client_id});
-    end = ReadyToEndLocked(*run, MonotonicNanos());
+    if (ReadyToEndLocked(*run, MonotonicNanos())) to_end_.push_back(run);
   }
   reap_cv_.notify_all();
-  if (end) End(run);
   return absl::OkStatus();
 }
 
@@ -730,6 +728,7 @@ void RunTable::Reap() {
   while (!stopping_) {
     int64_t next = 0;
     std::vector<std::shared_ptr<Run>> ready;
+    ready.swap(to_end_);
     const int64_t now = MonotonicNanos();
     for (auto& [id, run] : active_) {
       if (ReadyToEndLocked(*run, now)) {
@@ -770,7 +769,6 @@ void RunTable::Reap() {
 
 absl::Status RunTable::Stop(runs::RunId id) {
   std::shared_ptr<Run> run;
-  bool end = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = active_.find(id);
@@ -787,9 +785,9 @@ absl::Status RunTable::Stop(runs::RunId id) {
     for (auto& [cid, m] : run->clients) {
       if (m->stream != nullptr) m->stream->Cancel();
     }
-    end = ReadyToEndLocked(*run, MonotonicNanos());
+    if (ReadyToEndLocked(*run, MonotonicNanos())) to_end_.push_back(run);
   }
-  if (end) End(run);
+  reap_cv_.notify_all();
   return absl::OkStatus();
 }
 

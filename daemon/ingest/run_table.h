@@ -39,9 +39,9 @@
 // (RunManager::EndRun's requirement), and reports departures
 // (SetDepartureHook).
 //
-// Threads: every public method is thread-safe; a reaper thread times out
-// gone clients and ends runs; the RoomNotifier's thread resumes parked
-// messages. Locks: `mu_` (runs, clients' attachment) is never held while a
+// Threads: every public method is thread-safe and never waits for the
+// recorder (a reaper thread times out gone clients and ends runs); the RoomNotifier's thread
+// resumes parked messages. Locks: `mu_` (runs, clients' attachment) is never held while a
 // ClientSession lock is taken, except ClientSession's progress and
 // listeners locks (MarkDurable, rows); never while waiting for anything.
 #pragma once
@@ -258,6 +258,9 @@ class RunTable {
   CloseHook close_hook_;
   DepartureHook departure_hook_ ABSL_GUARDED_BY(mu_);
   std::vector<Departure> departures_ ABSL_GUARDED_BY(mu_);  // not yet reported
+  // Runs ready to end (ReadyToEndLocked said so): the reaper ends them, so
+  // no stream or control thread waits for the recorder and the dispatcher.
+  std::vector<std::shared_ptr<Run>> to_end_ ABSL_GUARDED_BY(mu_);
   std::thread reaper_;
 };
 

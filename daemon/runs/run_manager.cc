@@ -293,6 +293,8 @@ void RunManager::HandleFinished(RecorderEvent& event) {
     if (registry_.Info(id).ok()) ended_counters_[id] = final_counts;
   }
   ended_.notify_all();
+  // WaitEnded(id) holds from here: the run's subscribers learn it too.
+  registry_.Notify(id);
 }
 
 std::map<RunId, ChannelCounters> RunManager::ChannelCounts() const {

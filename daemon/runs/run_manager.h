@@ -161,6 +161,9 @@ class RunManager {
   // cut); nothing when the run is not attached.
   void CutWindow(RunId id) { host_.Cut(id); }
   // True once the run's end was dispatched (total stored, state final).
+  // Without waiting: the registry's subscribers of the run
+  // (RunRegistry::Subscribe) are notified once this holds; a zero timeout
+  // then asks.
   bool WaitEnded(RunId id, absl::Duration timeout);
 
   RunRegistry& registry() { return registry_; }

@@ -56,23 +56,101 @@ absl::Status FillFrom(const WindowRecord& w, const PercentileIndex& index, const
 
 }  // namespace
 
-// An exclusive lock that wakes the watchers (WaitForEvents) when released:
-// every writer changes what they wait for.
+// An exclusive lock that, once released, calls the subscribers of the runs
+// the writer changed (Changed): callbacks never run under mu_.
 class RunRegistry::ChangeLock {
  public:
-  ChangeLock(std::shared_mutex& mu, std::condition_variable_any& changed)
-      : lock_(mu), changed_(changed) {}
+  explicit ChangeLock(const RunRegistry& registry) : registry_(registry), lock_(registry.mu_) {}
   ~ChangeLock() {
     lock_.unlock();
-    changed_.notify_all();
+    if (!changed_.empty()) registry_.NotifyAll(changed_);
   }
   ChangeLock(const ChangeLock&) = delete;
   ChangeLock& operator=(const ChangeLock&) = delete;
 
+  void Changed(RunId id) { changed_.push_back(id); }
+  void Changed(const std::vector<RunId>& ids) {
+    changed_.insert(changed_.end(), ids.begin(), ids.end());
+  }
+
  private:
+  const RunRegistry& registry_;
   std::unique_lock<std::shared_mutex> lock_;
-  std::condition_variable_any& changed_;
+  std::vector<RunId> changed_;
 };
+
+// One subscription's callback; `mu` is held while it runs, so reset() can
+// wait for a call in progress and stop later ones.
+struct RunRegistry::Subscription::Subscriber {
+  explicit Subscriber(std::function<void()> f) : on_change(std::move(f)) {}
+  std::mutex mu;
+  bool active ABSL_GUARDED_BY(mu) = true;
+  const std::function<void()> on_change;
+};
+
+RunRegistry::Subscription::Subscription(Subscription&& other) noexcept
+    : registry_(std::exchange(other.registry_, nullptr)),
+      id_(other.id_),
+      subscriber_(std::move(other.subscriber_)) {}
+
+RunRegistry::Subscription& RunRegistry::Subscription::operator=(Subscription&& other) noexcept {
+  if (this != &other) {
+    reset();
+    registry_ = std::exchange(other.registry_, nullptr);
+    id_ = other.id_;
+    subscriber_ = std::move(other.subscriber_);
+  }
+  return *this;
+}
+
+void RunRegistry::Subscription::reset() {
+  if (subscriber_ == nullptr) return;
+  registry_->Unsubscribe(id_, subscriber_.get());
+  {
+    std::lock_guard<std::mutex> lock(subscriber_->mu);  // waits for a call in progress
+    subscriber_->active = false;
+  }
+  subscriber_.reset();
+  registry_ = nullptr;
+}
+
+RunRegistry::Subscription RunRegistry::Subscribe(RunId id, std::function<void()> on_change) const {
+  auto subscriber = std::make_shared<Subscription::Subscriber>(std::move(on_change));
+  {
+    std::lock_guard<std::mutex> lock(subscribers_mu_);
+    subscribers_.emplace(id, subscriber);
+  }
+  return Subscription(this, id, std::move(subscriber));
+}
+
+void RunRegistry::Unsubscribe(RunId id, const Subscription::Subscriber* subscriber) const {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  auto [begin, end] = subscribers_.equal_range(id);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second.get() == subscriber) {
+      subscribers_.erase(it);
+      return;
+    }
+  }
+}
+
+void RunRegistry::Notify(RunId id) const { NotifyAll({id}); }
+
+void RunRegistry::NotifyAll(const std::vector<RunId>& ids) const {
+  std::vector<std::shared_ptr<Subscription::Subscriber>> targets;
+  {
+    std::lock_guard<std::mutex> lock(subscribers_mu_);
+    if (subscribers_.empty()) return;
+    for (RunId id : ids) {
+      auto [begin, end] = subscribers_.equal_range(id);
+      for (auto it = begin; it != end; ++it) targets.push_back(it->second);
+    }
+  }
+  for (const auto& s : targets) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->active) s->on_change();
+  }
+}
 
 struct RunRegistry::Entry {
   explicit Entry(const RunInfo& run)
@@ -124,7 +202,8 @@ const RunRegistry::Entry* RunRegistry::Find(RunId id) const {
 }
 
 void RunRegistry::AddRunning(const RunInfo& info) {
-  ChangeLock lock(mu_, changed_);
+  ChangeLock lock(*this);
+  lock.Changed(info.id);
   auto entry = std::make_unique<Entry>(info);
   entry->live_total.run_id = info.id;
   entry->live_total.kind = WindowRecord::Kind::kTotal;
@@ -138,7 +217,8 @@ void RunRegistry::AddRunning(const RunInfo& info) {
 void RunRegistry::AddResumed(const RunInfo& info, std::vector<WindowRecord> history,
                              const LatencyCounters& base, std::span<const LatencyBucket> ascending,
                              double base_seconds, int64_t base_start_time) {
-  ChangeLock lock(mu_, changed_);
+  ChangeLock lock(*this);
+  lock.Changed(info.id);
   auto entry = std::make_unique<Entry>(info);
   for (WindowRecord& w : history) {
     if (w.kind == WindowRecord::Kind::kPeriodic) entry->latest = w;
@@ -159,7 +239,8 @@ void RunRegistry::AddResumed(const RunInfo& info, std::vector<WindowRecord> hist
 
 std::vector<RunId> RunRegistry::Restore(const RunInfo& info, std::vector<WindowRecord> windows,
                                         std::optional<WindowRecord> total) {
-  ChangeLock lock(mu_, changed_);
+  ChangeLock lock(*this);
+  lock.Changed(info.id);
   auto entry = std::make_unique<Entry>(info);
   entry->ended = info.state != RunState::kRunning;
   for (WindowRecord& w : windows) {
@@ -173,7 +254,9 @@ std::vector<RunId> RunRegistry::Restore(const RunInfo& info, std::vector<WindowR
   }
   bytes_ += entry->Bytes();
   runs_[info.id] = std::move(entry);
-  return Evict();
+  std::vector<RunId> evicted = Evict();
+  lock.Changed(evicted);
+  return evicted;
 }
 
 void RunRegistry::Append(Entry& e, WindowRecord window) {
@@ -192,11 +275,14 @@ void RunRegistry::Append(Entry& e, WindowRecord window) {
 }
 
 std::vector<RunId> RunRegistry::AddWindow(WindowRecord window) {
-  ChangeLock lock(mu_, changed_);
+  ChangeLock lock(*this);
   Entry* e = Find(window.run_id);
   if (e == nullptr) return {};
+  lock.Changed(window.run_id);
   AddWindowLocked(e, std::move(window));
-  return Evict();
+  std::vector<RunId> evicted = Evict();
+  lock.Changed(evicted);
+  return evicted;
 }
 
 void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
@@ -238,9 +324,10 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
 
 std::vector<RunId> RunRegistry::MarkEnded(RunId id, WindowRecord total, RunState state,
                                           std::string reason, int64_t end_unix_ms, RunInfo* ended) {
-  ChangeLock lock(mu_, changed_);
+  ChangeLock lock(*this);
   Entry* e = Find(id);
   if (e == nullptr) return {};
+  lock.Changed(id);
   total.run_id = id;
   total.kind = WindowRecord::Kind::kTotal;
   AddWindowLocked(e, std::move(total));
@@ -251,14 +338,19 @@ std::vector<RunId> RunRegistry::MarkEnded(RunId id, WindowRecord total, RunState
   bytes_ += e->Bytes();
   e->ended = true;
   if (ended != nullptr) *ended = e->info;
-  return Evict();
+  std::vector<RunId> evicted = Evict();
+  lock.Changed(evicted);
+  return evicted;
 }
 
 void RunRegistry::SetRetention(const config::RetentionConfig& retention) {
-  ChangeLock lock(mu_, changed_);
+  ChangeLock lock(*this);
   retention_ = retention;
   for (auto& [id, e] : runs_) {
     bytes_ -= e->Bytes();
+    if (static_cast<int64_t>(e->history.size()) > retention_.max_windows_per_run) {
+      lock.Changed(id);
+    }
     while (static_cast<int64_t>(e->history.size()) > retention_.max_windows_per_run) {
       e->bytes -= RecordBytes(e->history.front());
       e->history.pop_front();
@@ -266,7 +358,7 @@ void RunRegistry::SetRetention(const config::RetentionConfig& retention) {
     }
     bytes_ += e->Bytes();
   }
-  Evict();
+  lock.Changed(Evict());
 }
 
 std::vector<RunId> RunRegistry::Evict() {
@@ -429,18 +521,8 @@ absl::StatusOr<std::vector<WindowRecord>> RunRegistry::History(RunId id, int64_t
   return out;
 }
 
-absl::StatusOr<RunRegistry::WatchBatch> RunRegistry::WaitForEvents(RunId id, int64_t next,
-                                                                   absl::Time deadline) const {
+absl::StatusOr<RunRegistry::WatchBatch> RunRegistry::Events(RunId id, int64_t next) const {
   std::shared_lock lock(mu_);
-  auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    const Entry* e = Find(id);
-    return e == nullptr || e->ended || e->events > next;
-  };
-  if (deadline == absl::InfiniteFuture()) {
-    changed_.wait(lock, ready);
-  } else {
-    changed_.wait_until(lock, absl::ToChronoTime(deadline), ready);
-  }
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   WatchBatch batch;

@@ -9,7 +9,8 @@
 // recorder thread), the final total with its distribution once the run
 // ended, and a bounded history of every published window (without
 // distributions). Window events of a run get consecutive event numbers from 0;
-// WaitForEvents lets a watcher follow them.
+// Events reads them from a number on, and Subscribe tells a watcher when a
+// run changed, so it can follow them without a thread or a poll.
 //
 // Memory estimate (ApproxBytes, bounded by retention.max_bytes): per run its
 // entry, its RunInfo's strings (name, labels, parameters, percentiles,
@@ -24,12 +25,16 @@
 // Threads: thread-safe. Writers (Add*, MarkEnded) come from the run manager
 // (its dispatcher thread and the threads that create runs); readers from any
 // thread. One shared mutex; readers share it, percentile queries walk a
-// distribution under the reader lock (O(distinct latencies)).
+// distribution under the reader lock (O(distinct latencies)). Subscribers
+// are called on the writer's thread after it released that mutex (never on
+// the recorder thread: the recorder does not write here); the subscriber
+// table has its own mutex, and each subscription one that is held while its
+// callback runs.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -129,18 +134,55 @@ class RunRegistry {
   // History entries with event numbers >= from (oldest retained first).
   absl::StatusOr<std::vector<WindowRecord>> History(RunId id, int64_t from = 0) const;
 
-  // Watch: waits until the run has events numbered >= `next`, has ended, or
-  // `deadline` passes; returns those events (with distributions stripped)
-  // in order and whether the run has ended (then the last event is its
-  // total). Events older than the retained history are skipped: `skipped`
-  // counts them. NotFound if the run is unknown (or was evicted).
+  // Watch: the run's events numbered >= `next` (with distributions
+  // stripped) in order, and whether the run has ended (then the last event
+  // is its total). Events older than the retained history are skipped:
+  // `skipped` counts them. NotFound if the run is unknown (or was evicted).
+  // Never waits: Subscribe says when to ask again.
   struct WatchBatch {
     std::vector<WindowRecord> events;
     int64_t next = 0;  // the event number to ask for next
     int64_t skipped = 0;
     bool ended = false;
   };
-  absl::StatusOr<WatchBatch> WaitForEvents(RunId id, int64_t next, absl::Time deadline) const;
+  absl::StatusOr<WatchBatch> Events(RunId id, int64_t next) const;
+
+  // Change notification. Subscribe(id, f) calls f after every change of run
+  // `id`: a window or total published, the run ended, evicted, its history
+  // trimmed (SetRetention), or Notify(id). f is told nothing: it reads what
+  // it needs (Events, Info, ...), so a change it was told of is visible to
+  // those reads; a change that happened before Subscribe returned may be
+  // told or not (read once after subscribing). f runs on the writer's thread
+  // after the registry's lock was released -- the run manager's dispatcher
+  // for windows and ends, so f must be cheap and must not block (hand work
+  // to another thread). Calls of one subscription never overlap. The run
+  // need not exist; a subscription outlives its run's eviction.
+  class Subscription {
+   public:
+    Subscription() = default;
+    ~Subscription() { reset(); }
+    Subscription(Subscription&& other) noexcept;
+    Subscription& operator=(Subscription&& other) noexcept;
+    Subscription(const Subscription&) = delete;
+    Subscription& operator=(const Subscription&) = delete;
+    // Ends the subscription: when it returns, f is not running and will not
+    // be called again. REQUIRES: not called from within f.
+    void reset();
+
+   private:
+    friend class RunRegistry;
+    struct Subscriber;
+    Subscription(const RunRegistry* registry, RunId id, std::shared_ptr<Subscriber> subscriber)
+        : registry_(registry), id_(id), subscriber_(std::move(subscriber)) {}
+    const RunRegistry* registry_ = nullptr;
+    RunId id_ = 0;
+    std::shared_ptr<Subscriber> subscriber_;
+  };
+  // REQUIRES: the registry outlives the subscription.
+  [[nodiscard]] Subscription Subscribe(RunId id, std::function<void()> on_change) const;
+  // Calls run `id`'s subscribers as a change would, on this thread: for state
+  // kept beside the registry (the run manager's end of a run, WaitEnded).
+  void Notify(RunId id) const;
 
   size_t running() const;
   size_t size() const;
@@ -157,14 +199,21 @@ class RunRegistry {
   void AddWindowLocked(Entry* e, WindowRecord window) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   class ChangeLock;
+  void NotifyAll(const std::vector<RunId>& ids) const;
+  void Unsubscribe(RunId id, const Subscription::Subscriber* subscriber) const;
+
   // std::shared_mutex rather than absl::Mutex: Debian's Abseil is not built
   // with ThreadSanitizer annotations, so TSan could not see absl::Mutex
   // ordering and the concurrency tests would report false races.
   mutable std::shared_mutex mu_;
-  mutable std::condition_variable_any changed_;  // notified on every change
   config::RetentionConfig retention_ ABSL_GUARDED_BY(mu_);
   std::map<RunId, std::unique_ptr<Entry>> runs_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Subscribers by run: taken to change the table or copy a run's list,
+  // never while a callback runs.
+  mutable std::mutex subscribers_mu_;
+  mutable std::multimap<RunId, std::shared_ptr<Subscription::Subscriber>> subscribers_
+      ABSL_GUARDED_BY(subscribers_mu_);
 };
 
 }  // namespace perld::runs

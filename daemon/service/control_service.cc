@@ -1,61 +1,183 @@
 #include "daemon/service/control_service.h"
 
+#include <grpcpp/alarm.h>
+
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/request_limits.h"
 #include "daemon/service/run_proto.h"
 
 namespace perld::service {
+namespace {
 
-grpc::Status ControlService::StartBench(grpc::ServerContext* context,
-                                        const v1::StartBenchRequest* request,
-                                        v1::StartBenchResponse* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kWrite); !denied.ok()) return denied;
+grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* context, grpc::Status status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(std::move(status));
+  return reactor;
+}
+
+}  // namespace
+
+// StopRun{wait}: finishes once the run has ended (RunManager::WaitEnded),
+// with the run as it ended.
+//
+// The check (Check) runs on one thread at a time: whoever sets busy_ -- the
+// handler at Start (busy_ starts set), a kick's alarm, OnCancel -- runs it
+// until it clears busy_ (the run still runs) or finishes (busy_ stays set).
+// A notification while busy_ sets changed_, and the owner checks again
+// before it goes idle. gRPC calls OnDone after Finish; by then no alarm is
+// armed (an armed alarm owns busy_), and the subscription is reset before
+// delete (it waits for an OnChange in progress).
+class ControlService::StopWait final : public grpc::ServerUnaryReactor {
+ public:
+  StopWait(runs::RunManager& manager, runs::RunId id, v1::StopRunResponse* response)
+      : manager_(manager), id_(id), response_(response) {}
+
+  void Start() {
+    subscription_ = manager_.registry().Subscribe(id_, [this] { OnChange(); });
+    Check();
+  }
+
+  void OnCancel() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      if (busy_) return;
+      busy_ = true;
+    }
+    Check();
+  }
+
+  void OnDone() override {
+    subscription_.reset();
+    delete this;
+  }
+
+ private:
+  // The dispatcher thread: nothing here waits or writes.
+  void OnChange() {
+    std::unique_ptr<grpc::Alarm> last;  // its callback may still be returning
+    grpc::Alarm* kick = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (busy_) {
+        changed_ = true;
+        return;
+      }
+      busy_ = true;
+      last = std::move(kick_);
+      kick_ = std::make_unique<grpc::Alarm>();
+      kick = kick_.get();
+    }
+    // Armed outside mu_: kick_ stays until its callback cleared busy_.
+    kick->Set(gpr_inf_past(GPR_CLOCK_MONOTONIC), [this](bool) { Check(); });
+  }
+
+  // REQUIRES: the caller owns busy_.
+  void Check() {
+    for (;;) {
+      bool cancelled = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        changed_ = false;
+        cancelled = cancelled_;
+      }
+      // Finish outside mu_: OnDone may delete this as soon as it is called.
+      if (cancelled) {
+        Finish(grpc::Status::CANCELLED);
+        return;
+      }
+      if (manager_.WaitEnded(id_, absl::ZeroDuration())) {
+        absl::StatusOr<runs::RunInfo> info = manager_.registry().Info(id_);
+        if (!info.ok()) {
+          Finish(ToGrpcStatus(info.status()));
+          return;
+        }
+        ToProto(*info, response_->mutable_run());
+        Finish(grpc::Status::OK);
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!changed_ && !cancelled_) {
+        busy_ = false;
+        return;
+      }
+    }
+  }
+
+  runs::RunManager& manager_;
+  const runs::RunId id_;
+  v1::StopRunResponse* const response_;
+  runs::RunRegistry::Subscription subscription_;
+
+  std::mutex mu_;
+  bool busy_ ABSL_GUARDED_BY(mu_) = true;
+  bool changed_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::unique_ptr<grpc::Alarm> kick_ ABSL_GUARDED_BY(mu_);
+};
+
+grpc::Status ControlService::DoStartBench(const v1::StartBenchRequest& request,
+                                          v1::StartBenchResponse* response) {
   const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
-  if (absl::Status s = CheckStartBench(*request, config->limits); !s.ok()) {
+  if (absl::Status s = CheckStartBench(request, config->limits); !s.ok()) {
     manager_.CountRefusal(runs::RunRefusal::kInputLimit);
     return ToGrpcStatus(s);
   }
   int64_t interval_ms = 0;
   absl::StatusOr<bench::BenchOptions> options =
-      BenchOptionsFromProto(request->options(), *config, &interval_ms);
+      BenchOptionsFromProto(request.options(), *config, &interval_ms);
   if (!options.ok()) return ToGrpcStatus(options.status());
-  std::map<std::string, std::string> labels(request->labels().begin(), request->labels().end());
+  std::map<std::string, std::string> labels(request.labels().begin(), request.labels().end());
   absl::StatusOr<runs::RunInfo> info =
-      jobs_.Start(*options, request->name(), std::move(labels), interval_ms);
+      jobs_.Start(*options, request.name(), std::move(labels), interval_ms);
   if (!info.ok()) return ToGrpcStatus(info.status());
   response->set_run_id(info->id);
   ToProto(*info, response->mutable_run());
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::StopRun(grpc::ServerContext* context,
-                                     const v1::StopRunRequest* request,
-                                     v1::StopRunResponse* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kWrite); !denied.ok()) return denied;
+grpc::ServerUnaryReactor* ControlService::StartBench(grpc::CallbackServerContext* context,
+                                                     const v1::StartBenchRequest* request,
+                                                     v1::StartBenchResponse* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kWrite); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return Finished(context, DoStartBench(*request, response));
+}
+
+grpc::ServerUnaryReactor* ControlService::StopRun(grpc::CallbackServerContext* context,
+                                                  const v1::StopRunRequest* request,
+                                                  v1::StopRunResponse* response) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kWrite); !denied.ok()) {
+    return Finished(context, denied);
+  }
   absl::StatusOr<runs::RunId> id = manager_.registry().Resolve(request->run());
-  if (!id.ok()) return ToGrpcStatus(id.status());
+  if (!id.ok()) return Finished(context, ToGrpcStatus(id.status()));
   absl::StatusOr<runs::RunInfo> info = manager_.registry().Info(*id);
-  if (!info.ok()) return ToGrpcStatus(info.status());
+  if (!info.ok()) return Finished(context, ToGrpcStatus(info.status()));
   if (info->state == runs::RunState::kRunning) {
     // Remote runs (perld.v1.Ingest and SBK's SBP) are the RunTable's; benches are BenchJobs'.
     absl::Status s =
         info->spec.source == runs::RunSource::kBench ? jobs_.Stop(*id) : ingest_.Stop(*id);
-    if (!s.ok()) return ToGrpcStatus(s);
+    if (!s.ok()) return Finished(context, ToGrpcStatus(s));
     if (request->wait()) {
-      while (!manager_.WaitEnded(*id, absl::Milliseconds(200))) {
-        if (context->IsCancelled()) return grpc::Status::CANCELLED;
-      }
+      auto* wait = new StopWait(manager_, *id, response);
+      wait->Start();
+      return wait;
     }
     info = manager_.registry().Info(*id);
-    if (!info.ok()) return ToGrpcStatus(info.status());
+    if (!info.ok()) return Finished(context, ToGrpcStatus(info.status()));
   }
   ToProto(*info, response->mutable_run());
-  return grpc::Status::OK;
+  return Finished(context, grpc::Status::OK);
 }
 
 }  // namespace perld::service

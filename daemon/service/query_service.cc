@@ -1,28 +1,280 @@
 #include "daemon/service/query_service.h"
 
+#include <grpcpp/alarm.h>
+
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/request_limits.h"
 #include "daemon/service/run_proto.h"
 
 namespace perld::service {
+namespace {
 
-grpc::Status QueryService::ListRuns(grpc::ServerContext* context,
-                                    const v1::ListRunsRequest* request,
-                                    v1::ListRunsResponse* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
-  runs::RunFilter filter;
-  filter.state = FromProto(request->state());
-  if (!filter.state && request->state() != v1::RUN_STATE_UNSPECIFIED) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat("state: unknown run state ", request->state()));
+// A WatchRun refused before it started.
+class RefusedWatch final : public grpc::ServerWriteReactor<v1::WatchRunResponse> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+grpc::Status ShuttingDown() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
+}
+
+}  // namespace
+
+// One WatchRun call.
+//
+// The pump (Pump) runs on one thread at a time: whoever sets busy_ -- the
+// handler at Start (busy_ starts set), a kick's alarm, OnCancel, Cancel --
+// owns the pump state below until it clears busy_ (nothing to write), starts
+// a write (its OnWriteDone owns it next) or finishes (busy_ stays set, so
+// nothing starts again). A registry change while busy_ only sets changed_;
+// the owner reads the registry again before it goes idle, so no change is
+// lost and no event is written twice.
+//
+// Lifetime: gRPC calls OnDone once Finish completed; by then no alarm is
+// armed (only the busy_ owner finishes, and an armed alarm owns busy_), the
+// subscription is reset before delete (it waits for an OnChange in
+// progress), and CancelWatches reaches a watch only under watches_mu_,
+// which OnDone takes to remove it.
+class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunResponse> {
+ public:
+  Watch(QueryService& service, runs::RunId id, int64_t next)
+      : service_(service), id_(id), next_(next) {}
+
+  // Subscribes, then writes what the run has already. The handler's thread.
+  void Start() {
+    subscription_ = service_.registry_.Subscribe(id_, [this] { OnChange(); });
+    Pump();
   }
-  for (const auto& [k, v] : request->labels()) filter.labels[k] = v;
-  absl::StatusOr<ListPage> page = ParseListPage(request->page_size(), request->page_token());
+
+  // Finishes the watch UNAVAILABLE. REQUIRES: service_.watches_mu_ held.
+  void Cancel() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      shutdown_ = true;
+      if (busy_) return;
+      busy_ = true;
+    }
+    Pump();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {  // the call is gone
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+    }
+    Pump();
+  }
+
+  void OnCancel() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      if (busy_) return;
+      busy_ = true;
+    }
+    Pump();
+  }
+
+  void OnDone() override {
+    service_.Forget(this);
+    subscription_.reset();
+    delete this;
+  }
+
+ private:
+  // The run changed: the registry writer's thread (the run manager's
+  // dispatcher), so nothing here waits or writes. An idle watch gets its
+  // pump run on a gRPC thread by an alarm that fires at once.
+  void OnChange() {
+    std::unique_ptr<grpc::Alarm> last;  // its callback may still be returning
+    grpc::Alarm* kick = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (busy_) {
+        changed_ = true;
+        return;
+      }
+      busy_ = true;
+      last = std::move(kick_);
+      kick_ = std::make_unique<grpc::Alarm>();
+      kick = kick_.get();
+    }
+    // Armed outside mu_: kick_ stays until its callback cleared busy_.
+    kick->Set(gpr_inf_past(GPR_CLOCK_MONOTONIC), [this](bool) { Pump(); });
+  }
+
+  // REQUIRES: the caller owns busy_.
+  void Pump() {
+    for (;;) {
+      grpc::Status stop;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        changed_ = false;
+        if (cancelled_) {
+          stop = grpc::Status::CANCELLED;
+        } else if (shutdown_) {
+          stop = ShuttingDown();
+        }
+      }
+      if (!stop.ok()) {
+        Finish(stop);
+        return;
+      }
+      if (pos_ == events_.size() && !ended_) {
+        absl::StatusOr<runs::RunRegistry::WatchBatch> batch = service_.registry_.Events(id_, next_);
+        if (!batch.ok()) {
+          Finish(ToGrpcStatus(batch.status()));
+          return;
+        }
+        events_ = std::move(batch->events);
+        pos_ = 0;
+        skipped_ = batch->skipped;
+        next_ = batch->next;
+        ended_ = batch->ended;
+      }
+      if (pos_ < events_.size()) {
+        const runs::WindowRecord& w = events_[pos_++];
+        const bool last = ended_ && pos_ == events_.size();
+        out_.Clear();
+        ToProto(w, last && w.kind == runs::WindowRecord::Kind::kTotal, out_.mutable_window());
+        out_.set_skipped(skipped_);
+        skipped_ = 0;
+        StartWrite(&out_);
+        return;
+      }
+      if (ended_) {
+        Finish(grpc::Status::OK);
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!changed_ && !cancelled_ && !shutdown_) {
+        busy_ = false;
+        return;
+      }
+    }
+  }
+
+  QueryService& service_;
+  const runs::RunId id_;
+  runs::RunRegistry::Subscription subscription_;
+
+  std::mutex mu_;
+  bool busy_ ABSL_GUARDED_BY(mu_) = true;  // the pump has an owner (see above)
+  bool changed_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  std::unique_ptr<grpc::Alarm> kick_ ABSL_GUARDED_BY(mu_);
+
+  // Pump state: the busy_ owner's.
+  int64_t next_;                            // the next event number to read
+  std::vector<runs::WindowRecord> events_;  // read, not all written yet
+  size_t pos_ = 0;                          // the next of events_ to write
+  int64_t skipped_ = 0;
+  bool ended_ = false;        // events_ ends with the run's total
+  v1::WatchRunResponse out_;  // the write in flight
+};
+
+template <typename F>
+grpc::ServerUnaryReactor* QueryService::Reply(grpc::CallbackServerContext* context, F answer) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::Status status = auth_.CheckCall(*context, Access::kRead);
+  if (status.ok()) status = answer();
+  reactor->Finish(std::move(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* QueryService::ListRuns(grpc::CallbackServerContext* context,
+                                                 const v1::ListRunsRequest* request,
+                                                 v1::ListRunsResponse* response) {
+  return Reply(context, [&] { return DoListRuns(*request, response); });
+}
+
+grpc::ServerUnaryReactor* QueryService::GetRun(grpc::CallbackServerContext* context,
+                                               const v1::GetRunRequest* request,
+                                               v1::GetRunResponse* response) {
+  return Reply(context, [&] { return DoGetRun(*request, response); });
+}
+
+grpc::ServerUnaryReactor* QueryService::GetPercentiles(grpc::CallbackServerContext* context,
+                                                       const v1::GetPercentilesRequest* request,
+                                                       v1::GetPercentilesResponse* response) {
+  return Reply(context, [&] { return DoGetPercentiles(*request, response); });
+}
+
+grpc::ServerUnaryReactor* QueryService::GetWindowHistory(grpc::CallbackServerContext* context,
+                                                         const v1::GetWindowHistoryRequest* request,
+                                                         v1::GetWindowHistoryResponse* response) {
+  return Reply(context, [&] { return DoGetWindowHistory(*request, response); });
+}
+
+grpc::ServerUnaryReactor* QueryService::GetClients(grpc::CallbackServerContext* context,
+                                                   const v1::GetClientsRequest* request,
+                                                   v1::GetClientsResponse* response) {
+  return Reply(context, [&] { return DoGetClients(*request, response); });
+}
+
+grpc::ServerWriteReactor<v1::WatchRunResponse>* QueryService::WatchRun(
+    grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) {
+  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) {
+    return new RefusedWatch(denied);
+  }
+  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
+  if (!id.ok()) return new RefusedWatch(ToGrpcStatus(id.status()));
+  // Start at the newest event (or replay the retained history).
+  absl::StatusOr<runs::RunView> view = registry_.Get(*id);
+  if (!view.ok()) return new RefusedWatch(ToGrpcStatus(view.status()));
+  int64_t next = request->from_start() ? 0 : view->events;
+  if (!request->from_start() && view->info.state != runs::RunState::kRunning && next > 0) {
+    next -= 1;  // an ended run: deliver its final total
+  }
+  Watch* watch = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(watches_mu_);
+    if (cancelled_) return new RefusedWatch(ShuttingDown());
+    const int64_t max_watchers = config_.Get()->limits.max_watchers;
+    if (static_cast<int64_t>(watches_.size()) >= max_watchers) {
+      return new RefusedWatch(
+          grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       absl::StrCat("limits.maxWatchers: ", max_watchers, " watchers already")));
+    }
+    watch = new Watch(*this, *id, next);
+    watches_.insert(watch);
+    watchers_.store(static_cast<int>(watches_.size()), std::memory_order_relaxed);
+  }
+  watch->Start();
+  return watch;
+}
+
+void QueryService::Forget(Watch* watch) {
+  std::lock_guard<std::mutex> lock(watches_mu_);
+  watches_.erase(watch);
+  watchers_.store(static_cast<int>(watches_.size()), std::memory_order_relaxed);
+}
+
+void QueryService::CancelWatches() {
+  std::lock_guard<std::mutex> lock(watches_mu_);
+  cancelled_ = true;
+  for (Watch* watch : watches_) watch->Cancel();
+}
+
+grpc::Status QueryService::DoListRuns(const v1::ListRunsRequest& request,
+                                      v1::ListRunsResponse* response) {
+  runs::RunFilter filter;
+  filter.state = FromProto(request.state());
+  if (!filter.state && request.state() != v1::RUN_STATE_UNSPECIFIED) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("state: unknown run state ", request.state()));
+  }
+  for (const auto& [k, v] : request.labels()) filter.labels[k] = v;
+  absl::StatusOr<ListPage> page = ParseListPage(request.page_size(), request.page_token());
   if (!page.ok()) return ToGrpcStatus(page.status());
   runs::RunPage runs = registry_.List(filter, page->after, page->size);
   // A page also ends before it passes kMaxListPageBytes (one run at least).
@@ -43,10 +295,9 @@ grpc::Status QueryService::ListRuns(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetRun(grpc::ServerContext* context, const v1::GetRunRequest* request,
-                                  v1::GetRunResponse* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
-  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
+grpc::Status QueryService::DoGetRun(const v1::GetRunRequest& request,
+                                    v1::GetRunResponse* response) {
+  absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<runs::RunView> view = registry_.Get(*id);
   if (!view.ok()) return ToGrpcStatus(view.status());
@@ -56,13 +307,11 @@ grpc::Status QueryService::GetRun(grpc::ServerContext* context, const v1::GetRun
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetPercentiles(grpc::ServerContext* context,
-                                          const v1::GetPercentilesRequest* request,
-                                          v1::GetPercentilesResponse* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
-  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
+grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& request,
+                                            v1::GetPercentilesResponse* response) {
+  absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
   if (!id.ok()) return ToGrpcStatus(id.status());
-  std::vector<double> percents(request->percentiles().begin(), request->percentiles().end());
+  std::vector<double> percents(request.percentiles().begin(), request.percentiles().end());
   if (percents.empty()) {
     absl::StatusOr<runs::RunInfo> info = registry_.Info(*id);
     if (!info.ok()) return ToGrpcStatus(info.status());
@@ -73,12 +322,12 @@ grpc::Status QueryService::GetPercentiles(grpc::ServerContext* context,
       !s.ok()) {
     return ToGrpcStatus(s);
   }
-  if (!v1::GetPercentilesRequest::Scope_IsValid(request->scope())) {
+  if (!v1::GetPercentilesRequest::Scope_IsValid(request.scope())) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat("scope: unknown scope ", request->scope(),
+                        absl::StrCat("scope: unknown scope ", request.scope(),
                                      " (SCOPE_TOTAL = 0, SCOPE_LATEST = 1)"));
   }
-  const runs::PercentileScope scope = request->scope() == v1::GetPercentilesRequest::SCOPE_LATEST
+  const runs::PercentileScope scope = request.scope() == v1::GetPercentilesRequest::SCOPE_LATEST
                                           ? runs::PercentileScope::kLatest
                                           : runs::PercentileScope::kTotal;
   absl::StatusOr<runs::PercentileAnswer> answer =
@@ -94,11 +343,9 @@ grpc::Status QueryService::GetPercentiles(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetWindowHistory(grpc::ServerContext* context,
-                                            const v1::GetWindowHistoryRequest* request,
-                                            v1::GetWindowHistoryResponse* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
-  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
+grpc::Status QueryService::DoGetWindowHistory(const v1::GetWindowHistoryRequest& request,
+                                              v1::GetWindowHistoryResponse* response) {
+  absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<std::vector<runs::WindowRecord>> history = registry_.History(*id);
   if (!history.ok()) return ToGrpcStatus(history.status());
@@ -111,14 +358,12 @@ grpc::Status QueryService::GetWindowHistory(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetClients(grpc::ServerContext* context,
-                                      const v1::GetClientsRequest* request,
-                                      v1::GetClientsResponse* response) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
+grpc::Status QueryService::DoGetClients(const v1::GetClientsRequest& request,
+                                        v1::GetClientsResponse* response) {
   if (ingest_runs_ == nullptr) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no remote runs in this server");
   }
-  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
+  absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<runs::RunInfo> info = registry_.Info(*id);
   if (!info.ok()) return ToGrpcStatus(info.status());
@@ -127,11 +372,11 @@ grpc::Status QueryService::GetClients(grpc::ServerContext* context,
                         absl::StrCat("run ", *id, " is a bench run: it has no remote clients"));
   }
   if (absl::Status s =
-          CheckPercentileCount("percentiles", request->percentiles_size(), config_.Get()->limits);
+          CheckPercentileCount("percentiles", request.percentiles_size(), config_.Get()->limits);
       !s.ok()) {
     return ToGrpcStatus(s);
   }
-  std::vector<double> percents(request->percentiles().begin(), request->percentiles().end());
+  std::vector<double> percents(request.percentiles().begin(), request.percentiles().end());
   if (percents.empty()) percents = info->spec.latency.percentiles;
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(percents);
   if (!set.ok()) {
@@ -145,53 +390,6 @@ grpc::Status QueryService::GetClients(grpc::ServerContext* context,
   response->set_breakdown_bytes(ingest_runs_->breakdown_budget().used());
   response->set_breakdown_limit_bytes(ingest_runs_->breakdown_budget().limit());
   return grpc::Status::OK;
-}
-
-grpc::Status QueryService::WatchRun(grpc::ServerContext* context,
-                                    const v1::WatchRunRequest* request,
-                                    grpc::ServerWriter<v1::WatchRunResponse>* writer) {
-  if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) return denied;
-  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
-  if (!id.ok()) return ToGrpcStatus(id.status());
-  const int64_t max_watchers = config_.Get()->limits.max_watchers;
-  if (watchers_.fetch_add(1, std::memory_order_relaxed) >= max_watchers) {
-    watchers_.fetch_sub(1, std::memory_order_relaxed);
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("limits.maxWatchers: ", max_watchers, " watchers already"));
-  }
-  struct Release {
-    std::atomic<int>& n;
-    ~Release() { n.fetch_sub(1, std::memory_order_relaxed); }
-  } release{watchers_};
-
-  // Start at the newest event (or replay the retained history).
-  absl::StatusOr<runs::RunView> view = registry_.Get(*id);
-  if (!view.ok()) return ToGrpcStatus(view.status());
-  int64_t next = request->from_start() ? 0 : view->events;
-  if (!request->from_start() && view->info.state != runs::RunState::kRunning && next > 0) {
-    next -= 1;  // an ended run: deliver its final total
-  }
-  for (;;) {
-    if (context->IsCancelled()) return grpc::Status::CANCELLED;
-    if (cancel_watches_.load(std::memory_order_relaxed)) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
-    }
-    absl::StatusOr<runs::RunRegistry::WatchBatch> batch =
-        registry_.WaitForEvents(*id, next, absl::Now() + absl::Milliseconds(kWatchPollMs));
-    if (!batch.ok()) return ToGrpcStatus(batch.status());
-    int64_t skipped = batch->skipped;
-    for (size_t i = 0; i < batch->events.size(); ++i) {
-      const runs::WindowRecord& w = batch->events[i];
-      v1::WatchRunResponse out;
-      const bool last = batch->ended && i + 1 == batch->events.size();
-      ToProto(w, last && w.kind == runs::WindowRecord::Kind::kTotal, out.mutable_window());
-      out.set_skipped(skipped);
-      skipped = 0;
-      if (!writer->Write(out)) return grpc::Status::CANCELLED;
-    }
-    next = batch->next;
-    if (batch->ended) return grpc::Status::OK;
-  }
 }
 
 }  // namespace perld::service

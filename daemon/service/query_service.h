@@ -1,16 +1,31 @@
-// QueryService: perld.v1.Query over the RunRegistry. Every call reads
-// published snapshots; none touches the recorder.
+// QueryService: perld.v1.Query over the RunRegistry, on gRPC's callback API.
+// Every call reads published snapshots; none touches the recorder.
 //
-// WatchRun holds one server thread per watcher while its run lives (at most
-// limits.maxWatchers at once: RESOURCE_EXHAUSTED beyond), waking at least
-// every kWatchPollMs to notice cancellation and shutdown.
+// The unary methods answer on the gRPC thread that delivered the request
+// (context->DefaultReactor()). WatchRun is a reactor (Watch), not a thread:
+// it subscribes to its run in the registry (RunRegistry::Subscribe) and
+// writes one event at a time -- the next once the previous write completed
+// and the registry has it -- then the run's final total, and finishes OK
+// when the run has ended. No thread waits for a watcher and nothing polls:
+// a registry change (published on the run manager's dispatcher thread) only
+// arms a gRPC alarm when the watcher is idle; the alarm's callback (a gRPC
+// thread) reads the events and starts the write. At most
+// limits.maxWatchers watches at once (RESOURCE_EXHAUSTED beyond); a
+// cancelled watch finishes CANCELLED, an evicted run NOT_FOUND, and
+// CancelWatches() finishes every open watch UNAVAILABLE and refuses new ones.
 //
-// Threads: gRPC's sync server threads, concurrently.
+// Threads: gRPC's callback threads run the handlers and reactions;
+// registry notifications arrive on the registry writer's thread;
+// CancelWatches from any thread. Each watch has its own mutex; the set of
+// open watches another.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <set>
 
+#include "absl/base/thread_annotations.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_registry.h"
 #include "daemon/service/call_auth.h"
@@ -19,42 +34,63 @@
 
 namespace perld::service {
 
-class QueryService final : public v1::Query::Service {
+class QueryService final : public v1::Query::CallbackService {
  public:
-  static constexpr int64_t kWatchPollMs = 200;
-
   // `ingest_runs` answers GetClients (null: UNIMPLEMENTED).
-  // Every call needs Access::kRead from `auth`.
+  // Every call needs Access::kRead from `auth`. REQUIRES: the registry
+  // outlives every call (the gRPC server's Shutdown waits for them).
   QueryService(const runs::RunRegistry& registry, const CurrentConfig& config, const CallAuth& auth,
                const ingest::RunTable* ingest_runs = nullptr)
       : registry_(registry), config_(config), auth_(auth), ingest_runs_(ingest_runs) {}
 
-  // Ends every open watch at its next wake-up (shutdown after the drain).
-  void CancelWatches() { cancel_watches_.store(true, std::memory_order_relaxed); }
+  // Finishes every open watch UNAVAILABLE ("perld is shutting down") and
+  // refuses new ones from now on (shutdown after the drain).
+  void CancelWatches();
+  // Watches open now (a watch counts until gRPC is done with it).
   int watchers() const { return watchers_.load(std::memory_order_relaxed); }
 
-  grpc::Status ListRuns(grpc::ServerContext* context, const v1::ListRunsRequest* request,
-                        v1::ListRunsResponse* response) override;
-  grpc::Status GetRun(grpc::ServerContext* context, const v1::GetRunRequest* request,
-                      v1::GetRunResponse* response) override;
-  grpc::Status GetPercentiles(grpc::ServerContext* context,
-                              const v1::GetPercentilesRequest* request,
-                              v1::GetPercentilesResponse* response) override;
-  grpc::Status GetWindowHistory(grpc::ServerContext* context,
-                                const v1::GetWindowHistoryRequest* request,
-                                v1::GetWindowHistoryResponse* response) override;
-  grpc::Status GetClients(grpc::ServerContext* context, const v1::GetClientsRequest* request,
-                          v1::GetClientsResponse* response) override;
-  grpc::Status WatchRun(grpc::ServerContext* context, const v1::WatchRunRequest* request,
-                        grpc::ServerWriter<v1::WatchRunResponse>* writer) override;
+  grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* context,
+                                     const v1::ListRunsRequest* request,
+                                     v1::ListRunsResponse* response) override;
+  grpc::ServerUnaryReactor* GetRun(grpc::CallbackServerContext* context,
+                                   const v1::GetRunRequest* request,
+                                   v1::GetRunResponse* response) override;
+  grpc::ServerUnaryReactor* GetPercentiles(grpc::CallbackServerContext* context,
+                                           const v1::GetPercentilesRequest* request,
+                                           v1::GetPercentilesResponse* response) override;
+  grpc::ServerUnaryReactor* GetWindowHistory(grpc::CallbackServerContext* context,
+                                             const v1::GetWindowHistoryRequest* request,
+                                             v1::GetWindowHistoryResponse* response) override;
+  grpc::ServerUnaryReactor* GetClients(grpc::CallbackServerContext* context,
+                                       const v1::GetClientsRequest* request,
+                                       v1::GetClientsResponse* response) override;
+  grpc::ServerWriteReactor<v1::WatchRunResponse>* WatchRun(
+      grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) override;
 
  private:
+  class Watch;
+
+  grpc::Status DoListRuns(const v1::ListRunsRequest& request, v1::ListRunsResponse* response);
+  grpc::Status DoGetRun(const v1::GetRunRequest& request, v1::GetRunResponse* response);
+  grpc::Status DoGetPercentiles(const v1::GetPercentilesRequest& request,
+                                v1::GetPercentilesResponse* response);
+  grpc::Status DoGetWindowHistory(const v1::GetWindowHistoryRequest& request,
+                                  v1::GetWindowHistoryResponse* response);
+  grpc::Status DoGetClients(const v1::GetClientsRequest& request, v1::GetClientsResponse* response);
+  // The call's reactor, finished with auth's verdict, else with what
+  // `answer()` returns (it fills the response).
+  template <typename F>
+  grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, F answer);
+  void Forget(Watch* watch);  // from Watch::OnDone
+
   const runs::RunRegistry& registry_;
   const CurrentConfig& config_;
   const CallAuth& auth_;
   const ingest::RunTable* const ingest_runs_;
-  std::atomic<int> watchers_{0};
-  std::atomic<bool> cancel_watches_{false};
+  std::atomic<int> watchers_{0};  // watches_.size(), readable without watches_mu_
+  std::mutex watches_mu_;
+  std::set<Watch*> watches_ ABSL_GUARDED_BY(watches_mu_);  // open, until their OnDone
+  bool cancelled_ ABSL_GUARDED_BY(watches_mu_) = false;    // CancelWatches was called
 };
 
 }  // namespace perld::service

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -163,13 +166,26 @@ TEST(RunManagerTest, WatchSeesEveryWindowOnceInOrderThenTheTotal) {
   manager.Start();
   absl::StatusOr<CreatedRun> run = manager.CreateRun(MakeSetup("watched", TimeUnit::kUs, 1, 10));
   ASSERT_TRUE(run.ok());
+  // A watcher as WatchRun follows a run: told of changes, it reads the new events.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool changed = true;  // read once after subscribing
+  RunRegistry::Subscription subscription = manager.registry().Subscribe(run->id, [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    changed = true;
+    cv.notify_all();
+  });
   std::vector<WindowRecord> seen;
   bool ended = false;
   std::thread watcher([&] {
     int64_t next = 0;
-    for (int i = 0; i < 100'000 && !ended; ++i) {
-      absl::StatusOr<RunRegistry::WatchBatch> batch =
-          manager.registry().WaitForEvents(run->id, next, absl::Now() + absl::Milliseconds(100));
+    while (!ended) {
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return changed; }));
+        changed = false;
+      }
+      absl::StatusOr<RunRegistry::WatchBatch> batch = manager.registry().Events(run->id, next);
       ASSERT_TRUE(batch.ok());
       EXPECT_EQ(batch->skipped, 0);
       seen.insert(seen.end(), batch->events.begin(), batch->events.end());
@@ -195,6 +211,35 @@ TEST(RunManagerTest, WatchSeesEveryWindowOnceInOrderThenTheTotal) {
   EXPECT_EQ(seen.back().kind, WindowRecord::Kind::kTotal);
   EXPECT_EQ(seen.back().snapshot.records, 20'000);
   EXPECT_EQ(records, 20'000);
+  subscription.reset();
+  manager.Stop();
+}
+
+// StopRun{wait} waits without a thread: the run's subscribers are told once
+// WaitEnded holds (after the registry marked the run ended, the manager
+// still has to let it go).
+TEST(RunManagerTest, SubscribersAreToldWhenWaitEndedHolds) {
+  RunManager::Options options;
+  options.recorder.tick_ns = 1'000'000;
+  RunManager manager(options);
+  manager.Start();
+  absl::StatusOr<CreatedRun> run = manager.CreateRun(MakeSetup("stopped", TimeUnit::kUs, 1, 10));
+  ASSERT_TRUE(run.ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ended = false;
+  RunRegistry::Subscription subscription = manager.registry().Subscribe(run->id, [&] {
+    const bool now = manager.WaitEnded(run->id, absl::ZeroDuration());
+    std::lock_guard<std::mutex> lock(mu);
+    ended = ended || now;
+    cv.notify_all();
+  });
+  run->channels->producer(0).Send(1, 6, 1, 0);
+  manager.EndRun(run->id);
+  std::unique_lock<std::mutex> lock(mu);
+  EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return ended; }));
+  lock.unlock();
+  subscription.reset();
   manager.Stop();
 }
 

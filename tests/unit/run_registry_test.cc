@@ -2,6 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 
 namespace perld::runs {
@@ -99,8 +107,7 @@ TEST(RunRegistryTest, RetentionKeepsTheNewestWindowsAndEndedRuns) {
   ASSERT_TRUE(history.ok());
   ASSERT_EQ(history->size(), 3u);
   EXPECT_EQ(history->front().seq, 3);
-  absl::StatusOr<RunRegistry::WatchBatch> batch =
-      registry.WaitForEvents(1, 0, absl::InfinitePast());
+  absl::StatusOr<RunRegistry::WatchBatch> batch = registry.Events(1, 0);
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(batch->skipped, 2);
   EXPECT_EQ(batch->next, 5);
@@ -119,7 +126,7 @@ TEST(RunRegistryTest, RetentionKeepsTheNewestWindowsAndEndedRuns) {
   EXPECT_EQ(registry.running(), 1u);
 }
 
-TEST(RunRegistryTest, EndingAppendsTheTotalAndWakesWatchers) {
+TEST(RunRegistryTest, EndingAppendsTheTotal) {
   RunRegistry registry(config::RetentionConfig{});
   registry.AddRunning(Info(1, "r"));
   registry.AddWindow(Window(1, 1, 10, 3));
@@ -129,8 +136,7 @@ TEST(RunRegistryTest, EndingAppendsTheTotalAndWakesWatchers) {
   registry.MarkEnded(1, total, RunState::kFinished, "", 2000, &ended);
   EXPECT_EQ(ended.state, RunState::kFinished);
   EXPECT_EQ(ended.end_unix_ms, 2000);
-  absl::StatusOr<RunRegistry::WatchBatch> batch =
-      registry.WaitForEvents(1, 1, absl::Now() + absl::Seconds(5));
+  absl::StatusOr<RunRegistry::WatchBatch> batch = registry.Events(1, 1);
   ASSERT_TRUE(batch.ok());
   EXPECT_TRUE(batch->ended);
   ASSERT_EQ(batch->events.size(), 1u);
@@ -139,6 +145,71 @@ TEST(RunRegistryTest, EndingAppendsTheTotalAndWakesWatchers) {
   ASSERT_TRUE(view.ok());
   EXPECT_TRUE(view->total_final);
   EXPECT_EQ(view->total.snapshot.records, 3);
+}
+
+// Subscribers of a run are called after each change of it, outside the
+// registry's lock (a callback reads the registry, which would deadlock
+// under it), and see the change; nothing after reset().
+TEST(RunRegistryTest, SubscribersAreToldOfTheirRunsChanges) {
+  config::RetentionConfig retention;
+  retention.max_finished_runs = 1;
+  RunRegistry registry(retention);
+  registry.AddRunning(Info(1, "watched"));
+  registry.AddRunning(Info(2, "other"));
+  std::vector<std::string> seen;  // what each call read
+  RunRegistry::Subscription subscription = registry.Subscribe(1, [&] {
+    absl::StatusOr<RunRegistry::WatchBatch> batch = registry.Events(1, 0);
+    seen.push_back(batch.ok() ? absl::StrCat(batch->next, batch->ended ? " ended" : "")
+                              : std::string(batch.status().message()));
+  });
+  registry.AddWindow(Window(1, 1, 10, 3));
+  registry.AddWindow(Window(2, 1, 10, 3));  // another run: not told
+  EXPECT_EQ(seen, (std::vector<std::string>{"1"}));
+  registry.Notify(1);
+  WindowRecord total = Window(1, 1, 10, 3);
+  registry.MarkEnded(1, total, RunState::kFinished, "", 2000, nullptr);
+  EXPECT_EQ(seen, (std::vector<std::string>{"1", "1", "2 ended"}));
+  // Run 2 ends later: run 1 is evicted (one ended run is kept).
+  registry.MarkEnded(2, total, RunState::kFinished, "", 3000, nullptr);
+  EXPECT_EQ(seen.back(), "run 1 not found");
+  subscription.reset();
+  registry.Notify(1);
+  EXPECT_EQ(seen.size(), 4u);
+}
+
+// reset() returns only once a call in progress has returned.
+TEST(RunRegistryTest, ResetWaitsForACallInProgress) {
+  RunRegistry registry(config::RetentionConfig{});
+  registry.AddRunning(Info(1, "r"));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool inside = false, release = false;
+  std::atomic<bool> reset_returned{false};
+  RunRegistry::Subscription subscription = registry.Subscribe(1, [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    inside = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  std::thread writer([&] { registry.AddWindow(Window(1, 1, 10, 1)); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return inside; });
+  }
+  std::thread resetter([&] {
+    subscription.reset();
+    reset_returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(reset_returned.load());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+    cv.notify_all();
+  }
+  writer.join();
+  resetter.join();
+  EXPECT_TRUE(reset_returned.load());
 }
 
 // The memory estimate counts a run's labels, parameters and percentiles, so
