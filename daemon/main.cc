@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "daemon/bench/bench_options.h"
-#include "daemon/bench/bench_run.h"
+#include "daemon/jobs/bench_run.h"
 #include "daemon/config/config_loader.h"
 #include "daemon/config/config_reload.h"
 #include "daemon/config/config_render.h"
 #include "daemon/config/daemon_flags.h"
 #include "daemon/config/state_dir.h"
-#include "daemon/log/log.h"
+#include "daemon/common/log.h"
 #include "daemon/server/daemon_server.h"
 #include "daemon/server/systemd_notifier.h"
 #include "perld/version.h"
@@ -47,8 +47,8 @@ int RunBenchCommand(const std::vector<std::string>& args) {
   }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  absl::StatusOr<perld::bench::BenchResult> result =
-      perld::bench::RunBench(*options, std::cout, std::cerr, &g_interrupted);
+  absl::StatusOr<perld::jobs::BenchResult> result =
+      perld::jobs::RunBench(*options, std::cout, std::cerr, &g_interrupted);
   if (!result.ok()) {
     std::cerr << "perld bench: " << result.status().message() << "\n";
     return 2;

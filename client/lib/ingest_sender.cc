@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/common/failpoint.h"
 #include "daemon/core/contract.h"
@@ -27,33 +28,6 @@ bool IsFinal(grpc::StatusCode code) {
       return true;
     default:
       return false;
-  }
-}
-
-const char* CodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    case grpc::StatusCode::DATA_LOSS:
-      return "DATA_LOSS";
-    default:
-      return "error";
   }
 }
 
@@ -299,12 +273,12 @@ void IngestSender::Run() {
       cv_.notify_all();
       return;
     }
-    if (!status.ok()) {
-      last_stream_error_ =
-          std::string(CodeName(status.error_code())) + ": " + status.error_message();
-    }
+    const std::string why = absl::StrCat(
+        absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())), ": ",
+        status.error_message());
+    if (!status.ok()) last_stream_error_ = why;
     if (IsFinal(status.error_code())) {
-      error_ = std::string(CodeName(status.error_code())) + ": " + status.error_message();
+      error_ = why;
       cv_.notify_all();
       return;
     }

@@ -10,11 +10,9 @@
 // naming the fix: TLS). A perld listening in plaintext accepts local
 // credentials' connections as any other (nothing extra on the wire).
 //
-// Secret files -- a token or a private key -- must be regular files that
-// grant nothing to "others" (mode & 007 == 0): a file anyone on the host can
-// read is refused with its path and mode, never its content. A token file
-// holds one token: surrounding whitespace (the trailing newline) is removed,
-// the rest must be non-empty printable ASCII without spaces.
+// The token, the key and the certificates are read by
+// daemon/common/secret_file.h (a token or key file must grant nothing to
+// others).
 //
 // Threads: free functions, no shared state; the returned channel is
 // thread-safe as every grpc::Channel.
@@ -39,16 +37,6 @@ struct ChannelSecurity {
 
   bool UsesTls() const { return tls || !ca_file.empty() || !cert_file.empty(); }
 };
-
-inline constexpr size_t kMaxSecretFileBytes = size_t{64} << 10;
-inline constexpr size_t kMaxPemFileBytes = size_t{1} << 20;
-
-// A secret file's content (see the header comment); `what` names it in errors.
-absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what);
-// A token file's token: ReadSecretFile, trimmed and checked.
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path, const std::string& what);
-// A public PEM file (certificate, CA bundle): any mode, at most kMaxPemFileBytes.
-absl::StatusOr<std::string> ReadPemFile(const std::string& path, const std::string& what);
 
 // A channel to `target` (HOST:PORT or unix:PATH) with `security`; the
 // token, when given, rides on every call made through the channel.

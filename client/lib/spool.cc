@@ -16,7 +16,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/state/crc32c.h"
+#include "daemon/common/crc32c.h"
+#include "daemon/common/unique_fd.h"
 
 namespace perld::client {
 namespace {
@@ -47,22 +48,20 @@ uint64_t GetU64(const char* p) {
 
 // The record's CRC covers the payload, then the 8 key bytes: the payload's
 // part is computed before the appender takes the lock.
-uint32_t PayloadCrc(std::string_view payload) { return state::Crc32c(payload); }
+uint32_t PayloadCrc(std::string_view payload) { return common::Crc32c(payload); }
 uint32_t WithKey(uint32_t payload_crc, const char* key_bytes) {
-  return state::Crc32cExtend(payload_crc, std::string_view(key_bytes, 8));
+  return common::Crc32cExtend(payload_crc, std::string_view(key_bytes, 8));
 }
 uint32_t RecordCrc(const char* key_bytes, std::string_view payload) {
   return WithKey(PayloadCrc(payload), key_bytes);
 }
-
-absl::Status Errno(int err, const std::string& what) { return absl::ErrnoToStatus(err, what); }
 
 // Writes all of `data` at *offset, advancing it.
 absl::Status WriteAt(int fd, std::string_view data, int64_t* offset, const std::string& path) {
   while (!data.empty()) {
     const ssize_t n = pwrite(fd, data.data(), data.size(), *offset);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno(errno, absl::StrCat("spool: cannot write ", path));
+    if (n < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot write ", path));
     data.remove_prefix(static_cast<size_t>(n));
     *offset += n;
   }
@@ -76,11 +75,11 @@ absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
 
 absl::Status SyncDirectory(const std::string& dir) {
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno(errno, absl::StrCat("spool: cannot open ", dir));
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot open ", dir));
   const int rc = fsync(fd);
   const int err = errno;
   close(fd);
-  if (rc != 0) return Errno(err, absl::StrCat("spool: cannot sync ", dir));
+  if (rc != 0) return absl::ErrnoToStatus(err, absl::StrCat("spool: cannot sync ", dir));
   return absl::OkStatus();
 }
 
@@ -103,14 +102,11 @@ struct Scan {
 // valid one, whose key must exceed `after`. Stops at the first bad record.
 absl::StatusOr<Scan> ScanSegment(const std::string& path, uint64_t after, uint32_t max_record,
                                  const std::function<bool(uint64_t, std::string_view)>& visit) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno(errno, absl::StrCat("spool: cannot open ", path));
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
+  const common::UniqueFd owned(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const int fd = owned.get();
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot open ", path));
   struct stat st = {};
-  if (fstat(fd, &st) != 0) return Errno(errno, absl::StrCat("spool: cannot stat ", path));
+  if (fstat(fd, &st) != 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot stat ", path));
   Scan scan;
   scan.file_bytes = st.st_size;
   scan.last_key = after;
@@ -156,7 +152,7 @@ absl::StatusOr<Scan> ScanSegment(const std::string& path, uint64_t after, uint32
     do {
       n = read(fd, buf.data() + have, chunk);
     } while (n < 0 && errno == EINTR);
-    if (n < 0) return Errno(errno, absl::StrCat("spool: cannot read ", path));
+    if (n < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot read ", path));
     buf.resize(have + static_cast<size_t>(n));
     eof = n == 0;
   }
@@ -178,7 +174,7 @@ absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const Options& options) {
         "spool: segment_bytes must be >= 4096 and max_bytes at least twice segment_bytes");
   }
   if (mkdir(options.dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Errno(errno, absl::StrCat("spool: cannot create ", options.dir));
+    return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot create ", options.dir));
   }
   std::unique_ptr<Spool> spool(new Spool(options));
   if (absl::Status s = spool->Recover(); !s.ok()) return s;
@@ -201,7 +197,7 @@ absl::Status Spool::Recover() {
   }
   std::vector<std::pair<uint64_t, std::string>> files;
   DIR* dir = opendir(options_.dir.c_str());
-  if (dir == nullptr) return Errno(errno, absl::StrCat("spool: cannot read ", options_.dir));
+  if (dir == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot read ", options_.dir));
   // readdir on a stream this thread owns is safe (glibc: per-DIR state).
   while (const dirent* entry = readdir(dir)) {  // NOLINT(concurrency-mt-unsafe)
     uint64_t first = 0;
@@ -229,7 +225,7 @@ absl::Status Spool::Recover() {
     if (scan->torn) {
       truncated_bytes_ += static_cast<uint64_t>(scan->file_bytes - scan->valid_bytes);
       if (truncate(path.c_str(), scan->valid_bytes) != 0) {
-        return Errno(errno, absl::StrCat("spool: cannot truncate the torn tail of ", path));
+        return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot truncate the torn tail of ", path));
       }
       broken = true;
     }
@@ -252,7 +248,7 @@ absl::Status Spool::Recover() {
       }
     }
     fd_ = open(segments_.back().path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd_ < 0) return Errno(errno, absl::StrCat("spool: cannot open ", segments_.back().path));
+    if (fd_ < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot open ", segments_.back().path));
     write_offset_ = segments_.back().bytes;
   }
   if (absl::Status s = SyncDirectory(options_.dir); !s.ok()) return s;
@@ -283,7 +279,7 @@ absl::Status Spool::CloseActive() {
   // them, durably, so a closed segment ends at its last record.
   absl::Status status;
   if (ftruncate(fd_, write_offset_) != 0 || fsync(fd_) != 0) {
-    status = Errno(errno, "spool: cannot close a segment at its end");
+    status = absl::ErrnoToStatus(errno, "spool: cannot close a segment at its end");
   }
   close(fd_);
   fd_ = -1;
@@ -317,7 +313,7 @@ absl::Status Spool::OpenActive(uint64_t first_key) {
     free_.pop_front();
   }
   if (fd < 0) fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return Errno(errno, absl::StrCat("spool: cannot create ", path));
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot create ", path));
   if (absl::Status s = SyncDirectory(options_.dir); !s.ok()) {
     close(fd);
     return s;
@@ -339,7 +335,7 @@ absl::Status Spool::Flush(std::unique_lock<std::mutex>& lock, bool sync) {
   lock.unlock();
   absl::Status status = WriteAt(fd_, out, &write_offset_, path);
   if (status.ok() && sync && fdatasync(fd_) != 0) {
-    status = Errno(errno, absl::StrCat("spool: cannot sync ", path));
+    status = absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot sync ", path));
   }
   io.unlock();
   lock.lock();
@@ -406,7 +402,7 @@ absl::Status Spool::AppendImpl(uint64_t key, std::string_view payload, uint64_t*
     }
     std::lock_guard<std::mutex> io(io_mu_);
     if (fd_ >= 0 && fdatasync(fd_) != 0) {
-      io_error_ = Errno(errno, "spool: cannot sync the closing segment");
+      io_error_ = absl::ErrnoToStatus(errno, "spool: cannot sync the closing segment");
       return io_error_;
     }
     if (!segments_.empty() && segments_.back().last_key > durable_key_.load()) {
@@ -504,12 +500,12 @@ absl::Status Spool::SetMeta(const std::string& bytes) {
   const std::string path = options_.dir + "/meta";
   const std::string temp = path + ".tmp";
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Errno(errno, absl::StrCat("spool: cannot create ", temp));
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot create ", temp));
   absl::Status s = WriteAll(fd, bytes, temp);
-  if (s.ok() && fdatasync(fd) != 0) s = Errno(errno, absl::StrCat("spool: cannot sync ", temp));
+  if (s.ok() && fdatasync(fd) != 0) s = absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot sync ", temp));
   close(fd);
   if (s.ok() && rename(temp.c_str(), path.c_str()) != 0) {
-    s = Errno(errno, absl::StrCat("spool: cannot rename ", temp));
+    s = absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot rename ", temp));
   }
   if (s.ok()) s = SyncDirectory(options_.dir);
   if (s.ok()) meta_ = bytes;
@@ -583,7 +579,7 @@ absl::StatusOr<bool> Spool::Cursor::Next(uint64_t* key, std::string* payload) {
       }
       if (next_path.empty()) return false;
       fd_ = open(next_path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd_ < 0) return Errno(errno, absl::StrCat("spool: cannot open ", next_path));
+      if (fd_ < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot open ", next_path));
       path_ = next_path;
       offset_ = 0;
       segment_last_ = 0;
@@ -603,7 +599,7 @@ absl::StatusOr<bool> Spool::Cursor::Next(uint64_t* key, std::string* payload) {
         got = pread(fd_, buf_.data() + old, buf_.size() - old,
                     buf_offset_ + static_cast<int64_t>(old));
       } while (got < 0 && errno == EINTR);
-      if (got < 0) return Errno(errno, absl::StrCat("spool: cannot read ", path_));
+      if (got < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot read ", path_));
       buf_.resize(old + static_cast<size_t>(got));
       return buf_.size() >= n;
     };

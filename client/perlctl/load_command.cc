@@ -16,7 +16,7 @@
 #include "daemon/bench/bench_options.h"
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/core/tsc_clock.h"
-#include "daemon/json/json_writer.h"
+#include "daemon/common/json_writer.h"
 #include "perld/client.h"
 
 namespace perld::perlctl {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "daemon/json/json_writer.h"
+#include "daemon/common/json_writer.h"
 #include "perld/v1/perld.pb.h"
 
 namespace perld::perlctl {

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/common/host_port.h"
 
 namespace perld::bench {
 namespace {
@@ -57,17 +58,20 @@ absl::Status ParseContext(const std::string& option, const std::string& text, Be
   const std::string usage = absl::StrCat("'", text, "' must be no or [HOST:]PORT/PATH");
   const size_t slash = text.find('/');
   if (slash == std::string::npos || slash + 1 >= text.size()) return Bad(option, usage);
-  std::string address = text.substr(0, slash);
+  absl::StatusOr<common::HostPort> address = common::SplitHostPort(text.substr(0, slash));
+  // No port after a bracketed host, or an IPv6 host without its brackets.
+  if (!address.ok() || (!address->has_port && (address->bracketed ||
+                                               address->host.find(':') != std::string::npos))) {
+    return Bad(option, usage);
+  }
   std::string host = o->metrics_host;
-  if (const size_t colon = address.rfind(':'); colon != std::string::npos) {
-    host = address.substr(0, colon);
-    address = address.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-      host = host.substr(1, host.size() - 2);
-    }
+  std::string port_text = address->host;  // PORT alone
+  if (address->has_port) {
+    host = address->host;
+    port_text = address->port;
     if (host.empty()) return Bad(option, usage);
   }
-  absl::StatusOr<int64_t> port = ParseInt(option, address, 0, 65535);
+  absl::StatusOr<int64_t> port = ParseInt(option, port_text, 0, 65535);
   if (!port.ok()) return port.status();
   o->metrics = true;
   o->metrics_host = host;

@@ -248,12 +248,12 @@ std::vector<ConfigKey> BuildKeys() {
       "grpcUnix", kRestart, [](auto& c) -> auto& { return c.grpc_unix; }));
   keys.push_back(StringKey(
       "stateDir", kRestart, [](auto& c) -> auto& { return c.state_dir; }));
-  keys.push_back(EnumKey<LogLevel>(
+  keys.push_back(EnumKey<log::Level>(
       "logLevel", kLive,
-      {{"debug", LogLevel::kDebug},
-       {"info", LogLevel::kInfo},
-       {"warning", LogLevel::kWarning},
-       {"error", LogLevel::kError}},
+      {{"debug", log::Level::kDebug},
+       {"info", log::Level::kInfo},
+       {"warning", log::Level::kWarning},
+       {"error", log::Level::kError}},
       [](auto& c) -> auto& { return c.log_level; }));
   keys.push_back(IntKey(
       "drainTimeoutMs", kLive, 0, 3'600'000, [](auto& c) -> auto& { return c.drain_timeout_ms; }));

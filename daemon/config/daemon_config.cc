@@ -23,27 +23,6 @@ bool SameChannels(const ChannelOptions& a, const ChannelOptions& b) {
 
 }  // namespace
 
-const char* LogLevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "debug";
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kWarning:
-      return "warning";
-    case LogLevel::kError:
-      return "error";
-  }
-  return "info";
-}
-
-std::optional<LogLevel> ParseLogLevel(std::string_view name) {
-  for (LogLevel level : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarning, LogLevel::kError}) {
-    if (name == LogLevelName(level)) return level;
-  }
-  return std::nullopt;
-}
-
 bool operator==(const DaemonConfig& a, const DaemonConfig& b) {
   return a.grpc_listen == b.grpc_listen && a.http_listen == b.http_listen &&
          a.state_dir == b.state_dir && a.log_level == b.log_level &&

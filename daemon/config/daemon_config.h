@@ -13,15 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/common/log.h"
 #include "daemon/core/latency_config.h"
 #include "daemon/core/timestamp_channels.h"
 
 namespace perld::config {
-
-enum class LogLevel { kDebug, kInfo, kWarning, kError };
-const char* LogLevelName(LogLevel level);  // "debug", "info", "warning", "error"
-// The level named `name` (exactly one of LogLevelName's spellings), or nullopt.
-std::optional<LogLevel> ParseLogLevel(std::string_view name);
 
 // Where finished runs and their windows are kept (memory and SQLite).
 struct RetentionConfig {
@@ -215,7 +211,7 @@ struct DaemonConfig {
   // under systemd the daemon defaults it to $RUNTIME_DIRECTORY/perld.sock).
   std::string grpc_unix;
   std::string state_dir;  // key stateDir / --state-dir; "" -> $STATE_DIRECTORY or ./perld-state
-  LogLevel log_level = LogLevel::kInfo;  // key logLevel
+  log::Level log_level = log::Level::kInfo;  // key logLevel
   int64_t drain_timeout_ms = 10'000;
   std::string csv_dir;  // key csvDir: "" none; else each run writes DIR/run-<id>.csv (SBK CSV) //
                         // key drainTimeoutMs: SIGTERM grace for open streams

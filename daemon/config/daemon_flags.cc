@@ -54,7 +54,7 @@ absl::Status Set(absl::string_view name, const std::string& value, DaemonFlags* 
   } else if (name == "state-dir") {
     flags->state_dir = value;
   } else if (name == "log-level") {
-    flags->log_level = ParseLogLevel(value);
+    flags->log_level = log::ParseLevel(value);
     if (!flags->log_level) {
       return Bad(absl::StrCat(
           "flag --log-level: expected one of debug, info, warning, error, got '", value, "'"));
@@ -135,7 +135,7 @@ std::string DaemonUsage() {
       "  --state-dir DIR           state directory (default: $STATE_DIRECTORY, else "
       "./perld-state)\n"
       "  --log-level LEVEL         debug, info, warning or error (default ",
-      LogLevelName(defaults.log_level),
+      log::LevelName(defaults.log_level),
       ")\n"
       "  --check-config [FILE]     load FILE (or --config) with the flags, print the effective\n"
       "                            configuration and exit: 0 if valid, 2 with every error if not\n"

@@ -26,7 +26,7 @@ struct DaemonFlags {
   std::optional<std::string> http_listen;  // --http-listen
   std::optional<std::string> grpc_unix;    // --grpc-unix
   std::optional<std::string> state_dir;    // --state-dir
-  std::optional<LogLevel> log_level;       // --log-level
+  std::optional<log::Level> log_level;     // --log-level
   bool check_config = false;               // --check-config
   bool version = false;                    // --version
   bool help = false;                       // --help

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "daemon/common/host_port.h"
 
 namespace perld::config {
 namespace {
@@ -44,9 +45,7 @@ bool IsHostName(const std::string& host) {
 
 }  // namespace
 
-std::string ListenAddress::ToString() const {
-  return ipv6 ? absl::StrCat("[", host, "]:", port) : absl::StrCat(host, ":", port);
-}
+std::string ListenAddress::ToString() const { return common::JoinHostPort(host, port); }
 
 absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& given) {
   const absl::string_view text = given;
@@ -55,28 +54,21 @@ absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& given) {
   if (absl::StartsWith(text, "unix:")) {
     return Bad(text, "unix sockets are reserved for a later release; use HOST:PORT");
   }
+  absl::StatusOr<common::HostPort> split = common::SplitHostPort(text);
+  if (!split.ok()) return Bad(text, split.status().message());
   ListenAddress address;
-  absl::string_view port_text;
-  if (text.front() == '[') {
-    const size_t close = text.find(']');
-    if (close == absl::string_view::npos) return Bad(text, "missing ']' after the IPv6 host");
-    address.host = std::string(text.substr(1, close - 1));
+  address.host = split->host;
+  if (split->bracketed) {
     address.ipv6 = true;
     if (!IsIpv6(address.host)) {
       return Bad(text, absl::StrCat("'", address.host, "' is not an IPv6 address"));
     }
-    if (close + 1 >= text.size() || text[close + 1] != ':') {
-      return Bad(text, "missing ':PORT' after the IPv6 host");
-    }
-    port_text = text.substr(close + 2);
+    if (!split->has_port) return Bad(text, "missing ':PORT' after the IPv6 host");
   } else {
-    const size_t colon = text.rfind(':');
-    if (colon == absl::string_view::npos) return Bad(text, kForm);
-    address.host = std::string(text.substr(0, colon));
-    port_text = text.substr(colon + 1);
     if (address.host.find(':') != std::string::npos) {
       return Bad(text, "an IPv6 host needs brackets, e.g. [::1]:9717");
     }
+    if (!split->has_port) return Bad(text, kForm);
     if (address.host.empty()) {
       return Bad(text, "missing HOST before ':' (0.0.0.0 listens on every IPv4 interface)");
     }
@@ -84,6 +76,7 @@ absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& given) {
       return Bad(text, absl::StrCat("'", address.host, "' is not a host name or IP address"));
     }
   }
+  const absl::string_view port_text = split->port;
   if (port_text.empty() || port_text.size() > 5 ||
       !std::all_of(port_text.begin(), port_text.end(),
                    [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); })) {

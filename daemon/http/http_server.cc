@@ -18,7 +18,6 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
-#include <cstring>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -30,10 +29,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "daemon/common/errno_text.h"
+#include "daemon/common/host_port.h"
+#include "daemon/common/log.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/thread_name.h"
 #include "daemon/http/http_request_parser.h"
-#include "daemon/log/log.h"
 
 namespace perld::http {
 namespace {
@@ -48,16 +49,7 @@ constexpr int kMaxEvents = 256;
 constexpr int64_t kAcceptPauseNs = 100'000'000;  // after EMFILE and the like
 constexpr int64_t kNsPerMs = 1'000'000;
 
-// strerror_r (GNU form): the thread-safe text of an errno value.
-std::string ErrnoText(int err) {
-  char buf[128];
-  return strerror_r(err, buf, sizeof(buf));
-}
-
-std::string HostPort(const std::string& host, int port) {
-  return host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)
-                                             : absl::StrCat(host, ":", port);
-}
+using common::ErrnoText;
 
 const char* ReasonPhrase(int status) {
   switch (status) {
@@ -188,7 +180,7 @@ absl::StatusOr<int> Listen(const std::string& host, int port) {
   const std::string service = std::to_string(port);
   const auto unavailable = [&](const std::string& reason) {
     return absl::UnavailableError(
-        absl::StrCat("http server: cannot listen on ", HostPort(host, port), ": ", reason));
+        absl::StrCat("http server: cannot listen on ", common::JoinHostPort(host, port), ": ", reason));
   };
   if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &result); rc != 0) {
     return unavailable(absl::StrCat("cannot resolve host: ", gai_strerror(rc)));
@@ -1012,7 +1004,7 @@ void HttpServer::Stop() {
 }
 
 std::string HttpServer::Url() const {
-  return absl::StrCat(https_ ? "https://" : "http://", HostPort(host_, port_), path_);
+  return absl::StrCat(https_ ? "https://" : "http://", common::JoinHostPort(host_, port_), path_);
 }
 
 const HttpServerStats& HttpServer::stats() const { return loop_->stats(); }

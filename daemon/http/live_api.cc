@@ -5,7 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/json/json_writer.h"
+#include "daemon/common/json_writer.h"
 
 namespace perld::http {
 namespace {

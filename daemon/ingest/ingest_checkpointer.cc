@@ -4,7 +4,7 @@
 
 #include "daemon/common/failpoint.h"
 #include "daemon/core/contract.h"
-#include "daemon/log/log.h"
+#include "daemon/common/log.h"
 
 namespace perld::ingest {
 

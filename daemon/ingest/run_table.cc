@@ -10,7 +10,7 @@
 #include "daemon/core/clock.h"
 #include "daemon/core/thread_name.h"
 #include "daemon/ingest/refusals.h"
-#include "daemon/log/log.h"
+#include "daemon/common/log.h"
 
 namespace perld::ingest {
 

@@ -39,7 +39,7 @@ int64_t ThreadCpuNanos() {
 DaemonMetrics::DaemonMetrics(const runs::RunManager& manager, const ingest::RunTable& ingest_runs,
                              const ingest::IngestStats& ingest_stats,
                              const service::GrpcCallStats& grpc,
-                             const service::CurrentConfig& config,
+                             const config::CurrentConfig& config,
                              const tiers::UpstreamForwarder* upstream,
                              const service::CallAuth* auth, const http::HttpServerStats* http_stats,
                              const service::SbpService* sbp)

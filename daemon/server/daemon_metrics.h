@@ -43,7 +43,7 @@
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_state_collector.h"
 #include "daemon/service/call_auth.h"
-#include "daemon/service/current_config.h"
+#include "daemon/config/current_config.h"
 #include "daemon/service/grpc_call_stats.h"
 #include "daemon/service/ingest_exposition.h"
 #include "daemon/service/sbp_service.h"
@@ -55,7 +55,7 @@ class DaemonMetrics {
  public:
   DaemonMetrics(const runs::RunManager& manager, const ingest::RunTable& ingest_runs,
                 const ingest::IngestStats& ingest_stats, const service::GrpcCallStats& grpc,
-                const service::CurrentConfig& config,
+                const config::CurrentConfig& config,
                 const tiers::UpstreamForwarder* upstream = nullptr,
                 const service::CallAuth* auth = nullptr,
                 const http::HttpServerStats* http_stats = nullptr,
@@ -90,7 +90,7 @@ class DaemonMetrics {
   const runs::RunManager& manager_;
   const ingest::RunTable& ingest_runs_;
   const service::GrpcCallStats& grpc_;
-  const service::CurrentConfig& config_;
+  const config::CurrentConfig& config_;
   const int64_t start_mono_ns_;
   const service::IngestCollector ingest_;
   const DaemonStateCollector state_;

@@ -19,18 +19,18 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "daemon/bench/perlbench_worker.h"
+#include "daemon/common/host_port.h"
+#include "daemon/config/listen_address.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/tsc_clock.h"
 #include "daemon/http/http_server.h"
 #include "daemon/http/live_api.h"
 #include "daemon/ingest/ingest_checkpointer.h"
 #include "daemon/ingest/run_table.h"
-#include "daemon/log/log.h"
+#include "daemon/common/log.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
 #include "daemon/server/grpc_drain.h"
@@ -38,16 +38,17 @@
 #include "daemon/server/memory_budget.h"
 #include "daemon/server/run_csv_writer.h"
 #include "daemon/server/server_security.h"
-#include "daemon/service/bench_jobs.h"
+#include "daemon/jobs/bench_jobs.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/control_service.h"
-#include "daemon/service/current_config.h"
+#include "daemon/config/current_config.h"
 #include "daemon/service/ingest_service.h"
 #include "daemon/service/query_service.h"
 #include "daemon/service/sbp_service.h"
 #include "daemon/state/node_id.h"
 #include "daemon/state/run_history.h"
 #include "daemon/state/state_store.h"
+#include "daemon/tiers/parent_stream.h"
 #include "daemon/tiers/upstream_forwarder.h"
 #include "perld/version.h"
 
@@ -56,45 +57,6 @@ namespace {
 
 constexpr const char* kServices[] = {"perld.v1.Query", "perld.v1.Control", "perld.v1.Ingest",
                                      "Service"};
-
-log::Level ToLogLevel(config::LogLevel level) {
-  switch (level) {
-    case config::LogLevel::kDebug:
-      return log::Level::kDebug;
-    case config::LogLevel::kInfo:
-      return log::Level::kInfo;
-    case config::LogLevel::kWarning:
-      return log::Level::kWarning;
-    case config::LogLevel::kError:
-      return log::Level::kError;
-  }
-  return log::Level::kInfo;
-}
-
-// "HOST:PORT" or "[V6]:PORT" -> host (brackets removed) and port.
-absl::Status SplitHostPort(const std::string& address, std::string* host, int* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("'", address, "' is not HOST:PORT"));
-  }
-  *host = address.substr(0, colon);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
-  }
-  if (!absl::SimpleAtoi(address.substr(colon + 1), port) || *port < 0 || *port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("'", address, "': bad port"));
-  }
-  return absl::OkStatus();
-}
-
-std::string JoinHostPort(const std::string& host, int port) {
-  return host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)
-                                             : absl::StrCat(host, ":", port);
-}
-
-bool IsLoopbackHost(const std::string& host) {
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
-}
 
 // One line on what protects the listeners, and a warning for every listener
 // beyond loopback that lacks TLS or auth (never a secret, only which files).
@@ -118,9 +80,8 @@ void LogSecurity(const config::DaemonConfig& config) {
   for (const auto& [name, address] :
        {std::pair<const char*, const std::string&>{"gRPC", config.grpc_listen},
         std::pair<const char*, const std::string&>{"HTTP", config.http_listen}}) {
-    std::string host;
-    int port = 0;
-    if (!SplitHostPort(address, &host, &port).ok() || IsLoopbackHost(host)) continue;
+    absl::StatusOr<config::ListenAddress> listen = config::ParseListenAddress(address);
+    if (!listen.ok() || common::IsLoopbackHost(listen->host)) continue;
     if (!config.tls.enabled()) {
       log::Warning(name, " listens beyond loopback on ", address, " without TLS",
                    auth.enabled() ? ": tokens and data cross the network in clear text" : "");
@@ -218,7 +179,7 @@ struct DaemonServer::Parts {
   Parts(const config::DaemonConfig& config, LifecycleHooks hooks)
       : current(config), lifecycle(std::move(hooks)) {}
 
-  service::CurrentConfig current;
+  config::CurrentConfig current;
   std::optional<TscClock> tsc;
   std::unique_ptr<bench::BenchClock> clock;
   RunLog run_log;
@@ -231,7 +192,7 @@ struct DaemonServer::Parts {
   std::unique_ptr<tiers::UpstreamForwarder> upstream;  // null: no upstream.target
   std::unique_ptr<runs::RunManager> manager;
   std::vector<state::StoredRun> resumable;  // from "runs" to "resume"
-  std::unique_ptr<service::BenchJobs> jobs;
+  std::unique_ptr<jobs::BenchJobs> jobs;
   std::unique_ptr<service::QueryService> query;
   std::unique_ptr<service::ControlService> control;
   ingest::IngestStats ingest_stats;
@@ -274,7 +235,7 @@ absl::Status LoadSecurity(Parts* p, const config::DaemonConfig& config) {
   p->https = std::move(*https);
   if (!config.upstream.target.empty()) {
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-        client::OpenChannel(config.upstream.target, UpstreamSecurity(config.upstream));
+        tiers::OpenParentChannel(config.upstream);
     if (!channel.ok()) return channel.status();
     p->upstream_channel = std::move(*channel);
   }
@@ -387,7 +348,7 @@ absl::Status StartRecorder(Parts* p) {
 
 // "services": the gRPC services, bench jobs and metrics (nothing listens yet).
 absl::Status BuildServices(Parts* p) {
-  p->jobs = std::make_unique<service::BenchJobs>(*p->manager, *p->clock, p->current);
+  p->jobs = std::make_unique<jobs::BenchJobs>(*p->manager, *p->clock, p->current);
   p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current, *p->auth,
                                                      p->ingest_runs.get());
   p->control = std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs,
@@ -406,11 +367,8 @@ absl::Status BuildServices(Parts* p) {
 // "http": /metrics, the live page (/, /api/runs, /api/run), /healthz,
 // /readyz (503 until "serve" and again from Shutdown on).
 absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
-  std::string http_host;
-  int http_port = 0;
-  if (absl::Status s = SplitHostPort(config.http_listen, &http_host, &http_port); !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<config::ListenAddress> http_listen = config::ParseListenAddress(config.http_listen);
+  if (!http_listen.ok()) return http_listen.status();
   Parts* raw = p;
   std::vector<http::HttpRoute> routes;
   routes.push_back({"/metrics", [raw](const http::HttpRequest&) {
@@ -460,7 +418,7 @@ absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
   http_options.header_timeout_ms = static_cast<int>(config.http.header_timeout_ms);
   http_options.stats = &p->http_stats;
   absl::StatusOr<std::unique_ptr<http::HttpServer>> http_server =
-      http::HttpServer::Start(http_host, http_port, std::move(routes), p->https, http_options);
+      http::HttpServer::Start(http_listen->host, http_listen->port, std::move(routes), p->https, http_options);
   if (!http_server.ok()) return http_server.status();
   p->http = std::move(*http_server);
   // Each HTTP connection is a file descriptor: a cap the process cannot
@@ -471,7 +429,7 @@ absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
                  " is close to or above the open-file limit ", files.rlim_cur,
                  " (ulimit -n; the systemd unit sets LimitNOFILE=65536)");
   }
-  p->listeners.http = JoinHostPort(http_host, p->http->port());
+  p->listeners.http = common::JoinHostPort(http_listen->host, p->http->port());
   return absl::OkStatus();
 }
 
@@ -511,11 +469,8 @@ void StopUpstream(Parts* p) {
 // "grpc": Query, Control, Ingest, SBP (the generic service), health,
 // reflection (not while auth is on); TCP and optionally a Unix socket.
 absl::Status StartGrpc(Parts* p, const config::DaemonConfig& config) {
-  std::string grpc_host;
-  int ignored_port = 0;
-  if (absl::Status s = SplitHostPort(config.grpc_listen, &grpc_host, &ignored_port); !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<config::ListenAddress> grpc_listen = config::ParseListenAddress(config.grpc_listen);
+  if (!grpc_listen.ok()) return grpc_listen.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -561,7 +516,7 @@ absl::Status StartGrpc(Parts* p, const config::DaemonConfig& config) {
     server->GetHealthCheckService()->SetServingStatus(name, true);
   }
   p->grpc = std::move(server);
-  p->listeners.grpc = JoinHostPort(grpc_host, grpc_port);
+  p->listeners.grpc = common::JoinHostPort(grpc_listen->host, grpc_port);
   return absl::OkStatus();
 }
 
@@ -613,7 +568,7 @@ uint64_t DaemonServer::recorder_ticks() const { return parts_->manager->recorder
 
 absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
     const config::DaemonConfig& config, const std::string& state_dir, LifecycleHooks hooks) {
-  log::SetLevel(ToLogLevel(config.log_level));
+  log::SetLevel(config.log_level);
   auto owned = std::make_unique<Parts>(config, std::move(hooks));
   Parts* const p = owned.get();
   // The components in start order, one step each. A failed start stops the
@@ -648,7 +603,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
 }
 
 void DaemonServer::Reload(const config::DaemonConfig& next) {
-  log::SetLevel(ToLogLevel(next.log_level));
+  log::SetLevel(next.log_level);
   const MemoryBudget budget = ResolveMemoryBudget(next.limits.max_memory_bytes);
   parts_->manager->SetLimits(next.limits.max_running_runs, budget.bytes);
   parts_->manager->registry().SetRetention(next.retention);

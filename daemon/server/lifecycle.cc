@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/log/log.h"
+#include "daemon/common/log.h"
 
 namespace perld::server {
 

@@ -5,7 +5,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/log/log.h"
+#include "daemon/common/log.h"
 
 namespace perld::server {
 

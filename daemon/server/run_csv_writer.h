@@ -17,13 +17,13 @@
 
 #include "daemon/bench/sbk_report.h"
 #include "daemon/runs/run_observer.h"
-#include "daemon/service/current_config.h"
+#include "daemon/config/current_config.h"
 
 namespace perld::server {
 
 class RunCsvWriter final : public runs::RunObserver {
  public:
-  explicit RunCsvWriter(const service::CurrentConfig& config) : config_(config) {}
+  explicit RunCsvWriter(const config::CurrentConfig& config) : config_(config) {}
 
   void OnRunStarted(const runs::RunInfo& info) override;
   void OnWindow(const runs::RunInfo& info, const runs::WindowRecord& window) override;
@@ -38,7 +38,7 @@ class RunCsvWriter final : public runs::RunObserver {
   };
   void Row(runs::RunId id, const runs::WindowRecord& window, bool total);
 
-  const service::CurrentConfig& config_;
+  const config::CurrentConfig& config_;
   std::mutex mu_;
   std::map<runs::RunId, std::unique_ptr<File>> files_;
 };

@@ -2,19 +2,21 @@
 
 #include <utility>
 
+#include "daemon/common/secret_file.h"
+
 namespace perld::server {
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> GrpcServerCredentials(
     const config::TlsConfig& tls) {
   if (!tls.enabled()) return grpc::InsecureServerCredentials();
-  absl::StatusOr<std::string> cert = client::ReadPemFile(tls.cert_file, "tls.certFile");
+  absl::StatusOr<std::string> cert = common::ReadPemFile(tls.cert_file, "tls.certFile");
   if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = client::ReadSecretFile(tls.key_file, "tls.keyFile");
+  absl::StatusOr<std::string> key = common::ReadSecretFile(tls.key_file, "tls.keyFile");
   if (!key.ok()) return key.status();
   grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   options.pem_key_cert_pairs.push_back({std::move(*key), std::move(*cert)});
   if (!tls.client_ca_file.empty()) {
-    absl::StatusOr<std::string> roots = client::ReadPemFile(tls.client_ca_file, "tls.clientCaFile");
+    absl::StatusOr<std::string> roots = common::ReadPemFile(tls.client_ca_file, "tls.clientCaFile");
     if (!roots.ok()) return roots.status();
     options.pem_root_certs = std::move(*roots);
     options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
@@ -26,7 +28,7 @@ absl::StatusOr<http::HttpTls> HttpsFiles(const config::TlsConfig& tls) {
   http::HttpTls files;
   if (!tls.enabled()) return files;
   // The same checks as for gRPC; HttpServer then loads the files itself.
-  if (absl::StatusOr<std::string> key = client::ReadSecretFile(tls.key_file, "tls.keyFile");
+  if (absl::StatusOr<std::string> key = common::ReadSecretFile(tls.key_file, "tls.keyFile");
       !key.ok()) {
     return key.status();
   }
@@ -34,16 +36,6 @@ absl::StatusOr<http::HttpTls> HttpsFiles(const config::TlsConfig& tls) {
   files.key_file = tls.key_file;
   files.client_ca_file = tls.client_ca_file;
   return files;
-}
-
-client::ChannelSecurity UpstreamSecurity(const config::UpstreamConfig& upstream) {
-  client::ChannelSecurity security;
-  security.tls = upstream.tls;
-  security.ca_file = upstream.ca_file;
-  security.cert_file = upstream.cert_file;
-  security.key_file = upstream.key_file;
-  security.token_file = upstream.token_file;
-  return security;
 }
 
 }  // namespace perld::server

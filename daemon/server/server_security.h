@@ -1,7 +1,7 @@
 // The daemon's transport security, from its configuration (README
 // "Security"): the gRPC TCP listener's credentials and the HTTP listener's
-// TLS files (config section tls), and the channel to an upstream parent
-// (upstream.{tls,caFile,certFile,keyFile,tokenFile}).
+// TLS files (config section tls). The channel to an upstream parent is
+// tiers::OpenParentChannel.
 //
 // Every file is read and checked before anything listens: PEM files must be
 // readable, key files must grant nothing to others (refused otherwise, with
@@ -15,7 +15,6 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "client/lib/secure_channel.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/http/http_server.h"
 
@@ -27,8 +26,5 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> GrpcServerCredentials(
 
 // The HTTPS files for HttpServer (checked as above; disabled without tls.certFile).
 absl::StatusOr<http::HttpTls> HttpsFiles(const config::TlsConfig& tls);
-
-// The upstream parent's channel security.
-client::ChannelSecurity UpstreamSecurity(const config::UpstreamConfig& upstream);
 
 }  // namespace perld::server

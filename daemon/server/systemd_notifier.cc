@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "daemon/log/log.h"
+#include "daemon/common/log.h"
 
 namespace perld::server {
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/lib/secure_channel.h"
+#include "daemon/common/secret_file.h"
 
 namespace perld::service {
 namespace {
@@ -21,7 +21,7 @@ bool SameToken(std::string_view given, const std::string& expected) {
 
 absl::Status ReadToken(const std::string& path, const char* key, std::string* token) {
   if (path.empty()) return absl::OkStatus();
-  absl::StatusOr<std::string> read = client::ReadTokenFile(path, key);
+  absl::StatusOr<std::string> read = common::ReadTokenFile(path, key);
   if (!read.ok()) return read.status();
   *token = std::move(*read);
   return absl::OkStatus();

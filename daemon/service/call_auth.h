@@ -37,8 +37,9 @@ class CallAuth {
  public:
   // Auth off: every call is allowed.
   CallAuth() = default;
-  // Reads the token files (client::ReadTokenFile: a file that grants anything
-  // to others is refused); errors name the key and file, never a token.
+  // Reads the token files (common::ReadTokenFile in daemon/common/secret_file.h:
+  // a file that grants anything to others is refused); errors name the key
+  // and file, never a token.
   static absl::StatusOr<std::unique_ptr<CallAuth>> Create(const config::AuthConfig& auth);
 
   bool enabled() const { return !ingest_token_.empty() || !query_token_.empty(); }

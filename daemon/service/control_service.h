@@ -19,9 +19,9 @@
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/runs/run_registry.h"
-#include "daemon/service/bench_jobs.h"
+#include "daemon/jobs/bench_jobs.h"
 #include "daemon/service/call_auth.h"
-#include "daemon/service/current_config.h"
+#include "daemon/config/current_config.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
@@ -30,8 +30,8 @@ class ControlService final : public v1::Control::CallbackService {
  public:
   // Every call needs Access::kWrite from `auth`. REQUIRES: everything
   // passed outlives every call (the gRPC server's Shutdown waits for them).
-  ControlService(runs::RunManager& manager, BenchJobs& jobs, ingest::RunTable& ingest,
-                 const CurrentConfig& config, const CallAuth& auth)
+  ControlService(runs::RunManager& manager, jobs::BenchJobs& jobs, ingest::RunTable& ingest,
+                 const config::CurrentConfig& config, const CallAuth& auth)
       : manager_(manager), jobs_(jobs), ingest_(ingest), config_(config), auth_(auth) {}
 
   grpc::ServerUnaryReactor* StartBench(grpc::CallbackServerContext* context,
@@ -47,9 +47,9 @@ class ControlService final : public v1::Control::CallbackService {
   grpc::Status DoStartBench(const v1::StartBenchRequest& request, v1::StartBenchResponse* response);
 
   runs::RunManager& manager_;
-  BenchJobs& jobs_;
+  jobs::BenchJobs& jobs_;
   ingest::RunTable& ingest_;
-  const CurrentConfig& config_;
+  const config::CurrentConfig& config_;
   const CallAuth& auth_;
 };
 

@@ -29,7 +29,7 @@
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_registry.h"
 #include "daemon/service/call_auth.h"
-#include "daemon/service/current_config.h"
+#include "daemon/config/current_config.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
@@ -39,7 +39,7 @@ class QueryService final : public v1::Query::CallbackService {
   // `ingest_runs` answers GetClients (null: UNIMPLEMENTED).
   // Every call needs Access::kRead from `auth`. REQUIRES: the registry
   // outlives every call (the gRPC server's Shutdown waits for them).
-  QueryService(const runs::RunRegistry& registry, const CurrentConfig& config, const CallAuth& auth,
+  QueryService(const runs::RunRegistry& registry, const config::CurrentConfig& config, const CallAuth& auth,
                const ingest::RunTable* ingest_runs = nullptr)
       : registry_(registry), config_(config), auth_(auth), ingest_runs_(ingest_runs) {}
 
@@ -84,7 +84,7 @@ class QueryService final : public v1::Query::CallbackService {
   void Forget(Watch* watch);  // from Watch::OnDone
 
   const runs::RunRegistry& registry_;
-  const CurrentConfig& config_;
+  const config::CurrentConfig& config_;
   const CallAuth& auth_;
   const ingest::RunTable* const ingest_runs_;
   std::atomic<int> watchers_{0};  // watches_.size(), readable without watches_mu_

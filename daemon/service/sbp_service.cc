@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/log/log.h"
+#include "daemon/common/log.h"
 #include "daemon/service/grpc_ingest_stream.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/ingest_codec.h"

@@ -74,7 +74,7 @@
 #include "daemon/ingest/ingest_stats.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/service/call_auth.h"
-#include "daemon/service/current_config.h"
+#include "daemon/config/current_config.h"
 #include "daemon/service/sbp_slots.h"
 #include "sbp/sbp.pb.h"
 
@@ -142,7 +142,7 @@ class SbpService final : public grpc::CallbackGenericService {
 
   ingest::RunTable& runs_;
   ingest::IngestStats& stats_;
-  const CurrentConfig& config_;
+  const config::CurrentConfig& config_;
   const CallAuth& auth_;
   const std::map<std::string, Unary> unary_;  // by full method name, "/Service/getVersion"
   std::shared_ptr<SbpSlots> slots_ = std::make_shared<SbpSlots>();

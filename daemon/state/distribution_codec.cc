@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/state/crc32c.h"
+#include "daemon/common/crc32c.h"
 
 namespace perld::state {
 namespace {
@@ -99,7 +99,7 @@ absl::StatusOr<std::string> EncodeDistribution(std::span<const LatencyBucket> bu
     PutVarint(&out, static_cast<uint64_t>(b.count));
     previous = b.latency;
   }
-  PutFixed32(&out, Crc32c(out));
+  PutFixed32(&out, common::Crc32c(out));
   return out;
 }
 
@@ -115,7 +115,7 @@ absl::StatusOr<std::vector<LatencyBucket>> DecodeDistribution(std::string_view b
   }
   std::string_view body = blob.substr(0, blob.size() - kCrcBytes);
   const uint32_t stored = GetFixed32(blob.substr(body.size()));
-  const uint32_t actual = Crc32c(body);
+  const uint32_t actual = common::Crc32c(body);
   if (stored != actual) {
     return absl::DataLossError(absl::StrCat("distribution blob: checksum mismatch (stored ",
                                             absl::Hex(stored, absl::kZeroPad8), ", computed ",

@@ -7,35 +7,17 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
-#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/common/unique_fd.h"
 
 namespace perld::state {
 namespace {
 
 constexpr size_t kMaxNodeIdBytes = 128;
-
-absl::Status Errno(int err, const std::string& what) { return absl::ErrnoToStatus(err, what); }
-
-// Closes a file descriptor when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 bool ValidNodeId(const std::string& id) {
   if (id.empty() || id.size() > kMaxNodeIdBytes) return false;
@@ -50,7 +32,7 @@ absl::Status WriteAll(int fd, const std::string& text, const std::string& path) 
   while (done < text.size()) {
     const ssize_t n = write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno(errno, absl::StrCat("cannot write ", path));
+    if (n < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", path));
     done += static_cast<size_t>(n);
   }
   return absl::OkStatus();
@@ -60,18 +42,18 @@ absl::Status WriteAll(int fd, const std::string& text, const std::string& path) 
 absl::Status WriteDurably(const std::string& dir, const std::string& path, const std::string& id) {
   const std::string temp = path + ".tmp";
   {
-    Fd fd(open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) return Errno(errno, absl::StrCat("cannot create ", temp));
+    common::UniqueFd fd(open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd.get() < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", temp));
     if (absl::Status s = WriteAll(fd.get(), id + "\n", temp); !s.ok()) return s;
-    if (fsync(fd.get()) != 0) return Errno(errno, absl::StrCat("cannot fsync ", temp));
-    if (close(fd.release()) != 0) return Errno(errno, absl::StrCat("cannot close ", temp));
+    if (fsync(fd.get()) != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot fsync ", temp));
+    if (close(fd.release()) != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot close ", temp));
   }
   if (rename(temp.c_str(), path.c_str()) != 0) {
-    return Errno(errno, absl::StrCat("cannot rename ", temp, " to ", path));
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", temp, " to ", path));
   }
-  Fd directory(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (directory.get() < 0) return Errno(errno, absl::StrCat("cannot open ", dir));
-  if (fsync(directory.get()) != 0) return Errno(errno, absl::StrCat("cannot fsync ", dir));
+  common::UniqueFd directory(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (directory.get() < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", dir));
+  if (fsync(directory.get()) != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot fsync ", dir));
   return absl::OkStatus();
 }
 
@@ -83,7 +65,7 @@ absl::StatusOr<std::string> RandomUuid() {
   while (done < b.size()) {
     const ssize_t n = getrandom(b.data() + done, b.size() - done, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno(errno, "getrandom");
+    if (n < 0) return absl::ErrnoToStatus(errno, "getrandom");
     done += static_cast<size_t>(n);
   }
   b[6] = static_cast<uint8_t>((b[6] & 0x0f) | 0x40);  // version 4
@@ -95,14 +77,14 @@ absl::StatusOr<std::string> RandomUuid() {
 
 absl::StatusOr<std::string> StoredNodeId(const std::string& state_dir) {
   const std::string path = absl::StrCat(state_dir, "/", kNodeIdFile);
-  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  common::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() >= 0) {
     std::string text(kMaxNodeIdBytes + 2, '\0');
     size_t done = 0;
     while (done < text.size()) {
       const ssize_t n = read(fd.get(), text.data() + done, text.size() - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Errno(errno, absl::StrCat("cannot read ", path));
+      if (n < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot read ", path));
       if (n == 0) break;
       done += static_cast<size_t>(n);
     }
@@ -116,7 +98,7 @@ absl::StatusOr<std::string> StoredNodeId(const std::string& state_dir) {
     }
     return id;
   }
-  if (errno != ENOENT) return Errno(errno, absl::StrCat("cannot open ", path));
+  if (errno != ENOENT) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
   absl::StatusOr<std::string> id = RandomUuid();
   if (!id.ok()) return id.status();
   if (absl::Status s = WriteDurably(state_dir, path, *id); !s.ok()) return s;

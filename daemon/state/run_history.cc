@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "daemon/common/failpoint.h"
-#include "daemon/log/log.h"
+#include "daemon/common/log.h"
 
 namespace perld::state {
 namespace {

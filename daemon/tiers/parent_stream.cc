@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "client/lib/ingest_sender.h"
+#include "client/lib/secure_channel.h"
 
 namespace perld::tiers {
 namespace {
@@ -48,6 +49,17 @@ class GrpcParentStream final : public ParentStream {
 };
 
 }  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenParentChannel(
+    const config::UpstreamConfig& upstream) {
+  client::ChannelSecurity security;
+  security.tls = upstream.tls;
+  security.ca_file = upstream.ca_file;
+  security.cert_file = upstream.cert_file;
+  security.key_file = upstream.key_file;
+  security.token_file = upstream.token_file;
+  return client::OpenChannel(upstream.target, security);
+}
 
 ParentStreamFactory GrpcParentStreams(std::shared_ptr<grpc::Channel> channel) {
   return [channel = std::move(channel)](v1::IngestOpen open, uint64_t first_sequence,

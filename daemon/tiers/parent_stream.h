@@ -27,6 +27,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "daemon/config/daemon_config.h"
 #include "perld/v1/ingest.pb.h"
 
 namespace grpc {
@@ -74,7 +76,14 @@ inline constexpr int64_t kMaxUnackedPerStream = 256;
 // Bytes of messages one stream keeps until the parent reports them durable.
 inline constexpr int64_t kMaxUndurableBytesPerStream = int64_t{256} << 20;
 
-// Streams over `channel` (OpenChannel with the upstream's TLS and token).
+// The channel to the parent (upstream.target) with the upstream's TLS and
+// token (upstream.{tls,caFile,certFile,keyFile,tokenFile}): client::OpenChannel,
+// which reads and checks the files now (a key or token file that grants
+// anything to others is refused).
+absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenParentChannel(
+    const config::UpstreamConfig& upstream);
+
+// Streams over `channel` (OpenParentChannel).
 ParentStreamFactory GrpcParentStreams(std::shared_ptr<grpc::Channel> channel);
 
 }  // namespace perld::tiers

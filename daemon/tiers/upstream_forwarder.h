@@ -98,8 +98,8 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
     uint64_t restored = 0;         // streams continued from the state database
   };
 
-  // REQUIRES: !config.target.empty(); `channel` reaches it (OpenChannel with
-  // the upstream's TLS and token, see UpstreamSecurity). The node id is
+  // REQUIRES: !config.target.empty(); `channel` reaches it (OpenParentChannel:
+  // the upstream's TLS and token). The node id is
   // config.node_id, resolved by the caller (state::ResolveNodeId: the
   // configured one, $PERLD_NODE_ID, or the state directory's UUID). `store` (may
   // be null: nothing is gated) keeps gated runs' messages;

@@ -33,7 +33,7 @@ class DaemonServerLifecycle : public ::testing::Test {
     tmp_ = dir;
     config_.grpc_listen = "127.0.0.1:0";
     config_.http_listen = "127.0.0.1:0";
-    config_.log_level = config::LogLevel::kWarning;
+    config_.log_level = log::Level::kWarning;
   }
   void TearDown() override {
     ASSERT_EQ(std::system(("rm -rf " + tmp_).c_str()), 0);  // NOLINT(concurrency-mt-unsafe)

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "daemon/bench/bench_options.h"
-#include "daemon/bench/bench_run.h"
+#include "daemon/jobs/bench_run.h"
 #include "daemon/http/http_server.h"
 #include "tests/promtool_check.h"
 
-namespace perld::bench {
+namespace perld::jobs {
 namespace {
 
 using ::perld::test_support::HavePromtool;
@@ -55,7 +55,7 @@ class SyncStringBuf final : public std::streambuf {
   std::string text_;
 };
 
-absl::StatusOr<BenchOptions> Parse(std::vector<std::string> args) { return ParseBenchArgs(args); }
+absl::StatusOr<bench::BenchOptions> Parse(std::vector<std::string> args) { return bench::ParseBenchArgs(args); }
 
 TEST(PerlBenchMetricsTest, ParsesContext) {
   auto off = Parse({"-writers", "1", "-records", "10"});
@@ -91,7 +91,7 @@ TEST(PerlBenchMetricsTest, ParsesContext) {
     EXPECT_NE(o.status().message().find("option -context"), std::string::npos)
         << bad << ": " << o.status();
   }
-  EXPECT_NE(BenchUsage().find("-context PORT/PATH"), std::string::npos);
+  EXPECT_NE(bench::BenchUsage().find("-context PORT/PATH"), std::string::npos);
 }
 
 TEST(PerlBenchMetricsTest, TimedRunServesIntervalMetricsWhileRunning) {
@@ -175,4 +175,4 @@ TEST(PerlBenchMetricsTest, PortInUseFailsTheRunNamingTheOption) {
 }
 
 }  // namespace
-}  // namespace perld::bench
+}  // namespace perld::jobs

@@ -9,13 +9,13 @@
 
 #include "absl/strings/str_split.h"
 #include "daemon/bench/bench_options.h"
-#include "daemon/bench/bench_run.h"
+#include "daemon/jobs/bench_run.h"
 
-namespace perld::bench {
+namespace perld::jobs {
 namespace {
 
 BenchResult RunPerlBench(const std::vector<std::string>& args, std::string* output = nullptr) {
-  absl::StatusOr<BenchOptions> options = ParseBenchArgs(args);
+  absl::StatusOr<bench::BenchOptions> options = bench::ParseBenchArgs(args);
   EXPECT_TRUE(options.ok()) << options.status();
   std::ostringstream out, err;
   absl::StatusOr<BenchResult> result = RunBench(*options, out, err);
@@ -131,4 +131,4 @@ TEST(PerlBenchRunTest, StartupLinesNameQueueAndTopology) {
 }
 
 }  // namespace
-}  // namespace perld::bench
+}  // namespace perld::jobs

@@ -265,7 +265,7 @@ _CRC32C_TABLE = []
 
 
 def crc32c(data, crc=0):
-    """CRC-32C (Castagnoli), as daemon/state/crc32c.h computes it."""
+    """CRC-32C (Castagnoli), as daemon/common/crc32c.h computes it."""
     if not _CRC32C_TABLE:
         for i in range(256):
             c = i

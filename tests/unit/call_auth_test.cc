@@ -47,16 +47,16 @@ using CallAuthTest = TempFiles;
 
 TEST_F(SecretFileTest, TokenIsTheTrimmedWord) {
   const std::string path = Write("t", "  s3cr3t-Token_1\n\n", 0600);
-  absl::StatusOr<std::string> token = client::ReadTokenFile(path, "token");
+  absl::StatusOr<std::string> token = common::ReadTokenFile(path, "token");
   ASSERT_TRUE(token.ok()) << token.status();
   EXPECT_EQ(*token, "s3cr3t-Token_1");
-  EXPECT_TRUE(client::ReadTokenFile(Write("g", "abc\n", 0640), "token").ok());  // group may read
+  EXPECT_TRUE(common::ReadTokenFile(Write("g", "abc\n", 0640), "token").ok());  // group may read
 }
 
 TEST_F(SecretFileTest, RefusesFilesOthersCanAccessWithoutShowingTheirContent) {
   for (const mode_t mode : {0644, 0604, 0602, 0601, 0666}) {
     const std::string path = Write("open" + std::to_string(mode), "topsecretvalue\n", mode);
-    absl::StatusOr<std::string> token = client::ReadTokenFile(path, "auth.ingestTokenFile");
+    absl::StatusOr<std::string> token = common::ReadTokenFile(path, "auth.ingestTokenFile");
     ASSERT_FALSE(token.ok()) << mode;
     EXPECT_EQ(token.status().code(), absl::StatusCode::kPermissionDenied);
     const std::string message(token.status().message());
@@ -68,16 +68,16 @@ TEST_F(SecretFileTest, RefusesFilesOthersCanAccessWithoutShowingTheirContent) {
 }
 
 TEST_F(SecretFileTest, RefusesEmptyBadAndMissingTokens) {
-  EXPECT_FALSE(client::ReadTokenFile(Write("empty", " \n", 0600), "t").ok());
-  EXPECT_FALSE(client::ReadTokenFile(Write("two", "one two\n", 0600), "t").ok());
-  EXPECT_FALSE(client::ReadTokenFile(Write("ctl", "a\x01z\n", 0600), "t").ok());
-  EXPECT_FALSE(client::ReadTokenFile(dir_ + "/missing", "t").ok());
-  EXPECT_FALSE(client::ReadTokenFile(dir_, "t").ok());  // a directory
-  EXPECT_FALSE(client::ReadTokenFile(
-                   Write("big", std::string(client::kMaxSecretFileBytes + 1, 'a'), 0600), "t")
+  EXPECT_FALSE(common::ReadTokenFile(Write("empty", " \n", 0600), "t").ok());
+  EXPECT_FALSE(common::ReadTokenFile(Write("two", "one two\n", 0600), "t").ok());
+  EXPECT_FALSE(common::ReadTokenFile(Write("ctl", "a\x01z\n", 0600), "t").ok());
+  EXPECT_FALSE(common::ReadTokenFile(dir_ + "/missing", "t").ok());
+  EXPECT_FALSE(common::ReadTokenFile(dir_, "t").ok());  // a directory
+  EXPECT_FALSE(common::ReadTokenFile(
+                   Write("big", std::string(common::kMaxSecretFileBytes + 1, 'a'), 0600), "t")
                    .ok());
   // A public PEM file may be world-readable.
-  EXPECT_TRUE(client::ReadPemFile(Write("ca", "-----BEGIN CERTIFICATE-----\n", 0644), "ca").ok());
+  EXPECT_TRUE(common::ReadPemFile(Write("ca", "-----BEGIN CERTIFICATE-----\n", 0644), "ca").ok());
 }
 
 TEST_F(CallAuthTest, OffAllowsEverything) {

@@ -35,7 +35,7 @@ TEST(ConfigReloadTest, NoChangeNoAction) {
 TEST(ConfigReloadTest, AppliesSafeKeysWithOldAndNewValues) {
   const DaemonConfig running;
   DaemonConfig reloaded;
-  reloaded.log_level = LogLevel::kDebug;
+  reloaded.log_level = log::Level::kDebug;
   reloaded.reporting_interval_ms = 1000;
   reloaded.latency.percentiles = {50, 99.9};
   reloaded.latency.time_unit = TimeUnit::kNs;
@@ -61,14 +61,14 @@ TEST(ConfigReloadTest, RestartKeysKeepTheRunningValue) {
   reloaded.grpc_listen = "0.0.0.0:9717";
   reloaded.state_dir = "/var/lib/perld";
   reloaded.limits.max_message_bytes = 1 << 20;
-  reloaded.log_level = LogLevel::kWarning;
+  reloaded.log_level = log::Level::kWarning;
   const ReloadDecision d = DecideReload(running, reloaded);
   EXPECT_THAT(d.needs_restart, ElementsAre("grpcListen: \"127.0.0.1:9717\" -> \"0.0.0.0:9717\"",
                                            "stateDir: \"\" -> \"/var/lib/perld\"",
                                            "limits.maxMessageBytes: 4194304 -> 1048576"));
   EXPECT_THAT(d.applied, ElementsAre("logLevel: info -> warning"));
   DaemonConfig expected = running;
-  expected.log_level = LogLevel::kWarning;
+  expected.log_level = log::Level::kWarning;
   EXPECT_EQ(RenderEffectiveConfig(d.next), RenderEffectiveConfig(expected));
   EXPECT_TRUE(d.next == expected);
 }

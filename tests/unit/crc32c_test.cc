@@ -1,4 +1,4 @@
-#include "daemon/state/crc32c.h"
+#include "daemon/common/crc32c.h"
 
 #include <cstdint>
 #include <random>
@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-namespace perld::state {
+namespace perld::common {
 namespace {
 
 TEST(Crc32cTest, StandardCheckValue) {
@@ -62,4 +62,4 @@ TEST(Crc32cTest, HardwareEqualsSoftwareOnRandomData) {
 }
 
 }  // namespace
-}  // namespace perld::state
+}  // namespace perld::common

@@ -95,7 +95,7 @@ TEST(DaemonConfigTest, AcceptsQuotedStringsAndSignedIntegers) {
       "logLevel: 'warning'\nstateDir: \"/srv/perld state\"\nminLatency: +3\n"
       "maxQs: !!int 2\nqPerWorker: 0\npercentiles:\n  - 99.99\n  - 1e1\n  - +50\n");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->log_level, LogLevel::kWarning);
+  EXPECT_EQ(config->log_level, log::Level::kWarning);
   EXPECT_EQ(config->state_dir, "/srv/perld state");
   EXPECT_EQ(config->latency.min_latency, 3);
   EXPECT_EQ(config->channels.max_qs, 2);

@@ -38,14 +38,14 @@ TEST(DaemonFlagsTest, AcceptsSpaceAndEqualsForms) {
   EXPECT_EQ(flags->grpc_listen, "[::1]:1");
   EXPECT_EQ(flags->http_listen, "0.0.0.0:2");
   EXPECT_EQ(flags->state_dir, "/var/lib/perld");
-  EXPECT_EQ(flags->log_level, LogLevel::kDebug);
+  EXPECT_EQ(flags->log_level, log::Level::kDebug);
   EXPECT_FALSE(flags->check_config);
 }
 
 TEST(DaemonFlagsTest, ALaterFlagWins) {
   absl::StatusOr<DaemonFlags> flags = ParseDaemonFlags({"--log-level=info", "--log-level=error"});
   ASSERT_TRUE(flags.ok()) << flags.status();
-  EXPECT_EQ(flags->log_level, LogLevel::kError);
+  EXPECT_EQ(flags->log_level, log::Level::kError);
 }
 
 TEST(DaemonFlagsTest, CheckConfigTakesAnOptionalFile) {
@@ -130,7 +130,7 @@ TEST(DaemonFlagsTest, FlagsOverrideTheFile) {
   EXPECT_EQ(config->grpc_listen, "[::1]:9717");
   EXPECT_EQ(config->http_listen, "127.0.0.1:2");  // not given: the file's
   EXPECT_EQ(config->state_dir, "/from/flag");
-  EXPECT_EQ(config->log_level, LogLevel::kDebug);
+  EXPECT_EQ(config->log_level, log::Level::kDebug);
   EXPECT_EQ(config->channels.max_qs, 3);
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/state/crc32c.h"
+#include "daemon/common/crc32c.h"
 #include "gtest/gtest.h"
 
 namespace perld::state {
@@ -113,7 +113,7 @@ TEST(DistributionCodecTest, EveryTruncationAndTrailingByteIsDetected) {
 // Blobs with a valid checksum that break the format: only a buggy encoder or
 // a crafted input (a fuzzer) can make them.
 std::string Sealed(std::string body) {
-  const uint32_t crc = Crc32c(body);
+  const uint32_t crc = common::Crc32c(body);
   for (int i = 0; i < 4; ++i) {
     body.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
   }

@@ -107,7 +107,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.grpc_listen = "[::1]:19717";
   c.http_listen = "0.0.0.0:19718";
   c.state_dir = "/var/lib/perld-test";
-  c.log_level = LogLevel::kDebug;
+  c.log_level = log::Level::kDebug;
   c.drain_timeout_ms = 2500;
   c.csv_dir = "/tmp/perld-csv";
   c.reporting_interval_ms = 1000;

@@ -75,7 +75,7 @@ class QueryServiceTest : public ::testing::Test {
   }
 
   runs::RunRegistry registry_{config::RetentionConfig{}};
-  CurrentConfig config_;
+  config::CurrentConfig config_;
   CallAuth auth_;
   QueryService service_;
   std::unique_ptr<grpc::Server> server_;

@@ -1,4 +1,4 @@
-#include "daemon/state/crc32c.h"
+#include "daemon/common/crc32c.h"
 
 #include <array>
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace perld::state {
+namespace perld::common {
 namespace {
 
 constexpr uint32_t kPolynomial = 0x82F63B78;  // reflected Castagnoli
@@ -107,4 +107,4 @@ uint32_t Crc32cExtend(uint32_t crc, std::string_view data) {
 
 uint32_t Crc32c(std::string_view data) { return Crc32cExtend(0, data); }
 
-}  // namespace perld::state
+}  // namespace perld::common

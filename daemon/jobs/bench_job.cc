@@ -1,4 +1,4 @@
-#include "daemon/bench/bench_job.h"
+#include "daemon/jobs/bench_job.h"
 
 #include <cmath>
 #include <utility>
@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "daemon/core/thread_name.h"
 
-namespace perld::bench {
+namespace perld::jobs {
 namespace {
 
 // Splits `total` across `workers`: the first total % workers take one more.
@@ -41,7 +41,7 @@ runs::RunState Judge(const BenchOutcome& o, const runs::WindowRecord& total, std
 
 }  // namespace
 
-std::string DescribeBenchOptions(const BenchOptions& o) {
+std::string DescribeBenchOptions(const bench::BenchOptions& o) {
   std::string s = absl::StrCat("-writers ", o.writers, " -readers ", o.readers, " -size ", o.size);
   if (o.records > 0) absl::StrAppend(&s, " -records ", o.records);
   if (o.seconds > 0) absl::StrAppend(&s, " -seconds ", o.seconds);
@@ -64,7 +64,7 @@ BenchJob::BenchJob(runs::RunManager& manager, BenchJobSetup setup)
 
 absl::StatusOr<std::unique_ptr<BenchJob>> BenchJob::Start(runs::RunManager& manager,
                                                           BenchJobSetup setup) {
-  const BenchOptions& o = setup.options;
+  const bench::BenchOptions& o = setup.options;
   if (setup.clock == nullptr) return absl::InvalidArgumentError("bench job needs a clock");
   if (o.workers() < 1) return absl::InvalidArgumentError("writers + readers must be >= 1");
   if (o.records < 1 && o.seconds <= 0) {
@@ -115,15 +115,15 @@ absl::StatusOr<std::unique_ptr<BenchJob>> BenchJob::Start(runs::RunManager& mana
       o.throughput_mbps > 0 ? o.throughput_mbps * 1024.0 * 1024.0 / o.size / workers : 0;
   job->plans_.resize(workers);
   for (int w = 0; w < workers; ++w) {
-    WorkerPlan& plan = job->plans_[w];
+    bench::WorkerPlan& plan = job->plans_[w];
     plan.size = o.size;
     plan.records = shares[w];
     plan.deadline_ns = deadline_ns;
     plan.records_per_second = per_worker_rps;
     plan.yield_every_ns = s.worker_yield_every_ns;
-    if (o.mode() == BenchMode::kExact && shares[w] == 0) plan.records = -1;  // idle worker
+    if (o.mode() == bench::BenchMode::kExact && shares[w] == 0) plan.records = -1;  // idle worker
   }
-  job->outcome_->requested = o.mode() == BenchMode::kExact ? o.records : 0;
+  job->outcome_->requested = o.mode() == bench::BenchMode::kExact ? o.records : 0;
   job->controller_ = std::thread([j = job.get()] {
     NameThisThread("perld-bench-ctl");
     j->Control();
@@ -133,7 +133,7 @@ absl::StatusOr<std::unique_ptr<BenchJob>> BenchJob::Start(runs::RunManager& mana
 
 void BenchJob::Control() {
   const int workers = static_cast<int>(plans_.size());
-  std::vector<WorkerResult> results(workers);
+  std::vector<bench::WorkerResult> results(workers);
   std::vector<std::thread> threads;
   threads.reserve(workers);
   const int64_t start_ns = setup_.clock->NowNanos();
@@ -141,14 +141,14 @@ void BenchJob::Control() {
     if (plans_[w].records < 0) continue;
     threads.emplace_back([this, w, &results] {
       NameThisThread("perld-bench-" + std::to_string(w));
-      results[w] = RunWorker(plans_[w], setup_.options.time_unit, *setup_.clock,
+      results[w] = bench::RunWorker(plans_[w], setup_.options.time_unit, *setup_.clock,
                              channels_->producer(w), stop_);
     });
   }
   for (std::thread& t : threads) t.join();
   BenchOutcome& o = *outcome_;
   o.seconds = static_cast<double>(setup_.clock->NowNanos() - start_ns) / 1e9;
-  for (const WorkerResult& r : results) o.attempted += r.attempted;
+  for (const bench::WorkerResult& r : results) o.attempted += r.attempted;
   o.dropped = static_cast<int64_t>(channels_->dropped());
   o.blocked = static_cast<int64_t>(channels_->blocked());
   o.stopped = stop_.load(std::memory_order_relaxed);
@@ -179,4 +179,4 @@ BenchJob::~BenchJob() {
   if (controller_.joinable()) controller_.join();
 }
 
-}  // namespace perld::bench
+}  // namespace perld::jobs

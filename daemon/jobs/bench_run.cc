@@ -1,4 +1,4 @@
-#include "daemon/bench/bench_run.h"
+#include "daemon/jobs/bench_run.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "daemon/bench/bench_job.h"
+#include "daemon/jobs/bench_job.h"
 #include "daemon/bench/sbk_report.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/tsc_clock.h"
@@ -24,7 +24,7 @@
 #include "daemon/runs/run_manager.h"
 #include "perld/version.h"
 
-namespace perld::bench {
+namespace perld::jobs {
 namespace {
 
 int64_t PeakRssKb() {
@@ -39,7 +39,7 @@ int64_t PeakRssKb() {
 // interleave on a terminal.
 class BenchConsole final : public runs::RunObserver {
  public:
-  BenchConsole(ReportContext ctx, std::ostream& out, std::ostream& err, std::ofstream* csv,
+  BenchConsole(bench::ReportContext ctx, std::ostream& out, std::ostream& err, std::ofstream* csv,
                http::LatestMetrics* latest)
       : ctx_(std::move(ctx)), out_(out), err_(err), csv_(csv), latest_(latest) {}
 
@@ -67,17 +67,17 @@ class BenchConsole final : public runs::RunObserver {
       err_ << "\r\033[K" << std::flush;
       progress_shown_ = false;
     }
-    const ReportRow row = MakeReportRow(w.snapshot, w.seconds);
-    out_ << FormatConsoleLine(ctx_, row, total) << "\n" << std::flush;
+    const bench::ReportRow row = bench::MakeReportRow(w.snapshot, w.seconds);
+    out_ << bench::FormatConsoleLine(ctx_, row, total) << "\n" << std::flush;
     if (csv_ != nullptr) {
-      *csv_ << CsvRow(ctx_, row, ++csv_id_, total, static_cast<std::time_t>(w.end_unix_ms / 1000))
+      *csv_ << bench::CsvRow(ctx_, row, ++csv_id_, total, static_cast<std::time_t>(w.end_unix_ms / 1000))
             << "\n";
     }
     if (latest_ != nullptr) latest_->Publish(w.snapshot, w.seconds, total);
     if (!total) ++windows_reported_;
   }
 
-  const ReportContext ctx_;
+  const bench::ReportContext ctx_;
   std::ostream& out_;
   std::ostream& err_;
   std::ofstream* csv_;
@@ -90,7 +90,7 @@ class BenchConsole final : public runs::RunObserver {
 
 }  // namespace
 
-absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& out,
+absl::StatusOr<BenchResult> RunBench(const bench::BenchOptions& options, std::ostream& out,
                                      std::ostream& err, const std::atomic<bool>* stop) {
   LatencyConfig config = LatencyConfig::ForUnit(options.time_unit);
   config.min_latency = options.min_latency.value_or(config.min_latency);
@@ -103,19 +103,19 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
 
   std::optional<TscClock> tsc;
   std::string why_not_tsc = "--clock monotonic";
-  if (options.clock != ClockSource::kMonotonic) {
+  if (options.clock != bench::ClockSource::kMonotonic) {
     absl::StatusOr<TscClock> t = TscClock::Create();
     if (t.ok()) {
       tsc = *t;
-    } else if (options.clock == ClockSource::kTsc) {
+    } else if (options.clock == bench::ClockSource::kTsc) {
       return absl::FailedPreconditionError(absl::StrCat("--clock tsc: ", t.status().message()));
     } else {
       why_not_tsc = absl::StrCat("TSC not used: ", t.status().message());
     }
   }
-  const BenchClock clock(tsc ? &*tsc : nullptr, why_not_tsc);
+  const bench::BenchClock clock(tsc ? &*tsc : nullptr, why_not_tsc);
 
-  ReportContext ctx;
+  bench::ReportContext ctx;
   ctx.action = options.writers > 0 && options.readers > 0 ? "Write_Reading"
                : options.writers > 0                      ? "Writing"
                                                           : "Reading";
@@ -127,7 +127,7 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   if (!options.csv_file.empty()) {
     csv = std::make_unique<std::ofstream>(options.csv_file, std::ios::trunc);
     if (!*csv) return absl::InvalidArgumentError("-csvfile: cannot open " + options.csv_file);
-    *csv << CsvHeader(ctx) << "\n";
+    *csv << bench::CsvHeader(ctx) << "\n";
   }
 
   // -context: the metrics server binds before any worker starts.
@@ -163,13 +163,13 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   if (metrics) out << "PerL Prometheus metrics: " << metrics->Url() << "\n";
   std::string mode;
   switch (options.mode()) {
-    case BenchMode::kExact:
+    case bench::BenchMode::kExact:
       mode = absl::StrCat("exact, ", options.records, " records");
       break;
-    case BenchMode::kTimed:
+    case bench::BenchMode::kTimed:
       mode = absl::StrCat("timed, ", options.seconds, " seconds, saturation");
       break;
-    case BenchMode::kRate:
+    case bench::BenchMode::kRate:
       mode = absl::StrCat("rate-controlled, ", options.seconds, " seconds, ",
                           options.throughput_mbps, " MB/s");
       break;
@@ -242,4 +242,4 @@ absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& 
   return result;
 }
 
-}  // namespace perld::bench
+}  // namespace perld::jobs

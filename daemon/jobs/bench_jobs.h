@@ -16,12 +16,12 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "daemon/bench/bench_job.h"
+#include "daemon/jobs/bench_job.h"
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/runs/run_manager.h"
-#include "daemon/service/current_config.h"
+#include "daemon/config/current_config.h"
 
-namespace perld::service {
+namespace perld::jobs {
 
 // Memory a bench run's pending timestamps may take at most (workers x
 // maxPendingPerWorker x 40 B); larger requests are RESOURCE_EXHAUSTED.
@@ -29,7 +29,7 @@ inline constexpr int64_t kMaxBenchPendingBytes = int64_t{1} << 30;
 
 class BenchJobs {
  public:
-  BenchJobs(runs::RunManager& manager, const bench::BenchClock& clock, const CurrentConfig& config)
+  BenchJobs(runs::RunManager& manager, const bench::BenchClock& clock, const config::CurrentConfig& config)
       : manager_(manager), clock_(clock), config_(config) {}
   ~BenchJobs() { StopAll(); }
 
@@ -46,9 +46,9 @@ class BenchJobs {
 
   runs::RunManager& manager_;
   const bench::BenchClock& clock_;
-  const CurrentConfig& config_;
+  const config::CurrentConfig& config_;
   mutable std::mutex mu_;
-  std::map<runs::RunId, std::shared_ptr<bench::BenchJob>> jobs_;
+  std::map<runs::RunId, std::shared_ptr<BenchJob>> jobs_;
 };
 
-}  // namespace perld::service
+}  // namespace perld::jobs

@@ -1,4 +1,4 @@
-#include "daemon/log/log.h"
+#include "daemon/common/log.h"
 
 #include <unistd.h>
 
@@ -13,20 +13,6 @@ namespace perld::log {
 namespace {
 
 std::atomic<Level> g_level{Level::kInfo};
-
-const char* Name(Level level) {
-  switch (level) {
-    case Level::kDebug:
-      return "debug";
-    case Level::kInfo:
-      return "info";
-    case Level::kWarning:
-      return "warning";
-    case Level::kError:
-      return "error";
-  }
-  return "info";
-}
 
 int SyslogPriority(Level level) {
   switch (level) {
@@ -50,6 +36,27 @@ bool UnderJournal() {
 
 }  // namespace
 
+const char* LevelName(Level level) {
+  switch (level) {
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarning:
+      return "warning";
+    case Level::kError:
+      return "error";
+  }
+  return "info";
+}
+
+std::optional<Level> ParseLevel(std::string_view name) {
+  for (Level level : {Level::kDebug, Level::kInfo, Level::kWarning, Level::kError}) {
+    if (name == LevelName(level)) return level;
+  }
+  return std::nullopt;
+}
+
 void SetLevel(Level level) { g_level.store(level, std::memory_order_relaxed); }
 Level GetLevel() { return g_level.load(std::memory_order_relaxed); }
 bool Enabled(Level level) { return level >= GetLevel(); }
@@ -60,7 +67,7 @@ void Write(Level level, std::string_view message) {
     line = absl::StrCat("<", SyslogPriority(level), ">");
   } else {
     line = absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
-                        " ", Name(level), " ");
+                        " ", LevelName(level), " ");
   }
   for (char c : message) line.push_back(c == '\n' ? ' ' : c);
   line.push_back('\n');

@@ -33,17 +33,17 @@
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/runs/run_manager.h"
 
-namespace perld::bench {
+namespace perld::jobs {
 
 struct BenchJobSetup {
-  BenchOptions options;
+  bench::BenchOptions options;
   std::string name = "perlbench";
   std::map<std::string, std::string> labels;
   // Percentiles and recorder sizes; time unit and range come from `options`.
   LatencyConfig latency_defaults;
   int64_t reporting_interval_ms = 5'000;
-  const BenchClock* clock = nullptr;  // REQUIRED
-  int64_t worker_yield_every_ns = 0;  // WorkerPlan::yield_every_ns for every worker
+  const bench::BenchClock* clock = nullptr;  // REQUIRED
+  int64_t worker_yield_every_ns = 0;  // bench::WorkerPlan::yield_every_ns for every worker
 };
 
 struct BenchOutcome {
@@ -59,7 +59,7 @@ struct BenchOutcome {
 };
 
 // A human-readable form of the options, stored as RunSpec::parameters.
-std::string DescribeBenchOptions(const BenchOptions& options);
+std::string DescribeBenchOptions(const bench::BenchOptions& options);
 
 class BenchJob {
  public:
@@ -87,7 +87,7 @@ class BenchJob {
   runs::RunId id_ = 0;
   runs::RunInfo info_;
   std::shared_ptr<TimeStampChannels> channels_;
-  std::vector<WorkerPlan> plans_;
+  std::vector<bench::WorkerPlan> plans_;
   std::atomic<bool> stop_{false};
   std::thread controller_;
   // Written by the controller and the run's judge (the dispatcher) before
@@ -100,4 +100,4 @@ class BenchJob {
   std::condition_variable done_cv_;
 };
 
-}  // namespace perld::bench
+}  // namespace perld::jobs

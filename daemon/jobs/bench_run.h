@@ -15,7 +15,7 @@
 #include "daemon/bench/bench_options.h"
 #include "daemon/core/latency_snapshot.h"
 
-namespace perld::bench {
+namespace perld::jobs {
 
 struct BenchResult {
   LatencySnapshot total;         // the whole-run window
@@ -33,7 +33,7 @@ struct BenchResult {
 // `out`, progress and errors to `err`. `stop` (may be null) ends the run early
 // when set from another thread (e.g. SIGINT). Returns an error only if the run
 // could not start (bad topology, CSV file not writable, ...).
-absl::StatusOr<BenchResult> RunBench(const BenchOptions& options, std::ostream& out,
+absl::StatusOr<BenchResult> RunBench(const bench::BenchOptions& options, std::ostream& out,
                                      std::ostream& err, const std::atomic<bool>* stop = nullptr);
 
-}  // namespace perld::bench
+}  // namespace perld::jobs

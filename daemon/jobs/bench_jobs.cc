@@ -1,11 +1,11 @@
-#include "daemon/service/bench_jobs.h"
+#include "daemon/jobs/bench_jobs.h"
 
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 
-namespace perld::service {
+namespace perld::jobs {
 
 absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& options, std::string name,
                                                std::map<std::string, std::string> labels,
@@ -34,7 +34,7 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
                      " workers x ", options.channels.max_pending_per_worker,
                      " maxPendingPerWorker); at most ", kMaxBenchPendingBytes));
   }
-  bench::BenchJobSetup setup;
+  BenchJobSetup setup;
   setup.options = options;
   setup.name = name.empty() ? "perlbench" : std::move(name);
   setup.labels = std::move(labels);
@@ -42,8 +42,8 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
   setup.reporting_interval_ms = reporting_interval_ms;
   setup.clock = &clock_;
   setup.worker_yield_every_ns = config->bench_worker_yield_us * 1'000;
-  absl::StatusOr<std::unique_ptr<bench::BenchJob>> job =
-      bench::BenchJob::Start(manager_, std::move(setup));
+  absl::StatusOr<std::unique_ptr<BenchJob>> job =
+      BenchJob::Start(manager_, std::move(setup));
   if (!job.ok()) return job.status();
   runs::RunInfo info = (*job)->info();
   std::lock_guard<std::mutex> lock(mu_);
@@ -52,7 +52,7 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
 }
 
 absl::Status BenchJobs::Stop(runs::RunId id) {
-  std::shared_ptr<bench::BenchJob> job;
+  std::shared_ptr<BenchJob> job;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(id);
@@ -67,7 +67,7 @@ absl::Status BenchJobs::Stop(runs::RunId id) {
 }
 
 void BenchJobs::StopAll() {
-  std::vector<std::shared_ptr<bench::BenchJob>> all;
+  std::vector<std::shared_ptr<BenchJob>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [id, job] : jobs_) all.push_back(job);
@@ -85,7 +85,7 @@ size_t BenchJobs::running() const {
 }
 
 void BenchJobs::Reap() {
-  std::vector<std::shared_ptr<bench::BenchJob>> done;
+  std::vector<std::shared_ptr<BenchJob>> done;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = jobs_.begin(); it != jobs_.end();) {
@@ -100,4 +100,4 @@ void BenchJobs::Reap() {
   // `done` joins the jobs' controller threads outside the lock.
 }
 
-}  // namespace perld::service
+}  // namespace perld::jobs

@@ -1,5 +1,6 @@
 // CRC32C (Castagnoli): the checksum of the state store's distribution blobs
-// and, later, of the client's durable spool records.
+// (daemon/state) and of the client library's durable spool records
+// (client/lib/spool), hence in daemon/common.
 //
 // The standard parameters (iSCSI, ext4, LevelDB/RocksDB crc32c): reflected
 // polynomial 0x82F63B78, initial value ~0, final XOR ~0, so that
@@ -15,7 +16,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace perld::state {
+namespace perld::common {
 
 // The CRC32C of `data`.
 uint32_t Crc32c(std::string_view data);
@@ -33,4 +34,4 @@ uint32_t Crc32cExtendHardware(uint32_t crc, std::string_view data);
 bool Crc32cHardwareAvailable();
 
 }  // namespace internal
-}  // namespace perld::state
+}  // namespace perld::common

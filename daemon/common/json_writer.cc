@@ -1,4 +1,4 @@
-#include "daemon/json/json_writer.h"
+#include "daemon/common/json_writer.h"
 
 #include <charconv>
 #include <cmath>

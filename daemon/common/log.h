@@ -1,4 +1,5 @@
-// The daemon's log: one event per line on stderr, with a level.
+// The daemon's log: one event per line on stderr, with a level. The level
+// is also the configuration's logLevel (config::DaemonConfig::log_level).
 //
 // Format: "2026-12-03T07:57:00.123Z info <message>" on a terminal or a file;
 // under systemd's journal (JOURNAL_STREAM is set) "<6><message>": the syslog
@@ -9,6 +10,7 @@
 // Threads: thread-safe; a line is written with one write(2).
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +18,9 @@
 namespace perld::log {
 
 enum class Level { kDebug, kInfo, kWarning, kError };
+const char* LevelName(Level level);  // "debug", "info", "warning", "error"
+// The level named `name` (exactly one of LevelName's spellings), or nullopt.
+std::optional<Level> ParseLevel(std::string_view name);
 
 void SetLevel(Level level);
 Level GetLevel();
