@@ -35,6 +35,14 @@ import grpc  # noqa: E402
 CONNECTIONS = 20
 
 
+def channel(target, i):
+    """A channel on its own connection: grpcio shares one subchannel (one
+    TCP connection, at most grpc.maxConcurrentStreams streams) between
+    channels of equal arguments unless told otherwise."""
+    return grpc.aio.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1),
+                                                      ("perld.connection", i)])
+
+
 def healthz_ms(http, probes):
     out = []
     for _ in range(probes):
@@ -48,7 +56,7 @@ def healthz_ms(http, probes):
 
 async def idle_streams(target, ipb, n, hold):
     """Opens n streams, waits for each `opened`, calls hold(), closes them."""
-    channels = [grpc.aio.insecure_channel(target) for _ in range(CONNECTIONS)]
+    channels = [channel(target, i) for i in range(CONNECTIONS)]
     calls = []
 
     async def open_one(i):
@@ -73,7 +81,7 @@ async def idle_streams(target, ipb, n, hold):
 
 
 async def parked_clients(target, ipb, n, windows, body, measure):
-    channels = [grpc.aio.insecure_channel(target) for _ in range(CONNECTIONS)]
+    channels = [channel(target, i) for i in range(CONNECTIONS)]
 
     async def client(i):
         call = channels[i % CONNECTIONS].stream_stream(
