@@ -29,7 +29,10 @@ class PercentileIndex {
   void Assign(std::vector<LatencyBucket> ascending);
   // Adds an ascending distribution (equal latencies sum). O(D + d).
   void Merge(std::span<const LatencyBucket> ascending);
-  void Clear() { Assign({}); }
+  void Clear() {  // and frees the memory
+    std::vector<LatencyBucket>().swap(buckets_);
+    std::vector<int64_t>().swap(cumulative_);
+  }
 
   // Fills `out`'s percents, fractions, values, counts and median for `set`.
   void Fill(const PercentileSet& set, LatencySnapshot* out) const;

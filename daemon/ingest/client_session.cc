@@ -346,7 +346,7 @@ ClientView ClientSession::View(const PercentileSet& set) const {
   v.counters = totals_.counters();
   v.exact = totals_.exact();
   v.last_report_unix_ms = totals_.last_report_unix_ms();
-  if (v.exact) FillPercentiles(set, totals_.distribution(), &v.percentiles);
+  if (v.exact) totals_.distribution().Fill(set, &v.percentiles);
   return v;
 }
 

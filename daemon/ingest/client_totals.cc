@@ -1,7 +1,5 @@
 #include "daemon/ingest/client_totals.h"
 
-#include "daemon/core/run_total.h"
-
 namespace perld::ingest {
 
 bool BreakdownBudget::TryCharge(int64_t bytes) {
@@ -17,7 +15,7 @@ ClientTotals::~ClientTotals() { budget_->Release(charged_); }
 void ClientTotals::Drop() {
   budget_->Release(charged_);
   charged_ = 0;
-  std::vector<LatencyBucket>().swap(distribution_);
+  distribution_.Clear();
   exact_ = false;
   budget_->CountDrop();
 }
@@ -29,14 +27,14 @@ void ClientTotals::AddWindow(const LatencyCounters& counters,
   last_report_unix_ms_ = now_unix_ms;
   if (!exact_ || ascending.empty()) return;
   // Charge the worst case first: the merge holds both the old and the new
-  // vector for a moment.
-  const auto worst =
-      static_cast<int64_t>((distribution_.size() + ascending.size()) * sizeof(LatencyBucket));
+  // vectors (buckets and cumulative counts) for a moment.
+  const auto worst = static_cast<int64_t>(
+      (distribution_.buckets().size() + ascending.size()) * (sizeof(LatencyBucket) + sizeof(int64_t)));
   if (!budget_->TryCharge(worst)) {
     Drop();
     return;
   }
-  MergeAscending(ascending, &distribution_);
+  distribution_.Merge(ascending);
   budget_->Release(worst + charged_);
   charged_ = 0;
   if (!budget_->TryCharge(Charged())) {

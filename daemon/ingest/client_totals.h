@@ -1,7 +1,9 @@
 // ClientTotals: one remote client's own share of an aggregated run -- the
 // per-client breakdown Query.GetClients reports. For a windows client: its
 // summed counters and, while the breakdown budget allows, its exact
-// distribution (so its own percentiles); for a raw client: the records and
+// distribution with its cumulative counts (PercentileIndex: its percentiles
+// in O(P log D), so Query.GetClients over hundreds of clients holds each
+// client's lock for microseconds); for a raw client: the records and
 // timestamps it sent (its timestamps go straight to the run's channels, and
 // the daemon does not keep a second copy of them per client).
 //
@@ -24,6 +26,7 @@
 
 #include "daemon/core/latency_recorder.h"
 #include "daemon/core/latency_window.h"
+#include "daemon/core/percentile_index.h"
 
 namespace perld::ingest {
 
@@ -61,20 +64,20 @@ class ClientTotals {
   int64_t reports() const { return reports_; }  // windows or batches applied
   int64_t timestamps() const { return timestamps_; }
   const LatencyCounters& counters() const { return counters_; }
-  // Ascending; covers every window when exact().
-  const std::vector<LatencyBucket>& distribution() const { return distribution_; }
+  // Covers every window when exact().
+  const PercentileIndex& distribution() const { return distribution_; }
   bool exact() const { return exact_; }
   int64_t last_report_unix_ms() const { return last_report_unix_ms_; }
 
  private:
   void Drop();
   int64_t Charged() const {
-    return static_cast<int64_t>(distribution_.capacity() * sizeof(LatencyBucket));
+    return static_cast<int64_t>(distribution_.RetainedBytes());
   }
 
   std::shared_ptr<BreakdownBudget> budget_;
   LatencyCounters counters_;
-  std::vector<LatencyBucket> distribution_;
+  PercentileIndex distribution_;
   int64_t charged_ = 0;  // bytes charged to budget_
   int64_t reports_ = 0;
   int64_t timestamps_ = 0;

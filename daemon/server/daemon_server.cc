@@ -127,13 +127,6 @@ void ApplyGrpcCaps(const config::DaemonConfig& config, grpc::ServerBuilder* buil
     grpc::ResourceQuota quota("perld");
     quota.SetMaxThreads(static_cast<int>(g.max_threads));
     builder->SetResourceQuota(quota);
-    const int64_t streams = config.ingest.max_streams + config.limits.max_watchers;
-    if (g.max_threads < streams + 16) {
-      log::Warning("grpc.maxThreads ", g.max_threads, " is below ingest.maxStreams + ",
-                   "limits.maxWatchers + 16 = ", streams + 16,
-                   ": calls past the threads are refused with RESOURCE_EXHAUSTED before the "
-                   "per-service limits apply");
-    }
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "daemon/core/run_total.h"
 #include "gtest/gtest.h"
 
 namespace perld::ingest {
@@ -38,18 +39,30 @@ TEST(ClientTotalsTest, KeepsAnExactDistributionAcrossWindows) {
   EXPECT_EQ(t.reports(), 3);
   EXPECT_EQ(t.counters().records, 220);
   EXPECT_EQ(t.last_report_unix_ms(), 3);
-  ASSERT_EQ(t.distribution().size(), 100u);
+  const std::vector<LatencyBucket>& buckets = t.distribution().buckets();
+  ASSERT_EQ(buckets.size(), 100u);
   int64_t sum = 0;
-  for (size_t i = 0; i < t.distribution().size(); ++i) {
-    EXPECT_EQ(t.distribution()[i].latency, 100 + static_cast<int64_t>(i));
-    sum += t.distribution()[i].count;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    EXPECT_EQ(buckets[i].latency, 100 + static_cast<int64_t>(i));
+    sum += buckets[i].count;
   }
   EXPECT_EQ(sum, 220);
+  EXPECT_EQ(t.distribution().valid(), 220);
   EXPECT_GT(budget->used(), 0);
+
+  // The client's percentiles: those of a walk over the same distribution.
+  const PercentileSet set = PercentileSet::Create({0.1, 10, 50, 90, 99, 99.9, 100}).value();
+  LatencySnapshot indexed;
+  LatencySnapshot walked;
+  t.distribution().Fill(set, &indexed);
+  FillPercentiles(set, buckets, &walked);
+  EXPECT_EQ(indexed.values, walked.values);
+  EXPECT_EQ(indexed.counts, walked.counts);
+  EXPECT_EQ(indexed.median, walked.median);
 }
 
 TEST(ClientTotalsTest, OverTheBudgetKeepsCountersDropsTheDistributionAndReleases) {
-  auto budget = std::make_shared<BreakdownBudget>(64 << 10);  // 4,096 buckets
+  auto budget = std::make_shared<BreakdownBudget>(64 << 10);  // 2,730 buckets (24 bytes each)
   {
     ClientTotals small(budget);
     ClientTotals big(budget);
