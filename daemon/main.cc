@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "daemon/bench/bench_options.h"
-#include "daemon/jobs/bench_run.h"
+#include "daemon/common/log.h"
 #include "daemon/config/config_loader.h"
 #include "daemon/config/config_reload.h"
 #include "daemon/config/config_render.h"
 #include "daemon/config/daemon_flags.h"
 #include "daemon/config/state_dir.h"
-#include "daemon/common/log.h"
+#include "daemon/jobs/bench_run.h"
 #include "daemon/server/daemon_server.h"
 #include "daemon/server/systemd_notifier.h"
 #include "perld/version.h"

@@ -273,9 +273,9 @@ void IngestSender::Run() {
       cv_.notify_all();
       return;
     }
-    const std::string why = absl::StrCat(
-        absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())), ": ",
-        status.error_message());
+    const std::string why =
+        absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
+                     ": ", status.error_message());
     if (!status.ok()) last_stream_error_ = why;
     if (IsFinal(status.error_code())) {
       error_ = why;

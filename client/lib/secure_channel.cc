@@ -73,7 +73,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(const std::string& ta
           "a client certificate needs both a certificate file and a key file");
     }
     if (!security.cert_file.empty()) {
-      absl::StatusOr<std::string> cert = common::ReadPemFile(security.cert_file, "certificate file");
+      absl::StatusOr<std::string> cert =
+          common::ReadPemFile(security.cert_file, "certificate file");
       if (!cert.ok()) return cert.status();
       absl::StatusOr<std::string> key = common::ReadSecretFile(security.key_file, "key file");
       if (!key.ok()) return key.status();

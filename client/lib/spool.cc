@@ -106,7 +106,8 @@ absl::StatusOr<Scan> ScanSegment(const std::string& path, uint64_t after, uint32
   const int fd = owned.get();
   if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot open ", path));
   struct stat st = {};
-  if (fstat(fd, &st) != 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot stat ", path));
+  if (fstat(fd, &st) != 0)
+    return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot stat ", path));
   Scan scan;
   scan.file_bytes = st.st_size;
   scan.last_key = after;
@@ -197,7 +198,8 @@ absl::Status Spool::Recover() {
   }
   std::vector<std::pair<uint64_t, std::string>> files;
   DIR* dir = opendir(options_.dir.c_str());
-  if (dir == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot read ", options_.dir));
+  if (dir == nullptr)
+    return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot read ", options_.dir));
   // readdir on a stream this thread owns is safe (glibc: per-DIR state).
   while (const dirent* entry = readdir(dir)) {  // NOLINT(concurrency-mt-unsafe)
     uint64_t first = 0;
@@ -225,7 +227,8 @@ absl::Status Spool::Recover() {
     if (scan->torn) {
       truncated_bytes_ += static_cast<uint64_t>(scan->file_bytes - scan->valid_bytes);
       if (truncate(path.c_str(), scan->valid_bytes) != 0) {
-        return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot truncate the torn tail of ", path));
+        return absl::ErrnoToStatus(errno,
+                                   absl::StrCat("spool: cannot truncate the torn tail of ", path));
       }
       broken = true;
     }
@@ -248,7 +251,8 @@ absl::Status Spool::Recover() {
       }
     }
     fd_ = open(segments_.back().path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd_ < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot open ", segments_.back().path));
+    if (fd_ < 0)
+      return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot open ", segments_.back().path));
     write_offset_ = segments_.back().bytes;
   }
   if (absl::Status s = SyncDirectory(options_.dir); !s.ok()) return s;
@@ -502,7 +506,8 @@ absl::Status Spool::SetMeta(const std::string& bytes) {
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot create ", temp));
   absl::Status s = WriteAll(fd, bytes, temp);
-  if (s.ok() && fdatasync(fd) != 0) s = absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot sync ", temp));
+  if (s.ok() && fdatasync(fd) != 0)
+    s = absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot sync ", temp));
   close(fd);
   if (s.ok() && rename(temp.c_str(), path.c_str()) != 0) {
     s = absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot rename ", temp));
@@ -579,7 +584,8 @@ absl::StatusOr<bool> Spool::Cursor::Next(uint64_t* key, std::string* payload) {
       }
       if (next_path.empty()) return false;
       fd_ = open(next_path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd_ < 0) return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot open ", next_path));
+      if (fd_ < 0)
+        return absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot open ", next_path));
       path_ = next_path;
       offset_ = 0;
       segment_last_ = 0;

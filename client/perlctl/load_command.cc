@@ -15,8 +15,8 @@
 #include "client/lib/client_internal.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/bench/perlbench_worker.h"
-#include "daemon/core/tsc_clock.h"
 #include "daemon/common/json_writer.h"
+#include "daemon/core/tsc_clock.h"
 #include "perld/client.h"
 
 namespace perld::perlctl {

@@ -71,8 +71,8 @@ struct UsageError {
 
 int ServerError(const grpc::Status& status) {
   std::cerr << "perlctl: "
-            << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())) << ": " << status.error_message()
-            << "\n";
+            << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())) << ": "
+            << status.error_message() << "\n";
   return 1;
 }
 

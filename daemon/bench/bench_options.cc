@@ -60,8 +60,8 @@ absl::Status ParseContext(const std::string& option, const std::string& text, Be
   if (slash == std::string::npos || slash + 1 >= text.size()) return Bad(option, usage);
   absl::StatusOr<common::HostPort> address = common::SplitHostPort(text.substr(0, slash));
   // No port after a bracketed host, or an IPv6 host without its brackets.
-  if (!address.ok() || (!address->has_port && (address->bracketed ||
-                                               address->host.find(':') != std::string::npos))) {
+  if (!address.ok() || (!address->has_port &&
+                        (address->bracketed || address->host.find(':') != std::string::npos))) {
     return Bad(option, usage);
   }
   std::string host = o->metrics_host;

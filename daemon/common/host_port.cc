@@ -42,7 +42,7 @@ absl::StatusOr<HostPort> SplitHostPort(absl::string_view text) {
 
 std::string JoinHostPort(absl::string_view host, int port) {
   return host.find(':') != absl::string_view::npos ? absl::StrCat("[", host, "]:", port)
-                                                  : absl::StrCat(host, ":", port);
+                                                   : absl::StrCat(host, ":", port);
 }
 
 bool IsLoopbackHost(absl::string_view host) {

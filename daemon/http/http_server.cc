@@ -179,8 +179,8 @@ absl::StatusOr<int> Listen(const std::string& host, int port) {
   addrinfo* result = nullptr;
   const std::string service = std::to_string(port);
   const auto unavailable = [&](const std::string& reason) {
-    return absl::UnavailableError(
-        absl::StrCat("http server: cannot listen on ", common::JoinHostPort(host, port), ": ", reason));
+    return absl::UnavailableError(absl::StrCat("http server: cannot listen on ",
+                                               common::JoinHostPort(host, port), ": ", reason));
   };
   if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &result); rc != 0) {
     return unavailable(absl::StrCat("cannot resolve host: ", gai_strerror(rc)));

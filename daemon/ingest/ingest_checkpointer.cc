@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "daemon/common/failpoint.h"
-#include "daemon/core/contract.h"
 #include "daemon/common/log.h"
+#include "daemon/core/contract.h"
 
 namespace perld::ingest {
 

@@ -6,11 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/common/log.h"
 #include "daemon/config/input_limits.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/thread_name.h"
 #include "daemon/ingest/refusals.h"
-#include "daemon/common/log.h"
 
 namespace perld::ingest {
 

@@ -142,7 +142,7 @@ void BenchJob::Control() {
     threads.emplace_back([this, w, &results] {
       NameThisThread("perld-bench-" + std::to_string(w));
       results[w] = bench::RunWorker(plans_[w], setup_.options.time_unit, *setup_.clock,
-                             channels_->producer(w), stop_);
+                                    channels_->producer(w), stop_);
     });
   }
   for (std::thread& t : threads) t.join();

@@ -43,7 +43,7 @@ struct BenchJobSetup {
   LatencyConfig latency_defaults;
   int64_t reporting_interval_ms = 5'000;
   const bench::BenchClock* clock = nullptr;  // REQUIRED
-  int64_t worker_yield_every_ns = 0;  // bench::WorkerPlan::yield_every_ns for every worker
+  int64_t worker_yield_every_ns = 0;         // bench::WorkerPlan::yield_every_ns for every worker
 };
 
 struct BenchOutcome {

@@ -42,8 +42,7 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
   setup.reporting_interval_ms = reporting_interval_ms;
   setup.clock = &clock_;
   setup.worker_yield_every_ns = config->bench_worker_yield_us * 1'000;
-  absl::StatusOr<std::unique_ptr<BenchJob>> job =
-      BenchJob::Start(manager_, std::move(setup));
+  absl::StatusOr<std::unique_ptr<BenchJob>> job = BenchJob::Start(manager_, std::move(setup));
   if (!job.ok()) return job.status();
   runs::RunInfo info = (*job)->info();
   std::lock_guard<std::mutex> lock(mu_);

@@ -16,10 +16,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "daemon/jobs/bench_job.h"
 #include "daemon/bench/perlbench_worker.h"
-#include "daemon/runs/run_manager.h"
 #include "daemon/config/current_config.h"
+#include "daemon/jobs/bench_job.h"
+#include "daemon/runs/run_manager.h"
 
 namespace perld::jobs {
 
@@ -29,7 +29,8 @@ inline constexpr int64_t kMaxBenchPendingBytes = int64_t{1} << 30;
 
 class BenchJobs {
  public:
-  BenchJobs(runs::RunManager& manager, const bench::BenchClock& clock, const config::CurrentConfig& config)
+  BenchJobs(runs::RunManager& manager, const bench::BenchClock& clock,
+            const config::CurrentConfig& config)
       : manager_(manager), clock_(clock), config_(config) {}
   ~BenchJobs() { StopAll(); }
 

@@ -15,12 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "daemon/jobs/bench_job.h"
 #include "daemon/bench/sbk_report.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/tsc_clock.h"
 #include "daemon/http/http_server.h"
 #include "daemon/http/metrics_exposition.h"
+#include "daemon/jobs/bench_job.h"
 #include "daemon/runs/run_manager.h"
 #include "perld/version.h"
 
@@ -70,7 +70,8 @@ class BenchConsole final : public runs::RunObserver {
     const bench::ReportRow row = bench::MakeReportRow(w.snapshot, w.seconds);
     out_ << bench::FormatConsoleLine(ctx_, row, total) << "\n" << std::flush;
     if (csv_ != nullptr) {
-      *csv_ << bench::CsvRow(ctx_, row, ++csv_id_, total, static_cast<std::time_t>(w.end_unix_ms / 1000))
+      *csv_ << bench::CsvRow(ctx_, row, ++csv_id_, total,
+                             static_cast<std::time_t>(w.end_unix_ms / 1000))
             << "\n";
     }
     if (latest_ != nullptr) latest_->Publish(w.snapshot, w.seconds, total);

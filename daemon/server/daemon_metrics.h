@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/config/current_config.h"
 #include "daemon/http/http_server_stats.h"
 #include "daemon/http/run_metrics.h"
 #include "daemon/ingest/ingest_stats.h"
@@ -43,7 +44,6 @@
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_state_collector.h"
 #include "daemon/service/call_auth.h"
-#include "daemon/config/current_config.h"
 #include "daemon/service/grpc_call_stats.h"
 #include "daemon/service/ingest_exposition.h"
 #include "daemon/service/sbp_service.h"

@@ -23,6 +23,8 @@
 #include "absl/time/clock.h"
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/common/host_port.h"
+#include "daemon/common/log.h"
+#include "daemon/config/current_config.h"
 #include "daemon/config/listen_address.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/tsc_clock.h"
@@ -30,7 +32,7 @@
 #include "daemon/http/live_api.h"
 #include "daemon/ingest/ingest_checkpointer.h"
 #include "daemon/ingest/run_table.h"
-#include "daemon/common/log.h"
+#include "daemon/jobs/bench_jobs.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
 #include "daemon/server/grpc_drain.h"
@@ -38,10 +40,8 @@
 #include "daemon/server/memory_budget.h"
 #include "daemon/server/run_csv_writer.h"
 #include "daemon/server/server_security.h"
-#include "daemon/jobs/bench_jobs.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/control_service.h"
-#include "daemon/config/current_config.h"
 #include "daemon/service/ingest_service.h"
 #include "daemon/service/query_service.h"
 #include "daemon/service/sbp_service.h"
@@ -360,7 +360,8 @@ absl::Status BuildServices(Parts* p) {
 // "http": /metrics, the live page (/, /api/runs, /api/run), /healthz,
 // /readyz (503 until "serve" and again from Shutdown on).
 absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
-  absl::StatusOr<config::ListenAddress> http_listen = config::ParseListenAddress(config.http_listen);
+  absl::StatusOr<config::ListenAddress> http_listen =
+      config::ParseListenAddress(config.http_listen);
   if (!http_listen.ok()) return http_listen.status();
   Parts* raw = p;
   std::vector<http::HttpRoute> routes;
@@ -410,8 +411,8 @@ absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
   http_options.max_queued_requests = static_cast<int>(config.http.max_queued_requests);
   http_options.header_timeout_ms = static_cast<int>(config.http.header_timeout_ms);
   http_options.stats = &p->http_stats;
-  absl::StatusOr<std::unique_ptr<http::HttpServer>> http_server =
-      http::HttpServer::Start(http_listen->host, http_listen->port, std::move(routes), p->https, http_options);
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> http_server = http::HttpServer::Start(
+      http_listen->host, http_listen->port, std::move(routes), p->https, http_options);
   if (!http_server.ok()) return http_server.status();
   p->http = std::move(*http_server);
   // Each HTTP connection is a file descriptor: a cap the process cannot
@@ -462,7 +463,8 @@ void StopUpstream(Parts* p) {
 // "grpc": Query, Control, Ingest, SBP (the generic service), health,
 // reflection (not while auth is on); TCP and optionally a Unix socket.
 absl::Status StartGrpc(Parts* p, const config::DaemonConfig& config) {
-  absl::StatusOr<config::ListenAddress> grpc_listen = config::ParseListenAddress(config.grpc_listen);
+  absl::StatusOr<config::ListenAddress> grpc_listen =
+      config::ParseListenAddress(config.grpc_listen);
   if (!grpc_listen.ok()) return grpc_listen.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

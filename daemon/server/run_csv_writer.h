@@ -16,8 +16,8 @@
 #include <string>
 
 #include "daemon/bench/sbk_report.h"
-#include "daemon/runs/run_observer.h"
 #include "daemon/config/current_config.h"
+#include "daemon/runs/run_observer.h"
 
 namespace perld::server {
 

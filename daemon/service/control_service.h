@@ -16,12 +16,12 @@
 // (they only arm a gRPC alarm).
 #pragma once
 
+#include "daemon/config/current_config.h"
 #include "daemon/ingest/run_table.h"
+#include "daemon/jobs/bench_jobs.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/runs/run_registry.h"
-#include "daemon/jobs/bench_jobs.h"
 #include "daemon/service/call_auth.h"
-#include "daemon/config/current_config.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {

@@ -26,10 +26,10 @@
 #include <set>
 
 #include "absl/base/thread_annotations.h"
+#include "daemon/config/current_config.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_registry.h"
 #include "daemon/service/call_auth.h"
-#include "daemon/config/current_config.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
@@ -39,8 +39,8 @@ class QueryService final : public v1::Query::CallbackService {
   // `ingest_runs` answers GetClients (null: UNIMPLEMENTED).
   // Every call needs Access::kRead from `auth`. REQUIRES: the registry
   // outlives every call (the gRPC server's Shutdown waits for them).
-  QueryService(const runs::RunRegistry& registry, const config::CurrentConfig& config, const CallAuth& auth,
-               const ingest::RunTable* ingest_runs = nullptr)
+  QueryService(const runs::RunRegistry& registry, const config::CurrentConfig& config,
+               const CallAuth& auth, const ingest::RunTable* ingest_runs = nullptr)
       : registry_(registry), config_(config), auth_(auth), ingest_runs_(ingest_runs) {}
 
   // Finishes every open watch UNAVAILABLE ("perld is shutting down") and

@@ -71,10 +71,10 @@
 #include <memory>
 #include <string>
 
+#include "daemon/config/current_config.h"
 #include "daemon/ingest/ingest_stats.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/service/call_auth.h"
-#include "daemon/config/current_config.h"
 #include "daemon/service/sbp_slots.h"
 #include "sbp/sbp.pb.h"
 

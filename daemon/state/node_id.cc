@@ -45,15 +45,18 @@ absl::Status WriteDurably(const std::string& dir, const std::string& path, const
     common::UniqueFd fd(open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (fd.get() < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", temp));
     if (absl::Status s = WriteAll(fd.get(), id + "\n", temp); !s.ok()) return s;
-    if (fsync(fd.get()) != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot fsync ", temp));
-    if (close(fd.release()) != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot close ", temp));
+    if (fsync(fd.get()) != 0)
+      return absl::ErrnoToStatus(errno, absl::StrCat("cannot fsync ", temp));
+    if (close(fd.release()) != 0)
+      return absl::ErrnoToStatus(errno, absl::StrCat("cannot close ", temp));
   }
   if (rename(temp.c_str(), path.c_str()) != 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", temp, " to ", path));
   }
   common::UniqueFd directory(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (directory.get() < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", dir));
-  if (fsync(directory.get()) != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot fsync ", dir));
+  if (fsync(directory.get()) != 0)
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot fsync ", dir));
   return absl::OkStatus();
 }
 

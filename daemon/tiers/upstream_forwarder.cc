@@ -7,8 +7,8 @@
 #include "absl/time/time.h"
 #include "client/lib/wire_encoder.h"
 #include "daemon/common/failpoint.h"
-#include "daemon/core/contract.h"
 #include "daemon/common/log.h"
+#include "daemon/core/contract.h"
 #include "daemon/service/run_proto.h"
 
 namespace perld::tiers {

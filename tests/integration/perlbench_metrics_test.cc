@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "daemon/bench/bench_options.h"
-#include "daemon/jobs/bench_run.h"
 #include "daemon/http/http_server.h"
+#include "daemon/jobs/bench_run.h"
 #include "tests/promtool_check.h"
 
 namespace perld::jobs {
@@ -55,7 +55,9 @@ class SyncStringBuf final : public std::streambuf {
   std::string text_;
 };
 
-absl::StatusOr<bench::BenchOptions> Parse(std::vector<std::string> args) { return bench::ParseBenchArgs(args); }
+absl::StatusOr<bench::BenchOptions> Parse(std::vector<std::string> args) {
+  return bench::ParseBenchArgs(args);
+}
 
 TEST(PerlBenchMetricsTest, ParsesContext) {
   auto off = Parse({"-writers", "1", "-records", "10"});

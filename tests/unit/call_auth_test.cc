@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/lib/secure_channel.h"
+#include "daemon/common/secret_file.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
