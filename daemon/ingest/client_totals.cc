@@ -28,8 +28,8 @@ void ClientTotals::AddWindow(const LatencyCounters& counters,
   if (!exact_ || ascending.empty()) return;
   // Charge the worst case first: the merge holds both the old and the new
   // vectors (buckets and cumulative counts) for a moment.
-  const auto worst = static_cast<int64_t>(
-      (distribution_.buckets().size() + ascending.size()) * (sizeof(LatencyBucket) + sizeof(int64_t)));
+  const auto worst = static_cast<int64_t>((distribution_.buckets().size() + ascending.size()) *
+                                          (sizeof(LatencyBucket) + sizeof(int64_t)));
   if (!budget_->TryCharge(worst)) {
     Drop();
     return;

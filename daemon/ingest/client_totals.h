@@ -71,9 +71,7 @@ class ClientTotals {
 
  private:
   void Drop();
-  int64_t Charged() const {
-    return static_cast<int64_t>(distribution_.RetainedBytes());
-  }
+  int64_t Charged() const { return static_cast<int64_t>(distribution_.RetainedBytes()); }
 
   std::shared_ptr<BreakdownBudget> budget_;
   LatencyCounters counters_;
