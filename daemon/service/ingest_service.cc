@@ -1,5 +1,7 @@
 #include "daemon/service/ingest_service.h"
 
+#include <grpcpp/support/byte_buffer.h>
+
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -18,11 +20,13 @@ using Refusal = ingest::IngestStats::Refusal;
 
 // One client's stream. Reading is sequential: a read is started only once
 // the previous message was handled (applied, or resumed after parking), so
-// OnReadDone and a Resume never overlap. Writes: one in flight; the
+// OnReadDone, the worker's Handle and a Resume never overlap. OnReadDone
+// (gRPC's callback thread) only checks the size and posts the raw message
+// to the service's IngestWorkers, which parse and handle it. Writes: one in flight; the
 // Opened answer first, then acknowledgements built from the client's
 // progress when it changed, then Finish once nothing is left to write.
 class IngestService::Reactor final
-    : public grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   Reactor(IngestService& service, grpc::CallbackServerContext* context)
       : service_(service),
@@ -47,7 +51,7 @@ class IngestService::Reactor final
                           "perld is shutting down: no new ingest streams"));
       return;
     }
-    StartRead(&in_);
+    StartRead(&in_bytes_);
   }
 
   void OnReadDone(bool ok) override {
@@ -55,10 +59,24 @@ class IngestService::Reactor final
       End(InputEnded());
       return;
     }
-    if (in_.ByteSizeLong() > max_bytes_) {
+    if (in_bytes_.Length() > max_bytes_) {
       End(Refused(Refusal::kMessageSize, grpc::StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("limits.maxMessageBytes: a message of ", in_.ByteSizeLong(),
+                  absl::StrCat("limits.maxMessageBytes: a message of ", in_bytes_.Length(),
                                " bytes, the limit is ", max_bytes_)));
+      return;
+    }
+    // Parse and handle on a worker; the callback thread is free again.
+    service_.workers_.Post([this] { Handle(); });
+  }
+
+  // The message in in_bytes_ (a worker; one at a time per stream).
+  void Handle() {
+    if (grpc::Status parsed =
+            grpc::SerializationTraits<v1::IngestRequest>::Deserialize(&in_bytes_, &in_);
+        !parsed.ok()) {
+      End(Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("a message that is not a perld.v1.IngestRequest: ",
+                               parsed.error_message())));
       return;
     }
     switch (phase_) {
@@ -154,7 +172,7 @@ class IngestService::Reactor final
     }
     listener_ = service_.runs_.AddProgressListener(session_, [this] { ProgressChanged(); });
     Write();
-    StartRead(&in_);
+    StartRead(&in_bytes_);
   }
 
   // A batch, window or close of a streaming client.
@@ -216,7 +234,7 @@ class IngestService::Reactor final
       parked_ = true;
       return;
     }
-    StartRead(&in_);
+    StartRead(&in_bytes_);
   }
 
   // A parked message's outcome (the RoomNotifier's thread).
@@ -234,7 +252,7 @@ class IngestService::Reactor final
       parked_ = false;
       if (final_) return;  // ending: no more reads
     }
-    StartRead(&in_);
+    StartRead(&in_bytes_);
   }
 
   // A client that closed its part already reconnected (its close's
@@ -294,9 +312,17 @@ class IngestService::Reactor final
     }
     if (finish) {
       Finish(*finish);
-    } else {
-      StartWrite(&out_);
+      return;
     }
+    // out_ is this write's alone until OnWriteDone (writing_).
+    bool own_buffer = false;
+    if (grpc::Status s = grpc::SerializationTraits<v1::IngestResponse>::Serialize(out_, &out_bytes_,
+                                                                                  &own_buffer);
+        !s.ok()) {
+      Finish(s);  // cannot happen for a message this process built
+      return;
+    }
+    StartWrite(&out_bytes_);
   }
 
   // Fills out_ with what to write next: a queued answer, else an
@@ -359,7 +385,8 @@ class IngestService::Reactor final
   const std::shared_ptr<const config::DaemonConfig> config_;  // one read per stream
   const size_t max_bytes_;
   int64_t open_streams_ = 0;
-  v1::IngestRequest in_;  // the reading path's (one read at a time)
+  grpc::ByteBuffer in_bytes_;  // the read target (one read at a time)
+  v1::IngestRequest in_;       // in_bytes_ parsed, on a worker
   ingest::RunTable::Session session_;
   uint64_t listener_ = 0;
 
@@ -367,6 +394,7 @@ class IngestService::Reactor final
   Phase phase_ = Phase::kOpening;
   std::deque<v1::IngestResponse> queue_;  // answers to write before any ack
   v1::IngestResponse out_;                // the write in flight
+  grpc::ByteBuffer out_bytes_;            // out_ serialized
   ingest::Progress sent_;                 // what the acknowledgements said
   std::optional<grpc::Status> final_;     // set: finish once nothing is left to write
   bool dirty_ = false;                    // the progress may have changed
@@ -377,7 +405,7 @@ class IngestService::Reactor final
   bool parked_ = false;    // the last message waits for room (no read pending)
 };
 
-grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* IngestService::Stream(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* IngestService::Stream(
     grpc::CallbackServerContext* context) {
   return new Reactor(*this, context);
 }

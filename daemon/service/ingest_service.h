@@ -18,20 +18,24 @@
 
 #include "daemon/config/current_config.h"
 #include "daemon/ingest/ingest_stats.h"
+#include "daemon/ingest/ingest_workers.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/service/call_auth.h"
 #include "perld/v1/ingest.grpc.pb.h"
 
 namespace perld::service {
 
-class IngestService final : public v1::Ingest::CallbackService {
+class IngestService final : public v1::Ingest::WithRawCallbackMethod_Stream<v1::Ingest::Service> {
  public:
   // Every stream needs Access::kWrite from `auth` before its first read.
   IngestService(ingest::RunTable& runs, ingest::IngestStats& stats,
-                const config::CurrentConfig& config, const CallAuth& auth)
-      : runs_(runs), stats_(stats), config_(config), auth_(auth) {}
+                const config::CurrentConfig& config, const CallAuth& auth,
+                int worker_threads = ingest::IngestWorkers::DefaultThreads())
+      : runs_(runs), stats_(stats), config_(config), auth_(auth), workers_(worker_threads) {}
 
-  grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* Stream(
+  // Raw bytes: the message is parsed on a worker (IngestWorkers), not on
+  // gRPC's callback thread.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Stream(
       grpc::CallbackServerContext* context) override;
 
  private:
@@ -41,6 +45,7 @@ class IngestService final : public v1::Ingest::CallbackService {
   ingest::IngestStats& stats_;
   const config::CurrentConfig& config_;
   const CallAuth& auth_;
+  ingest::IngestWorkers workers_;  // last: stopped (joined) first, after the server stopped
 };
 
 }  // namespace perld::service

@@ -1,0 +1,56 @@
+#include "daemon/ingest/ingest_workers.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "daemon/core/thread_name.h"
+
+namespace perld::ingest {
+
+IngestWorkers::IngestWorkers(int threads) {
+  threads_.reserve(static_cast<size_t>(std::max(threads, 1)));
+  for (int i = 0; i < std::max(threads, 1); ++i) {
+    threads_.emplace_back([this, i] {
+      NameThisThread("perld-ingest-" + std::to_string(i));
+      Loop();
+    });
+  }
+}
+
+IngestWorkers::~IngestWorkers() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+int IngestWorkers::DefaultThreads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(hw, 1u, 4u));
+}
+
+void IngestWorkers::Post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  ready_.notify_one();
+}
+
+void IngestWorkers::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+    if (tasks_.empty()) return;  // stopping, and nothing left to run
+    std::function<void()> task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    task();
+    lock.lock();
+  }
+}
+
+}  // namespace perld::ingest
