@@ -118,13 +118,10 @@ async def parked_clients(target, ipb, n, windows, body, measure):
     return result, sum(sent)
 
 
-def probe_priority():
-    """The probe stands in for a client on a machine of its own: from the
-    (niced) client process to nice -10, above the daemon, so its own parse of
-    the answer does not queue behind the daemon's threads. Root only; else
-    it stays where it is."""
+def normal_priority():
+    """Back to nice 0 (the daemon's) in a child of the niced client process."""
     try:
-        os.nice(-10 - os.nice(0))
+        os.nice(-os.nice(0))
     except PermissionError:
         pass
 
@@ -188,10 +185,9 @@ def main():
                 f"  maxMemoryBytes: {max(1 << 20, window_bytes_estimate * 4)}\n")
     d = Daemon(args.perld, os.path.join(tmp, "state"), config)
     base_threads = d.threads()
-    # The clients and the probe stand in for other machines: on this host the
-    # clients run below the daemon (nice 10) and the GetClients probe above
-    # it (nice -10), so the probe measures the daemon, not two cores shared
-    # with the load generator.
+    # The clients stand in for other machines: on this host they run below
+    # the daemon and the GetClients probe (nice 10 vs 0), so the probe
+    # measures the daemon, not two cores shared with the load generator.
     os.nice(args.client_nice)
 
     # --- A: idle streams ---------------------------------------------------------
@@ -224,7 +220,7 @@ def main():
         probe = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--probe-clients",
                                   d.grpc, "--calls", str(args.calls)],
                                  stdout=subprocess.PIPE, text=True,
-                                 preexec_fn=probe_priority)
+                                 preexec_fn=normal_priority)
         while probe.poll() is None:
             parked_seen.append(d.parked())
             time.sleep(0.05)
