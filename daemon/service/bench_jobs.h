@@ -12,12 +12,12 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "daemon/bench/bench_job.h"
 #include "daemon/bench/perlbench_worker.h"
+#include "daemon/common/mutex.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/service/current_config.h"
 
@@ -47,8 +47,8 @@ class BenchJobs {
   runs::RunManager& manager_;
   const bench::BenchClock& clock_;
   const CurrentConfig& config_;
-  mutable std::mutex mu_;
-  std::map<runs::RunId, std::shared_ptr<bench::BenchJob>> jobs_;
+  mutable Mutex mu_;
+  std::map<runs::RunId, std::shared_ptr<bench::BenchJob>> jobs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace perld::service
