@@ -231,9 +231,9 @@ struct Client::Impl {
   std::unique_ptr<LocalSink> sink;
   std::unique_ptr<RecorderThread> recorder;
   Mutex mu;
-  std::vector<std::unique_ptr<Recorder>> recorders ABSL_GUARDED_BY(mu);  // mu
-  bool closed ABSL_GUARDED_BY(mu) = false;                               // mu
-  LocalTotal total ABSL_GUARDED_BY(mu);                                  // mu, filled by Close
+  std::vector<std::unique_ptr<Recorder>> recorders ABSL_GUARDED_BY(mu);
+  bool closed ABSL_GUARDED_BY(mu) = false;
+  LocalTotal total ABSL_GUARDED_BY(mu);  // filled by Close
 };
 
 bool Recorder::Record(int64_t start, int64_t end, int32_t records, int32_t bytes) {

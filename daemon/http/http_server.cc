@@ -937,10 +937,10 @@ class HttpServer::Loop {
 
   Mutex jobs_mu_;
   CondVar jobs_cv_;
-  std::deque<Job> jobs_ ABSL_GUARDED_BY(jobs_mu_);        // guarded by jobs_mu_
-  bool handlers_stop_ ABSL_GUARDED_BY(jobs_mu_) = false;  // guarded by jobs_mu_
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(jobs_mu_);
+  bool handlers_stop_ ABSL_GUARDED_BY(jobs_mu_) = false;
   Mutex done_mu_;
-  std::vector<Done> done_ ABSL_GUARDED_BY(done_mu_);  // guarded by done_mu_
+  std::vector<Done> done_ ABSL_GUARDED_BY(done_mu_);
 
   std::vector<std::thread> handlers_;
   std::thread event_thread_;

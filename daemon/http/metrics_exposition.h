@@ -40,9 +40,8 @@ class LatestMetrics {
  private:
   const config::MetricNames names_;
   mutable Mutex mu_;
-  RunMetrics run_ ABSL_GUARDED_BY(mu_);  // guarded by mu_
-  std::optional<ExpositionWindow> running_
-      ABSL_GUARDED_BY(mu_);  // guarded by mu_: sum since the last total
+  RunMetrics run_ ABSL_GUARDED_BY(mu_);
+  std::optional<ExpositionWindow> running_ ABSL_GUARDED_BY(mu_);  // sum since the last total
 };
 
 }  // namespace perld::http

@@ -56,11 +56,11 @@ class RoomNotifier final : public runs::RoomSignal {
   std::counting_semaphore<> wake_{0};
   Mutex mu_;
   CondVar idle_;  // a retry finished (Remove waits for it)
-  std::map<uint64_t, Retry> retries_ ABSL_GUARDED_BY(mu_);  // mu_
-  uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;            // mu_
-  uint64_t running_ ABSL_GUARDED_BY(mu_) = 0;  // mu_: the token whose retry runs now (0: none)
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;     // mu_
-  std::thread thread_;                         // last: starts once the members above exist
+  std::map<uint64_t, Retry> retries_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t running_ ABSL_GUARDED_BY(mu_) = 0;  // the token whose retry runs now (0: none)
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts once the members above exist
 };
 
 }  // namespace perld::ingest

@@ -101,9 +101,8 @@ class DaemonMetrics {
   prometheus::Counter& scrapes_;
   prometheus::Gauge& last_scrape_;
   prometheus::Gauge& last_scrape_cpu_;
-  Mutex render_mu_;  // one scrape renders at a time
-  std::map<uint64_t, CachedRun> cache_
-      ABSL_GUARDED_BY(render_mu_);  // guarded by render_mu_: exported runs only
+  Mutex render_mu_;                                                  // one scrape renders at a time
+  std::map<uint64_t, CachedRun> cache_ ABSL_GUARDED_BY(render_mu_);  // exported runs only
 };
 
 }  // namespace perld::server

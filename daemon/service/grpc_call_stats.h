@@ -40,7 +40,7 @@ class GrpcCallStats final : public prometheus::Collectable {
 
  private:
   mutable Mutex mu_;
-  std::map<std::pair<std::string, int>, uint64_t> calls_ ABSL_GUARDED_BY(mu_);  // guarded by mu_
+  std::map<std::pair<std::string, int>, uint64_t> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace perld::service

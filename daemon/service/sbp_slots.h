@@ -107,10 +107,9 @@ class SbpSlots {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable Mutex mu_;
-  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;             // mu_
-  std::map<int64_t, Entry> slots_ ABSL_GUARDED_BY(mu_);  // mu_: the slots held
-  std::map<int64_t, Entry> ended_
-      ABSL_GUARDED_BY(mu_);  // mu_: freed by their run's end, not closed yet
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<int64_t, Entry> slots_ ABSL_GUARDED_BY(mu_);  // the slots held
+  std::map<int64_t, Entry> ended_ ABSL_GUARDED_BY(mu_);  // freed by their run's end, not closed yet
   std::array<std::atomic<uint64_t>, kReasons> freed_{};
 };
 

@@ -276,7 +276,7 @@ class StateStore {
   const std::unique_ptr<DirectoryLock> lock_;  // held while the store is open
   Mutex reserve_mu_;                           // ReserveRunIds, one at a time
   std::unique_ptr<SqliteDb> reserver_
-      ABSL_GUARDED_BY(reserve_mu_);  // reserve_mu_: opened at the first reservation
+      ABSL_GUARDED_BY(reserve_mu_);  // opened at the first reservation
   const std::string path_;
   const size_t max_queued_bytes_;
   const int busy_timeout_ms_;
