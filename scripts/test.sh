@@ -32,8 +32,8 @@ cmake --build build/release -j "$jobs"
 step "release tests"
 ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600
 
-step "asan+ubsan build (Debug: contract checks on)"
-configure build/asan -DCMAKE_BUILD_TYPE=Debug -DPERLD_SANITIZE=address
+step "asan+ubsan build (clang-14, Debug: contract checks on; -Wthread-safety -Werror)"
+configure build/asan -DCMAKE_BUILD_TYPE=Debug -DPERLD_SANITIZE=address -DCMAKE_CXX_COMPILER=clang++-14
 cmake --build build/asan -j "$jobs"
 
 step "asan+ubsan tests"

@@ -16,6 +16,7 @@
 #include "client/lib/secure_channel.h"
 #include "client/lib/spool.h"
 #include "client/lib/wire_encoder.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/periodic_and_total_windows.h"
 #include "daemon/core/recorder_thread.h"
@@ -229,10 +230,10 @@ struct Client::Impl {
   std::unique_ptr<TimeStampChannels> channels;
   std::unique_ptr<LocalSink> sink;
   std::unique_ptr<RecorderThread> recorder;
-  std::mutex mu;
-  std::vector<std::unique_ptr<Recorder>> recorders;  // mu
-  bool closed = false;                               // mu
-  LocalTotal total;                                  // mu, filled by Close
+  Mutex mu;
+  std::vector<std::unique_ptr<Recorder>> recorders ABSL_GUARDED_BY(mu);
+  bool closed ABSL_GUARDED_BY(mu) = false;
+  LocalTotal total ABSL_GUARDED_BY(mu);  // filled by Close
 };
 
 bool Recorder::Record(int64_t start, int64_t end, int32_t records, int32_t bytes) {
@@ -374,14 +375,14 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() {
   bool closed = false;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     closed = impl_->closed;
   }
   if (!closed) Close(std::chrono::milliseconds(0));
 }
 
 Recorder* Client::NewRecorder() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   const int index = static_cast<int>(impl_->recorders.size());
   if (impl_->closed || index >= impl_->channels->workers()) return nullptr;
   impl_->recorders.push_back(
@@ -410,7 +411,7 @@ FlushResult Client::Close(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   impl_->sender->GiveUpAt(deadline);
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     if (!impl_->closed) {
       impl_->closed = true;
       // Every Record call has returned (the caller's promise): the recorder
@@ -436,7 +437,7 @@ Counters Client::counters() const {
 }
 
 LocalTotal Client::Total() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->total;
 }
 

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/common/failpoint.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/contract.h"
 
 namespace perld::client {
@@ -54,18 +55,26 @@ IngestSender::IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpe
       durable_ = first - 1;
       acked_ = counted_ = durable_;
     }
-    // What a previous process spooled goes first, with its own sequences.
-    const absl::Status replay = spool_->ForEach([this](uint64_t key, std::string_view payload) {
+    // What a previous process spooled goes first, with its own sequences
+    // (read into locals: the constructor's members need no lock, the
+    // callback's would).
+    std::string bad_record;
+    decltype(outbox_) replayed;
+    int64_t replayed_bytes = 0;
+    const absl::Status replay = spool_->ForEach([&](uint64_t key, std::string_view payload) {
       auto message = std::make_shared<v1::IngestRequest>();
       if (!message->ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-        error_ = "spool: a record does not hold an Ingest message";
+        bad_record = "spool: a record does not hold an Ingest message";
         return false;
       }
-      outbox_bytes_ += static_cast<int64_t>(payload.size());
-      outbox_.emplace_back(key, std::move(message));
-      ++spool_replayed_;
+      replayed_bytes += static_cast<int64_t>(payload.size());
+      replayed.emplace_back(key, std::move(message));
       return true;
     });
+    if (!bad_record.empty()) error_ = std::move(bad_record);
+    outbox_bytes_ += replayed_bytes;
+    spool_replayed_ += replayed.size();
+    for (auto& m : replayed) outbox_.push_back(std::move(m));
     if (!replay.ok()) error_ = std::string(replay.message());
     made_.store(spool_->last_key(), std::memory_order_relaxed);
   }
@@ -74,11 +83,11 @@ IngestSender::IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpe
 
 IngestSender::~IngestSender() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
     if (live_ != nullptr) live_->TryCancel();
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
 }
 
@@ -97,7 +106,7 @@ int64_t IngestSender::RecordsOf(const v1::IngestRequest& message) {
 bool IngestSender::Enqueue(v1::IngestRequest message) {
   const uint64_t seq = made_.load(std::memory_order_relaxed) + 1;
   auto shared = std::make_shared<const v1::IngestRequest>(std::move(message));
-  const auto unsent = [&] {
+  const auto unsent = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++unsent_;
     unsent_records_ += RecordsOf(*shared);
     return false;
@@ -106,15 +115,17 @@ bool IngestSender::Enqueue(v1::IngestRequest message) {
     // Room first: a message that is given up on is never spooled, and one
     // that is spooled is always queued (sent, or replayed by the next
     // process) -- the spool and the sequence numbers never disagree.
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!RoomLocked()) {
       ++full_waits_;
-      const auto room = [&] { return RoomLocked() || !error_.empty() || stop_; };
+      const auto room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return RoomLocked() || !error_.empty() || stop_;
+      };
       // GiveUpAt may come while this waits: the deadline is re-read each wake.
       while (!room()) {
         if (give_up_at_ == std::chrono::steady_clock::time_point::max()) {
-          cv_.wait(lock);
-        } else if (cv_.wait_until(lock, give_up_at_) == std::cv_status::timeout && !room()) {
+          cv_.Wait(mu_);
+        } else if (cv_.WaitUntil(mu_, give_up_at_) == std::cv_status::timeout && !room()) {
           return unsent();
         }
       }
@@ -123,22 +134,22 @@ bool IngestSender::Enqueue(v1::IngestRequest message) {
   }
   if (spool_ != nullptr) {
     if (!SpoolAppend(seq, *shared)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       return unsent();
     }
     PERLD_FAILPOINT_HIT("spool-after-append-before-send");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   outbox_bytes_ += static_cast<int64_t>(shared->ByteSizeLong());
   outbox_.emplace_back(seq, std::move(shared));
   made_.store(seq, std::memory_order_relaxed);
-  cv_.notify_all();
+  cv_.NotifyAll();
   return true;
 }
 
 IngestSender::Offer IngestSender::TryEnqueue(v1::IngestRequest* message) {
   PERLD_CONTRACT(spool_ == nullptr, "TryEnqueue on a sender with a spool");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!error_.empty() || stop_) return Offer::kFailed;
   if (!RoomLocked()) return Offer::kFull;
   const uint64_t seq = made_.load(std::memory_order_relaxed) + 1;
@@ -146,7 +157,7 @@ IngestSender::Offer IngestSender::TryEnqueue(v1::IngestRequest* message) {
   outbox_bytes_ += static_cast<int64_t>(shared->ByteSizeLong());
   outbox_.emplace_back(seq, std::move(shared));
   made_.store(seq, std::memory_order_relaxed);
-  cv_.notify_all();
+  cv_.NotifyAll();
   return Offer::kQueued;
 }
 
@@ -156,10 +167,10 @@ bool IngestSender::SpoolAppend(uint64_t seq, const v1::IngestRequest& message) {
   for (;;) {
     const absl::Status s = spool_->Append(seq, bytes);
     if (s.ok()) return true;
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (s.code() != absl::StatusCode::kResourceExhausted) {
       if (error_.empty()) error_ = std::string(s.message());  // a disk error is final
-      cv_.notify_all();
+      cv_.NotifyAll();
       return false;
     }
     // Full: wait for acknowledgements to release segments (the recorder
@@ -167,7 +178,7 @@ bool IngestSender::SpoolAppend(uint64_t seq, const v1::IngestRequest& message) {
     if (!waited) ++spool_full_waits_;
     waited = true;
     if (!error_.empty() || stop_ || std::chrono::steady_clock::now() >= give_up_at_) return false;
-    cv_.wait_for(lock, std::chrono::milliseconds(20));
+    cv_.WaitFor(mu_, std::chrono::milliseconds(20));
   }
 }
 
@@ -193,9 +204,9 @@ void IngestSender::ReleaseDurableLocked() {
 }
 
 void IngestSender::GiveUpAt(std::chrono::steady_clock::time_point deadline) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   give_up_at_ = deadline;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 FlushResult IngestSender::ResultLocked(uint64_t sequence) const {
@@ -211,18 +222,21 @@ FlushResult IngestSender::ResultLocked(uint64_t sequence) const {
 }
 
 FlushResult IngestSender::WaitAcked(uint64_t sequence, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return acked_ >= sequence || !error_.empty(); });
+  MutexLock lock(mu_);
+  cv_.WaitFor(mu_, timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return acked_ >= sequence || !error_.empty();
+  });
   FlushResult r = ResultLocked(sequence);
   if (!r.acked && r.error.empty()) r.error = "timed out";
   return r;
 }
 
 FlushResult IngestSender::Close(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   close_requested_ = true;
-  cv_.notify_all();
-  cv_.wait_for(lock, timeout, [&] { return closed_ || !error_.empty(); });
+  cv_.NotifyAll();
+  cv_.WaitFor(mu_, timeout,
+              [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !error_.empty(); });
   FlushResult r = ResultLocked(made_.load(std::memory_order_relaxed));
   r.acked = closed_ && r.acked;
   if (!r.acked && r.error.empty()) r.error = "timed out";
@@ -234,7 +248,7 @@ FlushResult IngestSender::Close(std::chrono::milliseconds timeout) {
 }
 
 void IngestSender::FillCounters(Counters* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   out->messages = made_.load(std::memory_order_relaxed);
   out->acked_sequence = acked_;
   out->durable_sequence = durable_;
@@ -259,7 +273,7 @@ void IngestSender::Run() {
   bool first = true;
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stop_ || closed_ || !error_.empty()) return;
       if (!first) ++reconnects_;
     }
@@ -267,10 +281,10 @@ void IngestSender::Run() {
     bool closed = false;
     bool opened = false;
     const grpc::Status status = Connect(&opened, &closed);
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closed) {
       closed_ = true;
-      cv_.notify_all();
+      cv_.NotifyAll();
       return;
     }
     const std::string why =
@@ -279,12 +293,12 @@ void IngestSender::Run() {
     if (!status.ok()) last_stream_error_ = why;
     if (IsFinal(status.error_code())) {
       error_ = why;
-      cv_.notify_all();
+      cv_.NotifyAll();
       return;
     }
     if (stop_) return;
     if (opened) backoff = std::chrono::milliseconds(50);  // it worked: start over
-    cv_.wait_for(lock, backoff, [&] { return stop_; });
+    cv_.WaitFor(mu_, backoff, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; });
     backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
   }
 }
@@ -319,14 +333,14 @@ std::string IngestSender::CheckOpenedLocked(const v1::IngestOpened& o) const {
 grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
   grpc::ClientContext context;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stop_) return grpc::Status::CANCELLED;
     live_ = &context;
   }
   struct Unpublish {
     IngestSender* self;
     ~Unpublish() {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       self->live_ = nullptr;
     }
   } unpublish{this};
@@ -337,7 +351,7 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
     // A reconnect names the run it was in (the daemon answers for that run
     // only, never another of its name) and what it was told is durable (a
     // daemon holding less lost it, and says so).
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     open_.mutable_open()->set_run_id(run_id_);
     open_.mutable_open()->set_durable_sequence(durable_);
   }
@@ -349,11 +363,11 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
   uint64_t next_to_send = 0;
   bool first_open = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const v1::IngestOpened& o = response.opened();
     if (std::string why = CheckOpenedLocked(o); !why.empty()) {
       error_ = std::move(why);
-      cv_.notify_all();
+      cv_.NotifyAll();
       context.TryCancel();
       (void)stream->Finish();
       return grpc::Status::OK;  // error_ is set: Run() stops
@@ -367,15 +381,15 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
     acked_ = o.acked_sequence();
     next_to_send = std::max(acked_, durable_) + 1;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   Progressed();  // acked_ is the daemon's now: room may have changed
   if (first_open && spool_ != nullptr) {
     // A process restarted on this spool reconnects naming the run.
     open_.mutable_open()->set_run_id(response.opened().run_id());
     if (absl::Status s = spool_->SetMeta(open_.open().SerializeAsString()); !s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       error_ = std::string(s.message());
-      cv_.notify_all();
+      cv_.NotifyAll();
       context.TryCancel();
       (void)stream->Finish();
       return grpc::Status::OK;
@@ -388,19 +402,19 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
     while (stream->Read(&r)) {
       if (!r.has_ack()) continue;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         acked_ = std::max(acked_, r.ack().acked_sequence());
         durable_ = std::max(durable_, r.ack().has_durable_sequence() ? r.ack().durable_sequence()
                                                                      : r.ack().acked_sequence());
         duplicates_ = r.ack().duplicates();
         ReleaseDurableLocked();
-        cv_.notify_all();
+        cv_.NotifyAll();
       }
       Progressed();
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     broken.store(true, std::memory_order_relaxed);
-    cv_.notify_all();
+    cv_.NotifyAll();
   });
 
   bool close_sent = false;
@@ -408,8 +422,8 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
     Message next;
     uint64_t last = 0;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
+      MutexLock lock(mu_);
+      cv_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         const uint64_t made = made_.load(std::memory_order_relaxed);
         return stop_ || broken.load(std::memory_order_relaxed) || next_to_send <= made ||
                (close_requested_ && !close_sent);
@@ -435,9 +449,9 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
       // the write and the send together, never the write alone.
       if (spool_ != nullptr) {
         if (absl::Status s = spool_->WriteThrough(next_to_send); !s.ok()) {
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           if (error_.empty()) error_ = std::string(s.message());
-          cv_.notify_all();
+          cv_.NotifyAll();
           break;
         }
       }
@@ -456,7 +470,7 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
   reader.join();
   grpc::Status status = stream->Finish();
   if (close_sent && status.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     *closed = acked_ >= made_.load(std::memory_order_relaxed);
   }
   return status;

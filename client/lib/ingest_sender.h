@@ -38,16 +38,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "client/lib/spool.h"
+#include "daemon/common/mutex.h"
 #include "perld/client.h"
 #include "perld/v1/ingest.grpc.pb.h"
 
@@ -82,13 +81,13 @@ class IngestSender {
   // Whether TryEnqueue would find room now (only the producer adds messages,
   // so for it a true stays true until it enqueues).
   bool HasRoom() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return RoomLocked();
   }
   // The daemon acknowledged the close and every message (Close would
   // return acked).
   bool closed() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return closed_;
   }
   // From now on Enqueue waits for room only until `deadline`; a message that
@@ -102,11 +101,11 @@ class IngestSender {
 
   // A final error stopped the sender (Flush/Close report it).
   bool failed() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return !error_.empty();
   }
   std::string FinalError() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return error_;
   }
   // The daemon's batch limit (from IngestOpened; 0 until known).
@@ -120,13 +119,13 @@ class IngestSender {
   // One connection: returns when it broke, closed, or stopped; `opened` when
   // the daemon accepted the open, `closed` when it acknowledged the close.
   grpc::Status Connect(bool* opened, bool* closed);
-  FlushResult ResultLocked(uint64_t sequence) const;
+  FlushResult ResultLocked(uint64_t sequence) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Why the daemon's IngestOpened contradicts what this client knows (a
   // final error), or "": another run, messages the client never made, or
   // fewer than it was told are durable.
-  std::string CheckOpenedLocked(const v1::IngestOpened& o) const;
-  void ReleaseDurableLocked();
-  bool RoomLocked() const;
+  std::string CheckOpenedLocked(const v1::IngestOpened& o) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseDurableLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool RoomLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Progressed() const {  // none of mu_ held
     if (on_progress_) on_progress_();
   }
@@ -145,29 +144,34 @@ class IngestSender {
   std::atomic<uint64_t> made_{0};
   std::atomic<int64_t> max_batch_length_{0};
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<uint64_t, Message>> outbox_;  // not yet durable, ascending
-  int64_t outbox_bytes_ = 0;
-  int64_t acked_records_ = 0;
-  int64_t unsent_records_ = 0;
-  std::string last_stream_error_;
-  uint64_t acked_ = 0;    // applied by the daemon (may go back after a daemon crash)
-  uint64_t durable_ = 0;  // held by a daemon checkpoint
-  uint64_t counted_ = 0;  // messages whose records acked_records_ counts
-  uint64_t duplicates_ = 0;
-  uint64_t reconnects_ = 0;
-  uint64_t full_waits_ = 0;
-  uint64_t unsent_ = 0;  // messages Enqueue gave up on (GiveUpAt)
-  uint64_t spool_replayed_ = 0;
-  uint64_t spool_full_waits_ = 0;
-  std::chrono::steady_clock::time_point give_up_at_ = std::chrono::steady_clock::time_point::max();
-  uint64_t run_id_ = 0;
-  bool close_requested_ = false;
-  bool closed_ = false;  // the daemon acknowledged the close and ended the stream OK
-  bool stop_ = false;
-  std::string error_;                    // a final error
-  grpc::ClientContext* live_ = nullptr;  // the open stream's context (to cancel)
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<std::pair<uint64_t, Message>> outbox_
+      ABSL_GUARDED_BY(mu_);  // not yet durable, ascending
+  int64_t outbox_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t acked_records_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t unsent_records_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string last_stream_error_ ABSL_GUARDED_BY(mu_);
+  uint64_t acked_ ABSL_GUARDED_BY(mu_) =
+      0;  // applied by the daemon (may go back after a daemon crash)
+  uint64_t durable_ ABSL_GUARDED_BY(mu_) = 0;  // held by a daemon checkpoint
+  uint64_t counted_ ABSL_GUARDED_BY(mu_) = 0;  // messages whose records acked_records_ counts
+  uint64_t duplicates_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t reconnects_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t full_waits_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t unsent_ ABSL_GUARDED_BY(mu_) = 0;  // messages Enqueue gave up on (GiveUpAt)
+  uint64_t spool_replayed_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t spool_full_waits_ ABSL_GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point give_up_at_ ABSL_GUARDED_BY(mu_) =
+      std::chrono::steady_clock::time_point::max();
+  uint64_t run_id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool close_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) =
+      false;  // the daemon acknowledged the close and ended the stream OK
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::string error_ ABSL_GUARDED_BY(mu_);  // a final error
+  grpc::ClientContext* live_ ABSL_GUARDED_BY(mu_) =
+      nullptr;  // the open stream's context (to cancel)
   std::thread thread_;
 };
 

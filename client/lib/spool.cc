@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/common/crc32c.h"
+#include "daemon/common/mutex.h"
 #include "daemon/common/unique_fd.h"
 
 namespace perld::client {
@@ -186,6 +187,10 @@ absl::StatusOr<std::unique_ptr<Spool>> Spool::Open(const Options& options) {
 }
 
 absl::Status Spool::Recover() {
+  // Before the spool is shared (Open): the locks cost nothing and keep the
+  // analysis simple.
+  MutexLock lock(mu_);
+  MutexLock io(io_mu_);
   {
     const std::string path = options_.dir + "/meta";
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -264,14 +269,14 @@ absl::Status Spool::Recover() {
 
 Spool::~Spool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  flusher_cv_.notify_all();
+  flusher_cv_.NotifyAll();
   if (flusher_.joinable()) flusher_.join();
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!buffer_.empty() && io_error_.ok()) (void)Flush(lock, /*sync=*/true);
-  std::lock_guard<std::mutex> io(io_mu_);
+  MutexLock lock(mu_);
+  if (!buffer_.empty() && io_error_.ok()) (void)Flush(/*sync=*/true);
+  MutexLock io(io_mu_);
   if (fd_ >= 0) {
     (void)CloseActive();
   }
@@ -291,12 +296,12 @@ absl::Status Spool::CloseActive() {
 }
 
 uint64_t Spool::last_key() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return buffered_last_key_;
 }
 
 int64_t Spool::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return total_bytes_;
 }
 
@@ -328,24 +333,24 @@ absl::Status Spool::OpenActive(uint64_t first_key) {
   return absl::OkStatus();
 }
 
-absl::Status Spool::Flush(std::unique_lock<std::mutex>& lock, bool sync) {
+absl::Status Spool::Flush(bool sync) {
   std::string out;
   out.swap(buffer_);
   buffer_.swap(spare_);  // an emptied earlier buffer: appends go on without regrowing
   const uint64_t upto = buffered_last_key_;
   if (sync) appends_since_commit_ = 0;
   const std::string path = segments_.empty() ? options_.dir : segments_.back().path;
-  std::unique_lock<std::mutex> io(io_mu_);
-  lock.unlock();
+  MutexLock io(io_mu_);
+  mu_.Unlock();
   absl::Status status = WriteAt(fd_, out, &write_offset_, path);
   if (status.ok() && sync && fdatasync(fd_) != 0) {
     status = absl::ErrnoToStatus(errno, absl::StrCat("spool: cannot sync ", path));
   }
-  io.unlock();
-  lock.lock();
+  io.Unlock();
+  mu_.Lock();
   if (!status.ok()) {
     io_error_ = status;
-    synced_cv_.notify_all();
+    synced_cv_.NotifyAll();
     return status;
   }
   if (upto > written_key_.load(std::memory_order_relaxed)) {
@@ -360,7 +365,7 @@ absl::Status Spool::Flush(std::unique_lock<std::mutex>& lock, bool sync) {
       durable_key_.store(upto, std::memory_order_release);
     }
     commits_.fetch_add(1, std::memory_order_relaxed);
-    synced_cv_.notify_all();
+    synced_cv_.NotifyAll();
   }
   return absl::OkStatus();
 }
@@ -379,7 +384,7 @@ absl::StatusOr<uint64_t> Spool::Append(std::string_view payload) {
 
 absl::Status Spool::AppendImpl(uint64_t key, std::string_view payload, uint64_t* used) {
   const uint32_t payload_crc = PayloadCrc(payload);  // outside the lock
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!io_error_.ok()) return io_error_;
   const bool next = key == 0;
   if (next) key = buffered_last_key_ + 1;
@@ -401,10 +406,10 @@ absl::Status Spool::AppendImpl(uint64_t key, std::string_view payload, uint64_t*
   // old one holds is written and synced first.
   while (segments_.empty() || segments_.back().bytes >= options_.segment_bytes) {
     if (!buffer_.empty()) {
-      if (absl::Status s = Flush(lock, /*sync=*/true); !s.ok()) return s;
+      if (absl::Status s = Flush(/*sync=*/true); !s.ok()) return s;
       continue;
     }
-    std::lock_guard<std::mutex> io(io_mu_);
+    MutexLock io(io_mu_);
     if (fd_ >= 0 && fdatasync(fd_) != 0) {
       io_error_ = absl::ErrnoToStatus(errno, "spool: cannot sync the closing segment");
       return io_error_;
@@ -439,21 +444,21 @@ absl::Status Spool::AppendImpl(uint64_t key, std::string_view payload, uint64_t*
   if (options_.mode == SpoolMode::kBatched) {
     // The group commit runs on the flusher thread, beside the appenders; an
     // appender writes (without a sync) only when the flusher falls behind.
-    if (appends_since_commit_ == options_.batch_appends) flusher_cv_.notify_one();
-    if (buffer_.size() >= kMaxBuffered) return Flush(lock, /*sync=*/false);
+    if (appends_since_commit_ == options_.batch_appends) flusher_cv_.NotifyOne();
+    if (buffer_.size() >= kMaxBuffered) return Flush(/*sync=*/false);
     return absl::OkStatus();
   }
   // Synced: one thread syncs for everyone waiting (group commit).
   while (durable_key_.load(std::memory_order_acquire) < key) {
     if (!io_error_.ok()) return io_error_;
     if (syncing_) {
-      synced_cv_.wait(lock);
+      synced_cv_.Wait(mu_);
       continue;
     }
     syncing_ = true;
-    absl::Status s = Flush(lock, /*sync=*/true);
+    absl::Status s = Flush(/*sync=*/true);
     syncing_ = false;
-    synced_cv_.notify_all();
+    synced_cv_.NotifyAll();
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
@@ -461,32 +466,32 @@ absl::Status Spool::AppendImpl(uint64_t key, std::string_view payload, uint64_t*
 
 absl::Status Spool::WriteThrough(uint64_t key) {
   if (written_key_.load(std::memory_order_acquire) >= key) return absl::OkStatus();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!io_error_.ok()) return io_error_;
   if (written_key_.load(std::memory_order_acquire) >= key) return absl::OkStatus();
   // Also with an empty buffer: another thread's Flush holds the records
   // and writes them under io_mu_ before this one gets it (lock order).
-  return Flush(lock, /*sync=*/false);
+  return Flush(/*sync=*/false);
 }
 
 uint64_t Spool::first_key() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (segments_.empty()) return 0;
   const Segment& s = segments_.front();
   return s.last_key == 0 ? 0 : s.first_key;
 }
 
 absl::Status Spool::Commit() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!io_error_.ok()) return io_error_;
   if (buffered_last_key_ <= durable_key_.load(std::memory_order_acquire)) {
     return absl::OkStatus();
   }
-  return Flush(lock, /*sync=*/true);
+  return Flush(/*sync=*/true);
 }
 
 void Spool::Release(uint64_t key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (segments_.size() > 1 && segments_.front().last_key <= key) {
     const std::string& path = segments_.front().path;
     std::string spare = absl::StrCat(options_.dir, "/free-", ++free_count_, ".log");
@@ -518,10 +523,10 @@ absl::Status Spool::SetMeta(const std::string& bytes) {
 }
 
 absl::Status Spool::Reset() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   unlink((options_.dir + "/meta").c_str());
   meta_.clear();
-  std::lock_guard<std::mutex> io(io_mu_);
+  MutexLock io(io_mu_);
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   write_offset_ = 0;
@@ -543,9 +548,9 @@ absl::Status Spool::ForEach(
     const std::function<bool(uint64_t key, std::string_view payload)>& visit) {
   std::vector<Segment> segments;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!buffer_.empty()) {
-      if (absl::Status s = Flush(lock, /*sync=*/false); !s.ok()) return s;
+      if (absl::Status s = Flush(/*sync=*/false); !s.ok()) return s;
     }
     segments.assign(segments_.begin(), segments_.end());
   }
@@ -574,7 +579,7 @@ absl::StatusOr<bool> Spool::Cursor::Next(uint64_t* key, std::string* payload) {
     if (fd_ < 0) {  // the segment holding the first key above last_
       std::string next_path;
       {
-        std::lock_guard<std::mutex> lock(spool_.mu_);
+        MutexLock lock(spool_.mu_);
         for (const Segment& s : spool_.segments_) {
           if (s.last_key > last_) {
             next_path = s.path;
@@ -631,7 +636,7 @@ absl::StatusOr<bool> Spool::Cursor::Next(uint64_t* key, std::string* payload) {
       buf_.resize(static_cast<size_t>(offset_ - buf_offset_));  // read it again next time
       bool closed = false;
       {
-        std::lock_guard<std::mutex> lock(spool_.mu_);
+        MutexLock lock(spool_.mu_);
         closed = spool_.segments_.empty() || spool_.segments_.back().path != path_;
       }
       if (!closed) return false;
@@ -657,14 +662,15 @@ absl::StatusOr<bool> Spool::Cursor::Next(uint64_t* key, std::string* payload) {
 }
 
 void Spool::FlusherLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto period = std::chrono::milliseconds(options_.batch_ms);
   while (!stop_) {
-    flusher_cv_.wait_for(
-        lock, period, [this] { return stop_ || appends_since_commit_ >= options_.batch_appends; });
+    flusher_cv_.WaitFor(mu_, period, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop_ || appends_since_commit_ >= options_.batch_appends;
+    });
     if (stop_) break;
     if (io_error_.ok() && buffered_last_key_ > durable_key_.load(std::memory_order_acquire)) {
-      (void)Flush(lock, /*sync=*/true);
+      (void)Flush(/*sync=*/true);
     }
   }
 }

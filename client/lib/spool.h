@@ -41,7 +41,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -52,6 +51,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "daemon/common/mutex.h"
 
 namespace perld::client {
 
@@ -146,39 +146,42 @@ class Spool {
   };
   explicit Spool(Options options);
   absl::Status Recover();
-  absl::Status OpenActive(uint64_t first_key);  // mu_ and io_mu_ held
-  absl::Status CloseActive();                   // io_mu_ held; fd_ >= 0
+  absl::Status OpenActive(uint64_t first_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, io_mu_);
+  absl::Status CloseActive() ABSL_EXCLUSIVE_LOCKS_REQUIRED(io_mu_);  // fd_ >= 0
   // Moves the buffer to the file (io_mu_ taken before mu_ is released, so
-  // writes keep their order) and, with `sync`, fdatasyncs it.
-  absl::Status Flush(std::unique_lock<std::mutex>& lock, bool sync);
-  void FlusherLoop();
+  // writes keep their order) and, with `sync`, fdatasyncs it. Releases mu_
+  // during the write and holds it again on return.
+  absl::Status Flush(bool sync) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(io_mu_);
+  void FlusherLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // key 0: the next key. Returns the key used through `used`.
   absl::Status AppendImpl(uint64_t key, std::string_view payload, uint64_t* used);
 
   const Options options_;
-  mutable std::mutex mu_;  // the buffer, segments and counters below
-  std::condition_variable synced_cv_;
-  std::deque<Segment> segments_;  // ascending; back() is the active one
-  std::string buffer_;            // appended, not yet written
-  std::string spare_;             // empty, with capacity: the next buffer_
-  uint64_t buffered_last_key_ = 0;
-  int64_t total_bytes_ = 0;  // the segments' bytes, buffered included
-  int64_t appends_since_commit_ = 0;
-  bool syncing_ = false;  // a thread runs a group commit
-  bool stop_ = false;
-  absl::Status io_error_;  // sticky: the spool refuses appends after a write failure
+  mutable Mutex mu_;  // the buffer, segments and counters below
+  CondVar synced_cv_;
+  std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);  // ascending; back() is the active one
+  std::string buffer_ ABSL_GUARDED_BY(mu_);            // appended, not yet written
+  std::string spare_ ABSL_GUARDED_BY(mu_);             // empty, with capacity: the next buffer_
+  uint64_t buffered_last_key_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // the segments' bytes, buffered included
+  int64_t appends_since_commit_ ABSL_GUARDED_BY(mu_) = 0;
+  bool syncing_ ABSL_GUARDED_BY(mu_) = false;  // a thread runs a group commit
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Sticky: the spool refuses appends after a write failure.
+  absl::Status io_error_ ABSL_GUARDED_BY(mu_);
 
-  std::mutex io_mu_;  // the active file descriptor and its writes
-  int fd_ = -1;
-  int64_t write_offset_ = 0;  // where the next write goes in fd_
+  Mutex io_mu_ ABSL_ACQUIRED_AFTER(mu_);  // the active file descriptor and its writes
+  int fd_ ABSL_GUARDED_BY(io_mu_) = -1;
+  int64_t write_offset_ ABSL_GUARDED_BY(io_mu_) = 0;  // where the next write goes in fd_
 
   // Released segments' files kept for reuse (mu_): overwriting a file whose
   // pages are cached and blocks allocated is several times faster than
   // growing a new one. Removed at Reset, Open and destruction.
   static constexpr size_t kMaxFreeSegments = 2;
-  std::deque<std::string> free_;
-  uint64_t free_count_ = 0;
+  std::deque<std::string> free_ ABSL_GUARDED_BY(mu_);
+  uint64_t free_count_ ABSL_GUARDED_BY(mu_) = 0;
 
+  // Atomics (read without mu_ by the appenders' fast paths and counters).
   std::atomic<uint64_t> durable_key_{0};
   std::atomic<uint64_t> written_key_{0};
   std::atomic<uint64_t> full_refusals_{0};
@@ -186,7 +189,7 @@ class Spool {
   std::string meta_;  // set at Open and by SetMeta (owner thread)
   uint64_t records_recovered_ = 0;
   uint64_t truncated_bytes_ = 0;
-  std::condition_variable flusher_cv_;
+  CondVar flusher_cv_;
   std::thread flusher_;
 };
 

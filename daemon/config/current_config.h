@@ -6,9 +6,9 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <utility>
 
+#include "daemon/common/mutex.h"
 #include "daemon/config/daemon_config.h"
 
 namespace perld::config {
@@ -19,18 +19,18 @@ class CurrentConfig {
       : config_(std::make_shared<const DaemonConfig>(std::move(config))) {}
 
   std::shared_ptr<const DaemonConfig> Get() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return config_;
   }
   void Set(DaemonConfig config) {
     auto next = std::make_shared<const DaemonConfig>(std::move(config));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     config_ = std::move(next);
   }
 
  private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const DaemonConfig> config_;
+  mutable Mutex mu_;
+  std::shared_ptr<const DaemonConfig> config_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace perld::config

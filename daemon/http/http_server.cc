@@ -16,11 +16,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -32,6 +30,7 @@
 #include "daemon/common/errno_text.h"
 #include "daemon/common/host_port.h"
 #include "daemon/common/log.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/thread_name.h"
 #include "daemon/http/http_request_parser.h"
@@ -285,11 +284,11 @@ class HttpServer::Loop {
     Wake();
     if (event_thread_.joinable()) event_thread_.join();
     {
-      std::lock_guard<std::mutex> lock(jobs_mu_);
+      MutexLock lock(jobs_mu_);
       handlers_stop_ = true;
       jobs_.clear();
     }
-    jobs_cv_.notify_all();
+    jobs_cv_.NotifyAll();
     for (std::thread& t : handlers_) {
       if (t.joinable()) t.join();
     }
@@ -360,8 +359,10 @@ class HttpServer::Loop {
     while (true) {
       Job job;
       {
-        std::unique_lock<std::mutex> lock(jobs_mu_);
-        jobs_cv_.wait(lock, [this] { return handlers_stop_ || !jobs_.empty(); });
+        MutexLock lock(jobs_mu_);
+        jobs_cv_.Wait(jobs_mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_) {
+          return handlers_stop_ || !jobs_.empty();
+        });
         if (handlers_stop_) return;
         job = std::move(jobs_.front());
         jobs_.pop_front();
@@ -380,7 +381,7 @@ class HttpServer::Loop {
         log::Error("http: handler for ", job.route->path, " threw");
       }
       {
-        std::lock_guard<std::mutex> lock(done_mu_);
+        MutexLock lock(done_mu_);
         done_.push_back(std::move(done));
       }
       Wake();
@@ -697,7 +698,7 @@ class HttpServer::Loop {
       return;
     }
     {
-      std::lock_guard<std::mutex> lock(jobs_mu_);
+      MutexLock lock(jobs_mu_);
       if (jobs_.size() < static_cast<size_t>(options_.max_queued_requests)) {
         jobs_.push_back(Job{c.id, route, std::move(head.request)});
         stats_->SetQueued(static_cast<int64_t>(jobs_.size()));
@@ -710,7 +711,7 @@ class HttpServer::Loop {
               head_only, false, "Retry-After: 1\r\n");
       return;
     }
-    jobs_cv_.notify_one();
+    jobs_cv_.NotifyOne();
     c.state = State::kQueued;
     c.head_only = head_only;
     c.keep_alive = head.keep_alive;
@@ -724,7 +725,7 @@ class HttpServer::Loop {
   void TakeDone() {
     std::vector<Done> done;
     {
-      std::lock_guard<std::mutex> lock(done_mu_);
+      MutexLock lock(done_mu_);
       done.swap(done_);
     }
     for (Done& d : done) {
@@ -926,12 +927,12 @@ class HttpServer::Loop {
   uint64_t next_id_ = kFirstConnectionId;
   int64_t accept_resume_ns_ = 0;  // != 0: accepting paused until then
 
-  std::mutex jobs_mu_;
-  std::condition_variable jobs_cv_;
-  std::deque<Job> jobs_;        // guarded by jobs_mu_
-  bool handlers_stop_ = false;  // guarded by jobs_mu_
-  std::mutex done_mu_;
-  std::vector<Done> done_;  // guarded by done_mu_
+  Mutex jobs_mu_;
+  CondVar jobs_cv_;
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(jobs_mu_);
+  bool handlers_stop_ ABSL_GUARDED_BY(jobs_mu_) = false;
+  Mutex done_mu_;
+  std::vector<Done> done_ ABSL_GUARDED_BY(done_mu_);
 
   std::vector<std::thread> handlers_;
   std::thread event_thread_;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "daemon/common/mutex.h"
+
 namespace perld::http {
 namespace {
 
@@ -22,7 +24,7 @@ LatestMetrics::LatestMetrics(RunMetrics run, config::MetricNames names)
     : names_(names), run_(std::move(run)) {}
 
 void LatestMetrics::Publish(const LatencySnapshot& snapshot, double seconds, bool total) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (total) {
     run_.total = ExpositionWindow{snapshot, seconds};
     run_.total_final = true;
@@ -42,7 +44,7 @@ void LatestMetrics::Publish(const LatencySnapshot& snapshot, double seconds, boo
 
 std::string LatestMetrics::Render() const {
   PrometheusText out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   WriteRunFamilies(std::span<const RunMetrics>(&run_, 1), names_, out);
   return out.Take();
 }

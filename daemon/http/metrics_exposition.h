@@ -14,9 +14,9 @@
 // state, taken once per window and once per scrape, never per record.
 #pragma once
 
-#include <mutex>
 #include <string>
 
+#include "daemon/common/mutex.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/core/latency_snapshot.h"
 #include "daemon/http/run_metrics.h"
@@ -39,9 +39,9 @@ class LatestMetrics {
 
  private:
   const config::MetricNames names_;
-  mutable std::mutex mu_;
-  RunMetrics run_;                           // guarded by mu_
-  std::optional<ExpositionWindow> running_;  // guarded by mu_: sum since the last total
+  mutable Mutex mu_;
+  RunMetrics run_ ABSL_GUARDED_BY(mu_);
+  std::optional<ExpositionWindow> running_ ABSL_GUARDED_BY(mu_);  // sum since the last total
 };
 
 }  // namespace perld::http

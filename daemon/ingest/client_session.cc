@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/run_total.h"
 #include "daemon/ingest/refusals.h"
@@ -40,7 +41,7 @@ uint64_t ClientSession::TakeOver() {
   uint64_t applied = 0;
   {
     // Waits for an in-flight message of the replaced stream.
-    std::lock_guard<std::mutex> lock(apply_mu_);
+    MutexLock lock(apply_mu_);
     parked_.reset();  // the replaced stream's: the client resends it
     token = room_token_;
     applied = applied_;
@@ -52,7 +53,7 @@ uint64_t ClientSession::TakeOver() {
 void ClientSession::Detach(uint64_t generation) {
   uint64_t token = 0;
   {
-    std::lock_guard<std::mutex> lock(apply_mu_);
+    MutexLock lock(apply_mu_);
     if (parked_ && parked_->generation == generation) parked_.reset();
     token = room_token_;
   }
@@ -99,7 +100,7 @@ absl::Status ClientSession::CheckOffer(uint64_t generation, uint64_t sequence, C
 absl::StatusOr<Offered> ClientSession::OfferWindow(uint64_t generation, uint64_t sequence,
                                                    WindowBuilder build, int64_t max_memory_bytes,
                                                    OnApplied on_applied) {
-  std::unique_lock<std::mutex> lock(apply_mu_);
+  MutexLock lock(apply_mu_);
   bool duplicate = false;
   if (absl::Status s = CheckOffer(generation, sequence, ClientMode::kWindows, &duplicate);
       !s.ok()) {
@@ -108,7 +109,7 @@ absl::StatusOr<Offered> ClientSession::OfferWindow(uint64_t generation, uint64_t
   if (duplicate) {
     Applied a = AppliedLocked();
     a.duplicate = true;
-    lock.unlock();
+    lock.Unlock();
     Advanced(a);
     return Offered{false, a};
   }
@@ -123,13 +124,18 @@ absl::StatusOr<Offered> ClientSession::OfferWindow(uint64_t generation, uint64_t
   p.sequence = sequence;
   p.generation = generation;
   p.on_applied = std::move(on_applied);
-  return Offer(std::move(p), max_memory_bytes, *config, lock);
+  absl::StatusOr<Offered> offered = Offer(std::move(p), max_memory_bytes, *config);
+  if (offered.ok() && !offered->parked) {
+    lock.Unlock();
+    Advanced(offered->applied);
+  }
+  return offered;
 }
 
 absl::StatusOr<Offered> ClientSession::OfferBatch(uint64_t generation, uint64_t sequence,
                                                   BatchBuilder build, int64_t max_memory_bytes,
                                                   OnApplied on_applied) {
-  std::unique_lock<std::mutex> lock(apply_mu_);
+  MutexLock lock(apply_mu_);
   bool duplicate = false;
   if (absl::Status s = CheckOffer(generation, sequence, ClientMode::kRaw, &duplicate); !s.ok()) {
     return s;
@@ -137,7 +143,7 @@ absl::StatusOr<Offered> ClientSession::OfferBatch(uint64_t generation, uint64_t 
   if (duplicate) {
     Applied a = AppliedLocked();
     a.duplicate = true;
-    lock.unlock();
+    lock.Unlock();
     Advanced(a);
     return Offered{false, a};
   }
@@ -152,20 +158,19 @@ absl::StatusOr<Offered> ClientSession::OfferBatch(uint64_t generation, uint64_t 
   p.sequence = sequence;
   p.generation = generation;
   p.on_applied = std::move(on_applied);
-  return Offer(std::move(p), max_memory_bytes, *config, lock);
+  absl::StatusOr<Offered> offered = Offer(std::move(p), max_memory_bytes, *config);
+  if (offered.ok() && !offered->parked) {
+    lock.Unlock();
+    Advanced(offered->applied);
+  }
+  return offered;
 }
 
 absl::StatusOr<Offered> ClientSession::Offer(Parked p, int64_t max_memory_bytes,
-                                             const config::DaemonConfig& config,
-                                             std::unique_lock<std::mutex>& lock) {
+                                             const config::DaemonConfig& config) {
   absl::StatusOr<bool> pushed = PushIfRoom(p, max_memory_bytes, config);
   if (!pushed.ok()) return pushed.status();
-  if (*pushed) {
-    const Applied a = AppliedLocked();
-    lock.unlock();
-    Advanced(a);
-    return Offered{false, a};
-  }
+  if (*pushed) return Offered{false, AppliedLocked()};
   // Backpressure: parked until the recorder has merged enough; the caller
   // reads no more of the stream meanwhile.
   if (charge_->load(std::memory_order_relaxed) + p.window.bytes() > max_memory_bytes) {
@@ -236,7 +241,7 @@ bool ClientSession::Retry() {
   OnApplied on_applied;
   absl::StatusOr<Applied> outcome;
   {
-    std::lock_guard<std::mutex> lock(apply_mu_);
+    MutexLock lock(apply_mu_);
     if (!parked_) return true;  // dropped: its stream left or was replaced
     const std::shared_ptr<const config::DaemonConfig> config = shared_.config.Get();
     absl::StatusOr<bool> pushed = PushIfRoom(*parked_, parked_limit_, *config);
@@ -254,7 +259,7 @@ bool ClientSession::Retry() {
 
 absl::StatusOr<Applied> ClientSession::CheckClose(uint64_t generation,
                                                   uint64_t last_sequence) const {
-  std::lock_guard<std::mutex> lock(apply_mu_);
+  MutexLock lock(apply_mu_);
   if (Superseded(generation)) {
     return Refuse(shared_.stats, Refusal::kSuperseded,
                   absl::AbortedError("a newer stream of this client took over"));
@@ -276,7 +281,7 @@ Applied ClientSession::AppliedLocked() const {
 
 void ClientSession::Advanced(const Applied& a) {
   {
-    std::lock_guard<std::mutex> lock(progress_mu_);
+    MutexLock lock(progress_mu_);
     // max: the stream's thread and the notifier's may publish out of order.
     progress_.applied = std::max(progress_.applied, a.acked_sequence);
     progress_.duplicates = std::max(progress_.duplicates, a.duplicates);
@@ -286,18 +291,18 @@ void ClientSession::Advanced(const Applied& a) {
 }
 
 Progress ClientSession::progress() const {
-  std::lock_guard<std::mutex> lock(progress_mu_);
+  MutexLock lock(progress_mu_);
   return progress_;
 }
 
 void ClientSession::SetProgress(const Progress& p) {
-  std::lock_guard<std::mutex> lock(progress_mu_);
+  MutexLock lock(progress_mu_);
   progress_ = p;
 }
 
 void ClientSession::MarkDurable(uint64_t applied, bool closed) {
   {
-    std::lock_guard<std::mutex> lock(progress_mu_);
+    MutexLock lock(progress_mu_);
     progress_.durable = std::max(progress_.durable, applied);
     progress_.close_durable |= closed;
   }
@@ -307,29 +312,29 @@ void ClientSession::MarkDurable(uint64_t applied, bool closed) {
 void ClientSession::MarkCloseDurable() { MarkDurable(0, true); }
 
 uint64_t ClientSession::AddListener(std::function<void()> on_change) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  MutexLock lock(listeners_mu_);
   const uint64_t token = next_listener_++;
   listeners_.emplace(token, std::move(on_change));
   return token;
 }
 
 void ClientSession::RemoveListener(uint64_t token) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);  // waits for a call in progress
+  MutexLock lock(listeners_mu_);  // waits for a call in progress
   listeners_.erase(token);
 }
 
 void ClientSession::NotifyListeners() const {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  MutexLock lock(listeners_mu_);
   for (const auto& [token, on_change] : listeners_) on_change();
 }
 
 uint64_t ClientSession::applied() const {
-  std::lock_guard<std::mutex> lock(apply_mu_);
+  MutexLock lock(apply_mu_);
   return applied_;
 }
 
 void ClientSession::SetApplied(uint64_t applied) {
-  std::lock_guard<std::mutex> lock(apply_mu_);
+  MutexLock lock(apply_mu_);
   applied_ = applied;
 }
 
@@ -338,7 +343,7 @@ ClientView ClientSession::View(const PercentileSet& set) const {
   v.id = id_;
   v.name = name_;
   v.mode = mode_;
-  std::lock_guard<std::mutex> lock(apply_mu_);
+  MutexLock lock(apply_mu_);
   v.acked_sequence = applied_;
   v.duplicates = duplicates_;
   v.reports = totals_.reports();

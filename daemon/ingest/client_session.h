@@ -45,6 +45,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "daemon/common/mutex.h"
 #include "daemon/config/current_config.h"
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/time_stamp.h"
@@ -167,10 +168,11 @@ class ClientSession {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Pushes, counts and advances for a message that fits.
   void Push(Parked& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
-  // Pushes `p` or parks it; unlocks `lock` (apply_mu_) before notifying.
+  // Pushes `p` or parks it. The caller releases apply_mu_ and calls
+  // Advanced() for one that was not parked.
   absl::StatusOr<Offered> Offer(Parked p, int64_t max_memory_bytes,
-                                const config::DaemonConfig& config,
-                                std::unique_lock<std::mutex>& lock);
+                                const config::DaemonConfig& config)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // The notifier's retry of the parked message; true when done.
   bool Retry();
   Applied AppliedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
@@ -187,7 +189,7 @@ class ClientSession {
   // Bytes of this client's messages queued and not yet merged.
   const std::shared_ptr<std::atomic<int64_t>> charge_ = std::make_shared<std::atomic<int64_t>>(0);
 
-  mutable std::mutex apply_mu_;
+  mutable Mutex apply_mu_;
   uint64_t applied_ ABSL_GUARDED_BY(apply_mu_) = 0;  // highest contiguous sequence applied
   uint64_t duplicates_ ABSL_GUARDED_BY(apply_mu_) = 0;
   ClientTotals totals_ ABSL_GUARDED_BY(apply_mu_);
@@ -195,11 +197,11 @@ class ClientSession {
   int64_t parked_limit_ ABSL_GUARDED_BY(apply_mu_) = 0;  // the parked offer's client limit
   uint64_t room_token_ ABSL_GUARDED_BY(apply_mu_) = 0;   // its retry at the notifier
 
-  mutable std::mutex listeners_mu_;  // held while listeners run
+  mutable Mutex listeners_mu_;  // held while listeners run
   std::map<uint64_t, std::function<void()>> listeners_ ABSL_GUARDED_BY(listeners_mu_);
   uint64_t next_listener_ ABSL_GUARDED_BY(listeners_mu_) = 1;
 
-  mutable std::mutex progress_mu_;
+  mutable Mutex progress_mu_;
   Progress progress_ ABSL_GUARDED_BY(progress_mu_);
 };
 

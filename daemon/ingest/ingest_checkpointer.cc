@@ -4,12 +4,13 @@
 
 #include "daemon/common/failpoint.h"
 #include "daemon/common/log.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/contract.h"
 
 namespace perld::ingest {
 
 void IngestCheckpointer::Seed(const runs::RunInfo& info, const state::Checkpoint& checkpoint) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   RunState& s = runs_state_[info.id];
   s.segment_seq = checkpoint.segment_seq;
   s.saved = checkpoint.clients;
@@ -18,7 +19,7 @@ void IngestCheckpointer::Seed(const runs::RunInfo& info, const state::Checkpoint
 void IngestCheckpointer::OnWindow(const runs::RunInfo& info, const runs::WindowRecord& window) {
   if (window.kind == runs::WindowRecord::Kind::kTotal) return;
   if (!runs_.Checkpointed(info.id)) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   RunState& s = runs_state_[info.id];
   if (window.kind == runs::WindowRecord::Kind::kTotalSegment) {
     s.segment_seq = window.seq;
@@ -37,7 +38,7 @@ void IngestCheckpointer::OnWindow(const runs::RunInfo& info, const runs::WindowR
 }
 
 void IngestCheckpointer::OnWindowPublished(const runs::RunInfo& info) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = runs_state_.find(info.id);
   if (it != runs_state_.end() && it->second.pending) Submit(info, it->second);
 }
@@ -80,7 +81,7 @@ void IngestCheckpointer::Submit(const runs::RunInfo& info, RunState& s) {
 
 void IngestCheckpointer::OnClientClosed(runs::RunId id, int client_index, uint64_t last_sequence) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = runs_state_.find(id);
     const auto index = static_cast<size_t>(client_index);
     if (it != runs_state_.end() && index < it->second.saved.size() &&
@@ -103,7 +104,7 @@ void IngestCheckpointer::OnClientClosed(runs::RunId id, int client_index, uint64
 }
 
 void IngestCheckpointer::OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord&) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   runs_state_.erase(info.id);
 }
 

@@ -28,11 +28,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "daemon/common/mutex.h"
 #include "daemon/ingest/ingest_stats.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_observer.h"
@@ -97,7 +97,7 @@ class IngestCheckpointer final : public runs::RunObserver {
   IngestStats& stats_;  // checkpoints committed
   const std::function<void(runs::RunId)> cut_;
   state::UpstreamJournal* const journal_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::map<runs::RunId, RunState> runs_state_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -20,10 +20,10 @@ IngestWorkers::IngestWorkers(int threads) {
 
 IngestWorkers::~IngestWorkers() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  ready_.notify_all();
+  ready_.NotifyAll();
   for (std::thread& t : threads_) t.join();
 }
 
@@ -34,22 +34,23 @@ int IngestWorkers::DefaultThreads() {
 
 void IngestWorkers::Post(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     tasks_.push_back(std::move(task));
   }
-  ready_.notify_one();
+  ready_.NotifyOne();
 }
 
 void IngestWorkers::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
-    ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+    ready_.Wait(
+        mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !tasks_.empty(); });
     if (tasks_.empty()) return;  // stopping, and nothing left to run
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     task();
-    lock.lock();
+    lock.Lock();
   }
 }
 

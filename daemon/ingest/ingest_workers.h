@@ -15,12 +15,12 @@
 // then joins; call it after the gRPC server stopped (no more posts).
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "daemon/common/mutex.h"
 
 namespace perld::ingest {
 
@@ -40,10 +40,10 @@ class IngestWorkers {
  private:
   void Loop();
 
-  std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> tasks_;  // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
+  Mutex mu_;
+  CondVar ready_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

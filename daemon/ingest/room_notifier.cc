@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/common/mutex.h"
 #include "daemon/core/thread_name.h"
 
 namespace perld::ingest {
@@ -15,7 +16,7 @@ RoomNotifier::RoomNotifier()
 
 RoomNotifier::~RoomNotifier() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   wake_.release();
@@ -25,7 +26,7 @@ RoomNotifier::~RoomNotifier() {
 uint64_t RoomNotifier::Add(Retry retry) {
   uint64_t token = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     token = next_token_++;
     retries_.emplace(token, std::move(retry));
   }
@@ -35,10 +36,10 @@ uint64_t RoomNotifier::Add(Retry retry) {
 }
 
 void RoomNotifier::Remove(uint64_t token) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // From the retry itself (its Resume ended the stream): nothing to wait for.
   if (std::this_thread::get_id() != thread_.get_id()) {
-    idle_.wait(lock, [&] { return running_ != token; });
+    idle_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ != token; });
   }
   if (retries_.erase(token) > 0) waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -55,7 +56,7 @@ void RoomNotifier::Loop() {
     wake_.acquire();
     poked_.store(false, std::memory_order_release);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) return;
       tokens.clear();
       for (const auto& [token, retry] : retries_) tokens.push_back(token);
@@ -63,7 +64,7 @@ void RoomNotifier::Loop() {
     for (const uint64_t token : tokens) {
       Retry retry;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         auto it = retries_.find(token);
         if (it == retries_.end()) continue;  // removed meanwhile
         running_ = token;
@@ -71,11 +72,11 @@ void RoomNotifier::Loop() {
       }
       const bool done = retry();
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         running_ = 0;
         if (done && retries_.erase(token) > 0) waiters_.fetch_sub(1, std::memory_order_relaxed);
       }
-      idle_.notify_all();
+      idle_.NotifyAll();
     }
   }
 }

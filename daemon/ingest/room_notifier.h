@@ -18,14 +18,13 @@
 // only once its retry is not running and will not run again.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <semaphore>
 #include <thread>
 
+#include "daemon/common/mutex.h"
 #include "daemon/runs/remote_window_inbox.h"
 
 namespace perld::ingest {
@@ -55,13 +54,13 @@ class RoomNotifier final : public runs::RoomSignal {
 
   std::atomic<bool> poked_{false};
   std::counting_semaphore<> wake_{0};
-  std::mutex mu_;
-  std::condition_variable idle_;       // a retry finished (Remove waits for it)
-  std::map<uint64_t, Retry> retries_;  // mu_
-  uint64_t next_token_ = 1;            // mu_
-  uint64_t running_ = 0;               // mu_: the token whose retry runs now (0: none)
-  bool stop_ = false;                  // mu_
-  std::thread thread_;                 // last: starts once the members above exist
+  Mutex mu_;
+  CondVar idle_;  // a retry finished (Remove waits for it)
+  std::map<uint64_t, Retry> retries_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t running_ ABSL_GUARDED_BY(mu_) = 0;  // the token whose retry runs now (0: none)
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts once the members above exist
 };
 
 }  // namespace perld::ingest

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/common/log.h"
+#include "daemon/common/mutex.h"
 #include "daemon/config/input_limits.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/thread_name.h"
@@ -110,10 +111,10 @@ RunTable::RunTable(runs::RunManager& manager, const config::CurrentConfig& confi
 
 RunTable::~RunTable() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  reap_cv_.notify_all();
+  reap_cv_.NotifyAll();
   reaper_.join();
 }
 
@@ -207,7 +208,7 @@ absl::StatusOr<RunTable::Session> RunTable::Join(const OpenRequest& open, Ingest
   bool created = false;
   bool ended_lookup = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!accepting_.load(std::memory_order_relaxed)) {
       return Refuse(stats_, Refusal::kShutdown,
                     absl::UnavailableError("perld is shutting down: no new ingest streams"));
@@ -385,7 +386,7 @@ absl::StatusOr<RunTable::Session> RunTable::JoinEnded(const OpenRequest& open) {
     m->closed_at = row.applied;
     Member& member = *m;
     run->clients[row.id] = std::move(m);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return ClosedSession(run, member);
   }
   return RunEnded(stats_, id, info->spec.name, open);
@@ -427,7 +428,7 @@ absl::StatusOr<Applied> RunTable::Close(const Session& session, uint64_t last_se
   absl::StatusOr<Applied> out = session.client->CheckClose(session.generation, last_sequence);
   if (!out.ok()) return out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     session.member->closed = true;
     session.member->closed_at = last_sequence;
   }
@@ -502,11 +503,11 @@ absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord
     run->clients[cut.id] = std::move(m);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     by_name_[run->name] = run;
     active_[run->context.id] = run;
   }
-  reap_cv_.notify_all();
+  reap_cv_.NotifyAll();
   stats_.runs_resumed.fetch_add(1, std::memory_order_relaxed);
   log::Info("ingest: run ", run->context.id, " '", run->name,
             "' resumed from its checkpoint (window ", checkpoint.periodic_seq, ", ",
@@ -516,7 +517,7 @@ absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord
 }
 
 bool RunTable::Checkpointed(runs::RunId id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = active_.find(id);
   return it != active_.end() && it->second->context.checkpointed;
 }
@@ -524,7 +525,7 @@ bool RunTable::Checkpointed(runs::RunId id) const {
 std::vector<state::CheckpointClient> RunTable::CutClients(
     runs::RunId id, const std::vector<uint64_t>& applied) const {
   std::vector<state::CheckpointClient> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = active_.find(id);
   if (it == active_.end()) return out;
   out.resize(it->second->clients.size());
@@ -548,7 +549,7 @@ void RunTable::MarkDurable(runs::RunId id, const std::vector<state::CheckpointCl
   std::shared_ptr<Run> run;  // keeps the members alive below
   std::vector<std::pair<ClientSession*, const state::CheckpointClient*>> marked;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = active_.find(id);
     if (it == active_.end()) return;
     run = it->second;
@@ -573,7 +574,7 @@ void RunTable::Leave(Session& session) {
   // notifier's retry takes the client's apply lock).
   session.client->Detach(session.generation);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Run& run = *session.run;
     Member& m = *session.member;
     if (!session.client->Superseded(session.generation)) {
@@ -588,7 +589,7 @@ void RunTable::Leave(Session& session) {
     // thread) never waits for the recorder and the dispatcher.
     if (ReadyToEndLocked(run, MonotonicNanos())) to_end_.push_back(session.run);
   }
-  reap_cv_.notify_all();
+  reap_cv_.NotifyAll();
   session.run.reset();
   session.client = nullptr;
   session.member = nullptr;
@@ -651,7 +652,7 @@ void RunTable::End(const std::shared_ptr<Run>& run) {
   manager_.WaitEnded(run->context.id, absl::InfiniteDuration());
   std::vector<state::CheckpointClient> rows;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     rows = ClientRowsLocked(*run);
   }
   const auto stored = [run] {
@@ -665,24 +666,24 @@ void RunTable::End(const std::shared_ptr<Run>& run) {
     stored();
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     active_.erase(run->context.id);
     ended_.push_back(run);
     if (ended_.size() > kEndedBreakdowns) ended_.pop_front();
     departures_.push_back({run->context.id, ""});
   }
-  reap_cv_.notify_all();
+  reap_cv_.NotifyAll();
 }
 
 void RunTable::SetDepartureHook(DepartureHook hook) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   departure_hook_ = std::move(hook);
 }
 
 absl::Status RunTable::Abandon(runs::RunId id, const std::string& client_id) {
   std::shared_ptr<Run> run;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = active_.find(id);
     if (it == active_.end()) return absl::OkStatus();  // ended already
     run = it->second;
@@ -704,7 +705,7 @@ absl::Status RunTable::Abandon(runs::RunId id, const std::string& client_id) {
     departures_.push_back({id, client_id});
     if (ReadyToEndLocked(*run, MonotonicNanos())) to_end_.push_back(run);
   }
-  reap_cv_.notify_all();
+  reap_cv_.NotifyAll();
   return absl::OkStatus();
 }
 
@@ -724,7 +725,7 @@ std::vector<state::CheckpointClient> RunTable::ClientRowsLocked(const Run& run) 
 }
 
 void RunTable::Reap() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     int64_t next = 0;
     std::vector<std::shared_ptr<Run>> ready;
@@ -743,26 +744,26 @@ void RunTable::Reap() {
       }
     }
     if (!ready.empty()) {
-      lock.unlock();
+      lock.Unlock();
       for (const auto& run : ready) End(run);
-      lock.lock();
+      lock.Lock();
       continue;
     }
     if (!departures_.empty()) {  // reported outside the lock, in order
       std::vector<Departure> departed;
       departed.swap(departures_);
       const DepartureHook hook = departure_hook_;
-      lock.unlock();
+      lock.Unlock();
       if (hook) {
         for (const Departure& d : departed) hook(d);
       }
-      lock.lock();
+      lock.Lock();
       continue;
     }
     if (next == 0) {
-      reap_cv_.wait(lock);
+      reap_cv_.Wait(mu_);
     } else {
-      reap_cv_.wait_for(lock, std::chrono::nanoseconds(next - now));
+      reap_cv_.WaitFor(mu_, std::chrono::nanoseconds(next - now));
     }
   }
 }
@@ -770,7 +771,7 @@ void RunTable::Reap() {
 absl::Status RunTable::Stop(runs::RunId id) {
   std::shared_ptr<Run> run;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = active_.find(id);
     if (it == active_.end()) {
       return absl::NotFoundError(absl::StrCat("run ", id, " is not a running ingest run"));
@@ -787,12 +788,12 @@ absl::Status RunTable::Stop(runs::RunId id) {
     }
     if (ReadyToEndLocked(*run, MonotonicNanos())) to_end_.push_back(run);
   }
-  reap_cv_.notify_all();
+  reap_cv_.NotifyAll();
   return absl::OkStatus();
 }
 
 void RunTable::StopAccepting() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   accepting_.store(false, std::memory_order_relaxed);
 }
 
@@ -800,7 +801,7 @@ void RunTable::EndAll() {
   std::vector<std::shared_ptr<Run>> ending;
   std::vector<runs::RunId> ids;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [id, run] : active_) {
       ids.push_back(id);
       if (run->ending) continue;
@@ -814,7 +815,7 @@ void RunTable::EndAll() {
 }
 
 std::map<runs::RunId, Connections> RunTable::ConnectionCounts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::map<runs::RunId, Connections> out;
   for (const auto& [id, run] : active_) {
     out[id] = {run->attached, static_cast<int>(run->clients.size())};
@@ -827,7 +828,7 @@ absl::StatusOr<std::vector<ClientView>> RunTable::Clients(runs::RunId id,
   std::shared_ptr<Run> run;
   std::vector<std::pair<const ClientSession*, const char*>> clients;  // client, state
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = active_.find(id); it != active_.end()) run = it->second;
     for (const auto& r : ended_) {
       if (r->context.id == id) run = r;

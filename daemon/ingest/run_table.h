@@ -47,13 +47,11 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +59,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "daemon/common/mutex.h"
 #include "daemon/config/current_config.h"
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/ingest/client_session.h"
@@ -249,8 +248,8 @@ class RunTable {
   const Shared shared_;             // what every client shares (stats, room, budget)
   std::atomic<bool> accepting_{true};
 
-  mutable std::mutex mu_;
-  std::condition_variable reap_cv_;  // a client went away, or stopping
+  mutable Mutex mu_;
+  CondVar reap_cv_;  // a client went away, or stopping
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::shared_ptr<Run>> by_name_ ABSL_GUARDED_BY(mu_);  // joinable
   std::map<runs::RunId, std::shared_ptr<Run>> active_ ABSL_GUARDED_BY(mu_);   // not yet ended

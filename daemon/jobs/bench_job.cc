@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/thread_name.h"
 
 namespace perld::jobs {
@@ -162,15 +163,15 @@ void BenchJob::Control() {
     o.reason = info->failure_reason;
   }
   {
-    std::lock_guard<std::mutex> lock(done_mu_);
+    MutexLock lock(done_mu_);
     done_.store(true, std::memory_order_release);
   }
-  done_cv_.notify_all();
+  done_cv_.NotifyAll();
 }
 
 const BenchOutcome& BenchJob::Wait() {
-  std::unique_lock<std::mutex> lock(done_mu_);
-  done_cv_.wait(lock, [this] { return done_.load(std::memory_order_acquire); });
+  MutexLock lock(done_mu_);
+  done_cv_.Wait(done_mu_, [this] { return done_.load(std::memory_order_acquire); });
   return *outcome_;
 }
 

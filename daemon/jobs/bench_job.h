@@ -20,10 +20,8 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/bench/perlbench_worker.h"
+#include "daemon/common/mutex.h"
 #include "daemon/runs/run_manager.h"
 
 namespace perld::jobs {
@@ -96,8 +95,8 @@ class BenchJob {
   // Set once the outcome is final (std primitives, not absl::Notification,
   // so ThreadSanitizer sees the ordering: Debian's Abseil is uninstrumented).
   std::atomic<bool> done_{false};
-  std::mutex done_mu_;
-  std::condition_variable done_cv_;
+  Mutex done_mu_;  // guards no member: orders done_'s store against Wait's check
+  CondVar done_cv_;
 };
 
 }  // namespace perld::jobs

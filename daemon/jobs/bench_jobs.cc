@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/common/mutex.h"
 
 namespace perld::jobs {
 
@@ -45,7 +46,7 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
   absl::StatusOr<std::unique_ptr<BenchJob>> job = BenchJob::Start(manager_, std::move(setup));
   if (!job.ok()) return job.status();
   runs::RunInfo info = (*job)->info();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   jobs_[info.id] = std::move(*job);
   return info;
 }
@@ -53,7 +54,7 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
 absl::Status BenchJobs::Stop(runs::RunId id) {
   std::shared_ptr<BenchJob> job;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = jobs_.find(id);
     if (it != jobs_.end()) job = it->second;
   }
@@ -68,7 +69,7 @@ absl::Status BenchJobs::Stop(runs::RunId id) {
 void BenchJobs::StopAll() {
   std::vector<std::shared_ptr<BenchJob>> all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [id, job] : jobs_) all.push_back(job);
   }
   for (auto& job : all) job->Stop();
@@ -77,7 +78,7 @@ void BenchJobs::StopAll() {
 }
 
 size_t BenchJobs::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [id, job] : jobs_) n += job->Done() ? 0 : 1;
   return n;
@@ -86,7 +87,7 @@ size_t BenchJobs::running() const {
 void BenchJobs::Reap() {
   std::vector<std::shared_ptr<BenchJob>> done;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = jobs_.begin(); it != jobs_.end();) {
       if (it->second->Done()) {
         done.push_back(std::move(it->second));

@@ -12,11 +12,11 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "daemon/bench/perlbench_worker.h"
+#include "daemon/common/mutex.h"
 #include "daemon/config/current_config.h"
 #include "daemon/jobs/bench_job.h"
 #include "daemon/runs/run_manager.h"
@@ -48,8 +48,8 @@ class BenchJobs {
   runs::RunManager& manager_;
   const bench::BenchClock& clock_;
   const config::CurrentConfig& config_;
-  mutable std::mutex mu_;
-  std::map<runs::RunId, std::shared_ptr<BenchJob>> jobs_;
+  mutable Mutex mu_;
+  std::map<runs::RunId, std::shared_ptr<BenchJob>> jobs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace perld::jobs

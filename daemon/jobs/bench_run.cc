@@ -7,7 +7,6 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -16,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "daemon/bench/sbk_report.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/tsc_clock.h"
 #include "daemon/http/http_server.h"
@@ -51,18 +51,18 @@ class BenchConsole final : public runs::RunObserver {
   }
 
   void Progress(const std::string& line) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     err_ << "\r\033[K" << line << std::flush;
     progress_shown_ = true;
   }
   int64_t windows_reported() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return windows_reported_;
   }
 
  private:
   void Print(const runs::WindowRecord& w, bool total) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (progress_shown_) {
       err_ << "\r\033[K" << std::flush;
       progress_shown_ = false;
@@ -83,10 +83,10 @@ class BenchConsole final : public runs::RunObserver {
   std::ostream& err_;
   std::ofstream* csv_;
   http::LatestMetrics* latest_;
-  mutable std::mutex mu_;
-  bool progress_shown_ = false;
-  int64_t csv_id_ = 0;
-  int64_t windows_reported_ = 0;
+  mutable Mutex mu_;
+  bool progress_shown_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t csv_id_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t windows_reported_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "daemon/common/mutex.h"
 #include "daemon/core/clock.h"
 
 namespace perld::runs {
@@ -36,16 +37,16 @@ void RecorderHost::Push(Command command) {
   // Commands are rare (a run's start and end): ringing costs nothing that
   // matters. Taking the lock orders the count before an idle recorder's
   // check of it, so the wake-up cannot be lost.
-  { std::lock_guard<std::mutex> lock(idle_mu_); }
-  idle_cv_.notify_one();
+  { MutexLock lock(idle_mu_); }
+  idle_cv_.NotifyOne();
 }
 
 void RecorderHost::Close() {
   {
-    std::lock_guard<std::mutex> lock(idle_mu_);
+    MutexLock lock(idle_mu_);
     closed_.store(true, std::memory_order_relaxed);
   }
-  idle_cv_.notify_one();
+  idle_cv_.NotifyOne();
 }
 
 void RecorderHost::ApplyCommands() {
@@ -91,8 +92,8 @@ bool RecorderHost::FinishRun(RunId id) {
 
 size_t RecorderHost::Drain(PollMode mode) {
   if (runs_.empty() && pending_commands_.load(std::memory_order_acquire) == 0) {
-    std::unique_lock<std::mutex> lock(idle_mu_);
-    idle_cv_.wait_for(lock, kIdleWait, [this] {
+    MutexLock lock(idle_mu_);
+    idle_cv_.WaitFor(idle_mu_, kIdleWait, [this] {
       return pending_commands_.load(std::memory_order_acquire) > 0 ||
              closed_.load(std::memory_order_relaxed);
     });

@@ -26,12 +26,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "daemon/common/mutex.h"
 #include "daemon/core/recorder_work.h"
 #include "daemon/runs/recorder_event.h"
 #include "daemon/runs/run_recorder.h"
@@ -76,8 +75,10 @@ class RecorderHost final : public RecorderWork {
   std::vector<std::shared_ptr<RunRecorder>> runs_;  // recorder thread only
   std::vector<RunId> early_finishes_;               // recorder thread only
   std::atomic<int> attached_count_{0};
-  std::mutex idle_mu_;
-  std::condition_variable idle_cv_;  // a command was queued, or Close
+  // Guards no member (the count and closed_ are atomics): taken around their
+  // change so an idle recorder's check and wait cannot miss the wake-up.
+  Mutex idle_mu_;
+  CondVar idle_cv_;  // a command was queued, or Close
   std::atomic<bool> closed_{false};
 };
 

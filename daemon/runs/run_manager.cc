@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/periodic_and_total_windows.h"
 #include "daemon/core/thread_name.h"
@@ -58,7 +59,7 @@ void RunManager::Start() {
 }
 
 void RunManager::StopAccepting() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   accepting_ = false;
 }
 
@@ -125,13 +126,13 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
 
   RunInfo info;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // The id a new run takes is reserved durably first (outside mu_: a
     // commit and its sync); others may take the reserved ones meanwhile.
     while (!setup.resume && next_id_ > reserved_through_) {
-      lock.unlock();
+      lock.Unlock();
       if (absl::Status s = ReserveNextId(); !s.ok()) return s;
-      lock.lock();
+      lock.Lock();
     }
     if (!accepting_) return absl::UnavailableError("perld is shutting down: no new runs");
     const int64_t max_running = max_running_runs_.load(std::memory_order_relaxed);
@@ -175,16 +176,16 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
 }
 
 absl::Status RunManager::ReserveNextId() {
-  std::lock_guard<std::mutex> one(reserve_mu_);
+  MutexLock one(reserve_mu_);
   RunId through = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (next_id_ <= reserved_through_) return absl::OkStatus();
     through = next_id_ + kIdBlock - 1;
   }
   // A commit and its sync, outside mu_: the dispatcher never waits for it.
   if (absl::Status s = options_.reserve_ids(through); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   reserved_through_ = std::max(reserved_through_, through);
   return absl::OkStatus();
 }
@@ -196,7 +197,7 @@ void RunManager::SetLimits(int64_t max_running_runs, int64_t max_memory_bytes) {
 
 void RunManager::EndRun(RunId id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = pending_.find(id);
     if (it == pending_.end() || it->second.ending) return;
     it->second.ending = true;
@@ -205,13 +206,13 @@ void RunManager::EndRun(RunId id) {
 }
 
 bool RunManager::WaitEnded(RunId id, absl::Duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !pending_.contains(id); };
   if (timeout == absl::InfiniteDuration()) {
-    ended_.wait(lock, ended);
+    ended_.Wait(mu_, ended);
     return true;
   }
-  return ended_.wait_for(lock, absl::ToChronoNanoseconds(timeout), ended);
+  return ended_.WaitFor(mu_, absl::ToChronoNanoseconds(timeout), ended);
 }
 
 void RunManager::Dispatch() {
@@ -242,7 +243,7 @@ void RunManager::Dispatch() {
 void RunManager::HandleWindow(RecorderEvent& event) {
   WindowRecord& window = event.window;
   if (window.kind == WindowRecord::Kind::kTotal) {
-    std::lock_guard<std::mutex> lock(mu_);  // kept until the run is finished
+    MutexLock lock(mu_);  // kept until the run is finished
     pending_[event.run_id].total = std::move(window);
     return;
   }
@@ -260,7 +261,7 @@ void RunManager::HandleFinished(RecorderEvent& event) {
   const RunId id = event.run_id;
   Pending pending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     pending = std::move(pending_[id]);
   }
   WindowRecord total = pending.total ? std::move(*pending.total) : WindowRecord{};
@@ -288,17 +289,17 @@ void RunManager::HandleFinished(RecorderEvent& event) {
                                       std::move(ended.failure_reason), ended.end_unix_ms, nullptr));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     pending_.erase(id);
     if (registry_.Info(id).ok()) ended_counters_[id] = final_counts;
   }
-  ended_.notify_all();
+  ended_.NotifyAll();
   // WaitEnded(id) holds from here: the run's subscribers learn it too.
   registry_.Notify(id);
 }
 
 std::map<RunId, ChannelCounters> RunManager::ChannelCounts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::map<RunId, ChannelCounters> out = ended_counters_;
   for (const auto& [id, pending] : pending_) {
     if (std::shared_ptr<TimeStampChannels> channels = pending.channels.lock()) {
@@ -311,7 +312,7 @@ std::map<RunId, ChannelCounters> RunManager::ChannelCounts() const {
 void RunManager::NotifyEvicted(const std::vector<RunId>& ids) {
   if (ids.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (RunId id : ids) ended_counters_.erase(id);
   }
   for (RunObserver* o : observers_) o->OnRunsEvicted(ids);

@@ -27,7 +27,6 @@
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -41,6 +40,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/common/mutex.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/core/recorder_thread.h"
 #include "daemon/core/timestamp_channels.h"
@@ -209,13 +209,13 @@ class RunManager {
   std::atomic<bool> stopping_{false};
   bool started_ = false;
 
-  // std::mutex, not absl::Mutex: see RunRegistry::mu_ (ThreadSanitizer).
-  mutable std::mutex mu_;
-  std::condition_variable ended_;  // notified when a run leaves pending_
+  // perld::Mutex, not absl::Mutex: see RunRegistry::mu_ (ThreadSanitizer).
+  mutable Mutex mu_;
+  CondVar ended_;  // notified when a run leaves pending_
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
   RunId next_id_ ABSL_GUARDED_BY(mu_);
-  RunId reserved_through_ ABSL_GUARDED_BY(mu_);            // ids up to it are reserved
-  std::mutex reserve_mu_;                                  // one reservation at a time
+  RunId reserved_through_ ABSL_GUARDED_BY(mu_);  // ids up to it are reserved
+  Mutex reserve_mu_;  // one reservation at a time (guards no member: serializes)
   std::map<RunId, Pending> pending_ ABSL_GUARDED_BY(mu_);  // runs not yet ended
   std::map<RunId, ChannelCounters> ended_counters_ ABSL_GUARDED_BY(mu_);
 };

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/latency_recorder_builder.h"
 #include "daemon/core/time_stamp.h"
 
@@ -70,7 +71,7 @@ void RunMemoryBudget::Reservation::Release() {
 
 absl::StatusOr<RunMemoryBudget::Reservation> RunMemoryBudget::Reserve(const RunMemoryNeed& need) {
   const int64_t bytes = need.bytes();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (limit_ > 0 && bytes > limit_ - reserved_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "limits.maxMemoryBytes: this run needs ", bytes, " bytes at most (", need.Describe(),
@@ -84,28 +85,28 @@ absl::StatusOr<RunMemoryBudget::Reservation> RunMemoryBudget::Reserve(const RunM
 }
 
 void RunMemoryBudget::Give(int64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   reserved_ -= bytes;
   --reservations_;
 }
 
 void RunMemoryBudget::SetLimit(int64_t limit_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   limit_ = limit_bytes;
 }
 
 int64_t RunMemoryBudget::limit() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return limit_;
 }
 
 int64_t RunMemoryBudget::reserved() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return reserved_;
 }
 
 int64_t RunMemoryBudget::reservations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return reservations_;
 }
 

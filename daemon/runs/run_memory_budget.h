@@ -21,11 +21,11 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/latency_config.h"
 #include "daemon/core/latency_recorder.h"
 #include "daemon/core/timestamp_channels.h"
@@ -88,7 +88,7 @@ class RunMemoryBudget {
  private:
   void Give(int64_t bytes);
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   int64_t limit_ ABSL_GUARDED_BY(mu_);
   int64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t reservations_ ABSL_GUARDED_BY(mu_) = 0;

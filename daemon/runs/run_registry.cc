@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/latency_recorder_builder.h"
 
 namespace perld::runs {
@@ -58,11 +59,14 @@ absl::Status FillFrom(const WindowRecord& w, const PercentileIndex& index, const
 
 // An exclusive lock that, once released, calls the subscribers of the runs
 // the writer changed (Changed): callbacks never run under mu_.
-class RunRegistry::ChangeLock {
+class ABSL_SCOPED_LOCKABLE RunRegistry::ChangeLock {
  public:
-  explicit ChangeLock(const RunRegistry& registry) : registry_(registry), lock_(registry.mu_) {}
-  ~ChangeLock() {
-    lock_.unlock();
+  explicit ChangeLock(const RunRegistry& registry) ABSL_EXCLUSIVE_LOCK_FUNCTION(registry.mu_)
+      : registry_(registry) {
+    registry_.mu_.Lock();
+  }
+  ~ChangeLock() ABSL_UNLOCK_FUNCTION() {
+    registry_.mu_.Unlock();
     if (!changed_.empty()) registry_.NotifyAll(changed_);
   }
   ChangeLock(const ChangeLock&) = delete;
@@ -75,7 +79,6 @@ class RunRegistry::ChangeLock {
 
  private:
   const RunRegistry& registry_;
-  std::unique_lock<std::shared_mutex> lock_;
   std::vector<RunId> changed_;
 };
 
@@ -83,7 +86,7 @@ class RunRegistry::ChangeLock {
 // wait for a call in progress and stop later ones.
 struct RunRegistry::Subscription::Subscriber {
   explicit Subscriber(std::function<void()> f) : on_change(std::move(f)) {}
-  std::mutex mu;
+  Mutex mu;
   bool active ABSL_GUARDED_BY(mu) = true;
   const std::function<void()> on_change;
 };
@@ -107,7 +110,7 @@ void RunRegistry::Subscription::reset() {
   if (subscriber_ == nullptr) return;
   registry_->Unsubscribe(id_, subscriber_.get());
   {
-    std::lock_guard<std::mutex> lock(subscriber_->mu);  // waits for a call in progress
+    MutexLock lock(subscriber_->mu);  // waits for a call in progress
     subscriber_->active = false;
   }
   subscriber_.reset();
@@ -117,14 +120,14 @@ void RunRegistry::Subscription::reset() {
 RunRegistry::Subscription RunRegistry::Subscribe(RunId id, std::function<void()> on_change) const {
   auto subscriber = std::make_shared<Subscription::Subscriber>(std::move(on_change));
   {
-    std::lock_guard<std::mutex> lock(subscribers_mu_);
+    MutexLock lock(subscribers_mu_);
     subscribers_.emplace(id, subscriber);
   }
   return Subscription(this, id, std::move(subscriber));
 }
 
 void RunRegistry::Unsubscribe(RunId id, const Subscription::Subscriber* subscriber) const {
-  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  MutexLock lock(subscribers_mu_);
   auto [begin, end] = subscribers_.equal_range(id);
   for (auto it = begin; it != end; ++it) {
     if (it->second.get() == subscriber) {
@@ -139,7 +142,7 @@ void RunRegistry::Notify(RunId id) const { NotifyAll({id}); }
 void RunRegistry::NotifyAll(const std::vector<RunId>& ids) const {
   std::vector<std::shared_ptr<Subscription::Subscriber>> targets;
   {
-    std::lock_guard<std::mutex> lock(subscribers_mu_);
+    MutexLock lock(subscribers_mu_);
     if (subscribers_.empty()) return;
     for (RunId id : ids) {
       auto [begin, end] = subscribers_.equal_range(id);
@@ -147,7 +150,7 @@ void RunRegistry::NotifyAll(const std::vector<RunId>& ids) const {
     }
   }
   for (const auto& s : targets) {
-    std::lock_guard<std::mutex> lock(s->mu);
+    MutexLock lock(s->mu);
     if (s->active) s->on_change();
   }
 }
@@ -384,7 +387,7 @@ std::vector<RunId> RunRegistry::Evict() {
 }
 
 std::vector<RunInfo> RunRegistry::List(const RunFilter& filter) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   std::vector<RunInfo> out;
   for (const auto& [id, e] : runs_) {
     if (filter.state && e->info.state != *filter.state) continue;
@@ -402,7 +405,7 @@ std::vector<RunInfo> RunRegistry::List(const RunFilter& filter) const {
 }
 
 RunPage RunRegistry::List(const RunFilter& filter, RunId after, size_t max) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   RunPage page;
   for (auto it = runs_.upper_bound(after); it != runs_.end(); ++it) {
     const RunInfo& info = it->second->info;
@@ -422,14 +425,14 @@ RunPage RunRegistry::List(const RunFilter& filter, RunId after, size_t max) cons
 }
 
 absl::StatusOr<RunInfo> RunRegistry::Info(RunId id) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   return e->info;
 }
 
 absl::StatusOr<RunView> RunRegistry::Get(RunId id) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   RunView view;
@@ -443,7 +446,7 @@ absl::StatusOr<RunView> RunRegistry::Get(RunId id) const {
 }
 
 absl::StatusOr<WindowRecord> RunRegistry::LiveTotal(RunId id) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   if (e->ended || e->final_total) {
@@ -457,7 +460,7 @@ absl::StatusOr<WindowRecord> RunRegistry::LiveTotal(RunId id) const {
 }
 
 absl::StatusOr<RunId> RunRegistry::Resolve(const std::string& id_or_name) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   RunId id = 0;
   if (absl::SimpleAtoi(id_or_name, &id) && Find(id) != nullptr) return id;
   std::vector<RunId> matches;
@@ -479,7 +482,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
                                                           std::vector<double> percents) const {
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents));
   if (!set.ok()) return set.status();
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   PercentileAnswer answer;
@@ -510,7 +513,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
 }
 
 absl::StatusOr<std::vector<WindowRecord>> RunRegistry::History(RunId id, int64_t from) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   std::vector<WindowRecord> out;
@@ -522,7 +525,7 @@ absl::StatusOr<std::vector<WindowRecord>> RunRegistry::History(RunId id, int64_t
 }
 
 absl::StatusOr<RunRegistry::WatchBatch> RunRegistry::Events(RunId id, int64_t next) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   WatchBatch batch;
@@ -537,14 +540,14 @@ absl::StatusOr<RunRegistry::WatchBatch> RunRegistry::Events(RunId id, int64_t ne
 }
 
 size_t RunRegistry::running() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   size_t n = 0;
   for (const auto& [id, e] : runs_) n += e->ended ? 0 : 1;
   return n;
 }
 
 size_t RunRegistry::size() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return runs_.size();
 }
 
@@ -564,7 +567,7 @@ int64_t RunRegistry::InfoBytes(const RunInfo& info) {
 }
 
 int64_t RunRegistry::ApproxBytes() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return bytes_;
 }
 

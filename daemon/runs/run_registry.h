@@ -37,9 +37,7 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,6 +46,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/common/mutex.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/run_total.h"
@@ -202,16 +201,17 @@ class RunRegistry {
   void NotifyAll(const std::vector<RunId>& ids) const;
   void Unsubscribe(RunId id, const Subscription::Subscriber* subscriber) const;
 
-  // std::shared_mutex rather than absl::Mutex: Debian's Abseil is not built
-  // with ThreadSanitizer annotations, so TSan could not see absl::Mutex
-  // ordering and the concurrency tests would report false races.
-  mutable std::shared_mutex mu_;
+  // perld::SharedMutex (std::shared_mutex) rather than absl::Mutex: Debian's
+  // Abseil is not built with ThreadSanitizer annotations, so TSan could not
+  // see absl::Mutex ordering and the concurrency tests would report false
+  // races (daemon/common/mutex.h).
+  mutable SharedMutex mu_;
   config::RetentionConfig retention_ ABSL_GUARDED_BY(mu_);
   std::map<RunId, std::unique_ptr<Entry>> runs_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // Subscribers by run: taken to change the table or copy a run's list,
   // never while a callback runs.
-  mutable std::mutex subscribers_mu_;
+  mutable Mutex subscribers_mu_;
   mutable std::multimap<RunId, std::shared_ptr<Subscription::Subscriber>> subscribers_
       ABSL_GUARDED_BY(subscribers_mu_);
 };

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/clock.h"
 #include "daemon/http/metric_families.h"
 #include "daemon/http/prometheus_text.h"
@@ -82,7 +83,7 @@ void DaemonMetrics::Render(std::string* buffer) {
   int64_t omitted = 0;
   const std::vector<http::RunMetrics> runs =
       http::SelectRunMetrics(manager_.registry(), input, &omitted);
-  std::lock_guard<std::mutex> lock(render_mu_);
+  MutexLock lock(render_mu_);
   omitted_.Set(static_cast<double>(omitted));
   omitted_total_.Increment(static_cast<double>(omitted));
   RenderRuns(runs, input.prometheus.names, buffer);

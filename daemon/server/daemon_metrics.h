@@ -32,10 +32,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "daemon/common/mutex.h"
 #include "daemon/config/current_config.h"
 #include "daemon/http/http_server_stats.h"
 #include "daemon/http/run_metrics.h"
@@ -68,7 +68,7 @@ class DaemonMetrics {
  private:
   // The exported runs' families into `buffer` (cleared first).
   void RenderRuns(const std::vector<http::RunMetrics>& runs, config::MetricNames names,
-                  std::string* buffer);
+                  std::string* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(render_mu_);
 
   // A run's perld fragments are kept while what they show is unchanged:
   // a scrape re-renders only the runs that published a window (or changed
@@ -101,8 +101,8 @@ class DaemonMetrics {
   prometheus::Counter& scrapes_;
   prometheus::Gauge& last_scrape_;
   prometheus::Gauge& last_scrape_cpu_;
-  std::mutex render_mu_;                 // one scrape renders at a time
-  std::map<uint64_t, CachedRun> cache_;  // guarded by render_mu_: exported runs only
+  Mutex render_mu_;                                                  // one scrape renders at a time
+  std::map<uint64_t, CachedRun> cache_ ABSL_GUARDED_BY(render_mu_);  // exported runs only
 };
 
 }  // namespace perld::server

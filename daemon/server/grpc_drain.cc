@@ -46,17 +46,17 @@ GrpcDrain::InterceptorFactory() {
 }
 
 void GrpcDrain::Begin() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(mu_);
   ++in_flight_;
 }
 
 void GrpcDrain::End() {
-  absl::MutexLock lock(&mu_);
-  --in_flight_;
+  MutexLock lock(mu_);
+  if (--in_flight_ == 0) drained_.NotifyAll();
 }
 
 int64_t GrpcDrain::in_flight() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(mu_);
   return in_flight_;
 }
 
@@ -69,9 +69,13 @@ int64_t GrpcDrain::Shutdown(grpc::Server& server, absl::Time deadline) {
 
   int64_t left = 0;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(mu_);
     const auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
-    mu_.AwaitWithDeadline(absl::Condition(&drained), deadline);
+    if (deadline == absl::InfiniteFuture()) {
+      drained_.Wait(mu_, drained);
+    } else {
+      drained_.WaitUntil(mu_, absl::ToChronoTime(deadline), drained);
+    }
     left = in_flight_;
   }
   // The deadline is now: what is still open is cancelled and every

@@ -38,8 +38,8 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "daemon/common/mutex.h"
 
 namespace perld::server {
 
@@ -61,7 +61,8 @@ class GrpcDrain {
   void Begin();
   void End();
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
+  CondVar drained_;  // in_flight_ reached 0 (Shutdown waits for it)
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

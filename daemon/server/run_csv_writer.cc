@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/common/log.h"
+#include "daemon/common/mutex.h"
 
 namespace perld::server {
 
@@ -30,12 +31,12 @@ void RunCsvWriter::OnRunStarted(const runs::RunInfo& info) {
     return;
   }
   file->out << bench::CsvHeader(ctx) << "\n";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   files_[info.id] = std::move(file);
 }
 
 void RunCsvWriter::Row(runs::RunId id, const runs::WindowRecord& w, bool total) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = files_.find(id);
   if (it == files_.end()) return;
   File& f = *it->second;
@@ -51,7 +52,7 @@ void RunCsvWriter::OnWindow(const runs::RunInfo& info, const runs::WindowRecord&
 
 void RunCsvWriter::OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) {
   Row(info.id, total, true);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = files_.find(info.id);
   if (it == files_.end()) return;
   it->second->out.flush();

@@ -12,10 +12,10 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "daemon/bench/sbk_report.h"
+#include "daemon/common/mutex.h"
 #include "daemon/config/current_config.h"
 #include "daemon/runs/run_observer.h"
 
@@ -39,8 +39,8 @@ class RunCsvWriter final : public runs::RunObserver {
   void Row(runs::RunId id, const runs::WindowRecord& window, bool total);
 
   const config::CurrentConfig& config_;
-  std::mutex mu_;
-  std::map<runs::RunId, std::unique_ptr<File>> files_;
+  Mutex mu_;
+  std::map<runs::RunId, std::unique_ptr<File>> files_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace perld::server

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "daemon/common/log.h"
+#include "daemon/common/mutex.h"
 
 namespace perld::server {
 
@@ -36,10 +37,10 @@ void SystemdNotifier::Stopping() { Send("STOPPING=1\nSTATUS=stopping"); }
 
 void SystemdNotifier::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (watchdog_.joinable()) watchdog_.join();
 }
 
@@ -47,8 +48,9 @@ void SystemdNotifier::Watch() {
   const auto period = std::chrono::microseconds(watchdog_usec_ / 2);
   uint64_t last = ticks_();
   bool stalled = false;
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, period, [&] { return stopping_; })) {
+  MutexLock lock(mu_);
+  while (
+      !cv_.WaitFor(mu_, period, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; })) {
     const uint64_t now = ticks_();
     if (now != last) {
       Send("WATCHDOG=1");

@@ -18,12 +18,12 @@
 // tick source (any thread) and stops in Stop()/the destructor.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "daemon/common/mutex.h"
 
 namespace perld::server {
 
@@ -52,9 +52,9 @@ class SystemdNotifier {
   std::function<uint64_t()> ticks_;
   bool enabled_ = false;
   int64_t watchdog_usec_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread watchdog_;
 };
 

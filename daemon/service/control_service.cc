@@ -4,12 +4,12 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/common/mutex.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/request_limits.h"
 #include "daemon/service/run_proto.h"
@@ -47,7 +47,7 @@ class ControlService::StopWait final : public grpc::ServerUnaryReactor {
 
   void OnCancel() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       cancelled_ = true;
       if (busy_) return;
       busy_ = true;
@@ -66,7 +66,7 @@ class ControlService::StopWait final : public grpc::ServerUnaryReactor {
     std::unique_ptr<grpc::Alarm> last;  // its callback may still be returning
     grpc::Alarm* kick = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (busy_) {
         changed_ = true;
         return;
@@ -85,7 +85,7 @@ class ControlService::StopWait final : public grpc::ServerUnaryReactor {
     for (;;) {
       bool cancelled = false;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         changed_ = false;
         cancelled = cancelled_;
       }
@@ -104,7 +104,7 @@ class ControlService::StopWait final : public grpc::ServerUnaryReactor {
         Finish(grpc::Status::OK);
         return;
       }
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!changed_ && !cancelled_) {
         busy_ = false;
         return;
@@ -117,7 +117,7 @@ class ControlService::StopWait final : public grpc::ServerUnaryReactor {
   v1::StopRunResponse* const response_;
   runs::RunRegistry::Subscription subscription_;
 
-  std::mutex mu_;
+  Mutex mu_;
   bool busy_ ABSL_GUARDED_BY(mu_) = true;
   bool changed_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;

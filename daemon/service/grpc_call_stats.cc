@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/status/status.h"
+#include "daemon/common/mutex.h"
 #include "daemon/http/metric_families.h"
 
 namespace perld::service {
@@ -46,7 +47,7 @@ class CountingFactory final : public grpc::experimental::ServerInterceptorFactor
 }  // namespace
 
 void GrpcCallStats::Count(std::string method, int code) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = calls_.find({method, code});
   if (it != calls_.end()) {
     ++it->second;
@@ -73,7 +74,7 @@ std::vector<prometheus::MetricFamily> GrpcCallStats::Collect() const {
   prometheus::MetricFamily& family =
       http::AddFamily(&families, "perld_grpc_requests_total", prometheus::MetricType::Counter,
                       "gRPC calls finished, by method and status code (errors: code != OK).");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [key, count] : calls_) {
     http::AddSample(
         family, static_cast<double>(count),

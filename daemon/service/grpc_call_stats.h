@@ -21,10 +21,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "daemon/common/mutex.h"
 
 namespace perld::service {
 
@@ -38,8 +39,8 @@ class GrpcCallStats final : public prometheus::Collectable {
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> InterceptorFactory();
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, int>, uint64_t> calls_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::pair<std::string, int>, uint64_t> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace perld::service

@@ -3,11 +3,11 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/common/mutex.h"
 #include "daemon/ingest/refusals.h"
 #include "daemon/service/grpc_ingest_stream.h"
 #include "daemon/service/grpc_status.h"
@@ -96,7 +96,7 @@ class IngestService::Reactor final
 
   void OnWriteDone(bool ok) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       writing_ = false;
       if (!ok) {  // the client is gone: nothing more can be written
         broken_ = true;
@@ -111,7 +111,7 @@ class IngestService::Reactor final
   // parked message has none, so the stream ends here.
   void OnCancel() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!parked_) return;
     }
     if (service_.runs_.Superseded(session_)) service_.stats_.Refused(Refusal::kSuperseded);
@@ -164,7 +164,7 @@ class IngestService::Reactor final
     opened->set_max_batch_length(config_->ingest.max_batch_length);
     opened->set_max_pairs_per_report(config_->ingest.max_pairs_per_report);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       queue_.push_back(std::move(response));
       // IngestOpened told the client where it stands: acknowledge changes.
       sent_ = service_.runs_.CurrentProgress(session_);
@@ -210,7 +210,7 @@ class IngestService::Reactor final
         // Acknowledged once durable (a checkpoint holds the client closed):
         // a daemon crash after it cannot wait for this client again.
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           phase_ = Phase::kClosing;
         }
         ProgressChanged();
@@ -230,7 +230,7 @@ class IngestService::Reactor final
       return;
     }
     if (offered->parked) {  // backpressure: Resumed reads on
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       parked_ = true;
       return;
     }
@@ -241,14 +241,14 @@ class IngestService::Reactor final
   void Resumed(const absl::StatusOr<ingest::Applied>& applied) {
     if (!applied.ok()) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         parked_ = false;
       }
       End(ToGrpcStatus(applied.status()));
       return;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       parked_ = false;
       if (final_) return;  // ending: no more reads
     }
@@ -267,7 +267,7 @@ class IngestService::Reactor final
       return;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       phase_ = Phase::kClosing;
       repeat_ = true;
     }
@@ -276,7 +276,7 @@ class IngestService::Reactor final
 
   // The client's progress changed (any thread), or a close waits for it.
   void ProgressChanged() {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (final_) return;
     dirty_ = true;
     if (phase_ == Phase::kClosing && service_.runs_.CloseDurable(session_)) {
@@ -291,7 +291,7 @@ class IngestService::Reactor final
         dirty_ = false;
       }
     }
-    lock.unlock();
+    lock.Unlock();
     Write();
   }
 
@@ -299,10 +299,18 @@ class IngestService::Reactor final
   void Write() {
     std::optional<grpc::Status> finish;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (writing_ || finished_) return;
       if (!broken_ && NextWriteLocked()) {
-        writing_ = true;
+        bool own_buffer = false;
+        if (grpc::Status s = grpc::SerializationTraits<v1::IngestResponse>::Serialize(
+                out_, &out_bytes_, &own_buffer);
+            !s.ok()) {
+          finished_ = true;  // cannot happen for a message this process built
+          finish = s;
+        } else {
+          writing_ = true;
+        }
       } else if (final_) {
         finished_ = true;
         finish = *final_;
@@ -312,22 +320,14 @@ class IngestService::Reactor final
     }
     if (finish) {
       Finish(*finish);
-      return;
+    } else {
+      StartWrite(&out_bytes_);  // this write's alone until OnWriteDone
     }
-    // out_ is this write's alone until OnWriteDone (writing_).
-    bool own_buffer = false;
-    if (grpc::Status s = grpc::SerializationTraits<v1::IngestResponse>::Serialize(out_, &out_bytes_,
-                                                                                  &own_buffer);
-        !s.ok()) {
-      Finish(s);  // cannot happen for a message this process built
-      return;
-    }
-    StartWrite(&out_bytes_);
   }
 
   // Fills out_ with what to write next: a queued answer, else an
   // acknowledgement if the progress changed. False: nothing.
-  bool NextWriteLocked() {
+  bool NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!queue_.empty()) {
       out_ = std::move(queue_.front());
       queue_.pop_front();
@@ -371,7 +371,7 @@ class IngestService::Reactor final
   // Ends the stream with `status` once what is queued is written.
   void End(const grpc::Status& status) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (final_) return;
       final_ = status;
       queue_.clear();  // an error ends the stream now
@@ -390,19 +390,24 @@ class IngestService::Reactor final
   ingest::RunTable::Session session_;
   uint64_t listener_ = 0;
 
-  std::mutex mu_;  // the writing state below
+  Mutex mu_;  // the writing state below
+  // Not ABSL_GUARDED_BY: only the reading path (one read at a time) writes
+  // it, under mu_, and reads it without; the writing path reads it under mu_.
   Phase phase_ = Phase::kOpening;
-  std::deque<v1::IngestResponse> queue_;  // answers to write before any ack
-  v1::IngestResponse out_;                // the write in flight
-  grpc::ByteBuffer out_bytes_;            // out_ serialized
-  ingest::Progress sent_;                 // what the acknowledgements said
-  std::optional<grpc::Status> final_;     // set: finish once nothing is left to write
-  bool dirty_ = false;                    // the progress may have changed
-  bool writing_ = false;
-  bool finished_ = false;  // Finish was called
-  bool broken_ = false;    // a write failed
-  bool repeat_ = false;    // a closed client repeating its close
-  bool parked_ = false;    // the last message waits for room (no read pending)
+  std::deque<v1::IngestResponse> queue_ ABSL_GUARDED_BY(mu_);  // answers to write before any ack
+  v1::IngestResponse out_ ABSL_GUARDED_BY(mu_);                // the write in flight
+  ingest::Progress sent_ ABSL_GUARDED_BY(mu_);                 // what the acknowledgements said
+  std::optional<grpc::Status> final_
+      ABSL_GUARDED_BY(mu_);                  // set: finish once nothing is left to write
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;  // the progress may have changed
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish was called
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;    // a write failed
+  bool repeat_ ABSL_GUARDED_BY(mu_) = false;    // a closed client repeating its close
+  bool parked_ ABSL_GUARDED_BY(mu_) = false;    // the last message waits for room (no read pending)
+  // The write in flight, serialized under mu_ and then owned by that write
+  // (writing_) until OnWriteDone: not guarded.
+  grpc::ByteBuffer out_bytes_;
 };
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* IngestService::Stream(

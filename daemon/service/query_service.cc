@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/common/mutex.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/request_limits.h"
 #include "daemon/service/run_proto.h"
@@ -57,7 +58,7 @@ class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunRe
   // Finishes the watch UNAVAILABLE. REQUIRES: service_.watches_mu_ held.
   void Cancel() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       shutdown_ = true;
       if (busy_) return;
       busy_ = true;
@@ -67,7 +68,7 @@ class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunRe
 
   void OnWriteDone(bool ok) override {
     if (!ok) {  // the call is gone
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       cancelled_ = true;
     }
     Pump();
@@ -75,7 +76,7 @@ class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunRe
 
   void OnCancel() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       cancelled_ = true;
       if (busy_) return;
       busy_ = true;
@@ -97,7 +98,7 @@ class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunRe
     std::unique_ptr<grpc::Alarm> last;  // its callback may still be returning
     grpc::Alarm* kick = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (busy_) {
         changed_ = true;
         return;
@@ -116,7 +117,7 @@ class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunRe
     for (;;) {
       grpc::Status stop;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         changed_ = false;
         if (cancelled_) {
           stop = grpc::Status::CANCELLED;
@@ -154,7 +155,7 @@ class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunRe
         Finish(grpc::Status::OK);
         return;
       }
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!changed_ && !cancelled_ && !shutdown_) {
         busy_ = false;
         return;
@@ -166,7 +167,7 @@ class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunRe
   const runs::RunId id_;
   runs::RunRegistry::Subscription subscription_;
 
-  std::mutex mu_;
+  Mutex mu_;
   bool busy_ ABSL_GUARDED_BY(mu_) = true;  // the pump has an owner (see above)
   bool changed_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
@@ -237,7 +238,7 @@ grpc::ServerWriteReactor<v1::WatchRunResponse>* QueryService::WatchRun(
   }
   Watch* watch = nullptr;
   {
-    std::lock_guard<std::mutex> lock(watches_mu_);
+    MutexLock lock(watches_mu_);
     if (cancelled_) return new RefusedWatch(ShuttingDown());
     const int64_t max_watchers = config_.Get()->limits.max_watchers;
     if (static_cast<int64_t>(watches_.size()) >= max_watchers) {
@@ -254,13 +255,13 @@ grpc::ServerWriteReactor<v1::WatchRunResponse>* QueryService::WatchRun(
 }
 
 void QueryService::Forget(Watch* watch) {
-  std::lock_guard<std::mutex> lock(watches_mu_);
+  MutexLock lock(watches_mu_);
   watches_.erase(watch);
   watchers_.store(static_cast<int>(watches_.size()), std::memory_order_relaxed);
 }
 
 void QueryService::CancelWatches() {
-  std::lock_guard<std::mutex> lock(watches_mu_);
+  MutexLock lock(watches_mu_);
   cancelled_ = true;
   for (Watch* watch : watches_) watch->Cancel();
 }

@@ -22,10 +22,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <set>
 
 #include "absl/base/thread_annotations.h"
+#include "daemon/common/mutex.h"
 #include "daemon/config/current_config.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/run_registry.h"
@@ -88,7 +88,7 @@ class QueryService final : public v1::Query::CallbackService {
   const CallAuth& auth_;
   const ingest::RunTable* const ingest_runs_;
   std::atomic<int> watchers_{0};  // watches_.size(), readable without watches_mu_
-  std::mutex watches_mu_;
+  Mutex watches_mu_;
   std::set<Watch*> watches_ ABSL_GUARDED_BY(watches_mu_);  // open, until their OnDone
   bool cancelled_ ABSL_GUARDED_BY(watches_mu_) = false;    // CancelWatches was called
 };

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/common/log.h"
+#include "daemon/common/mutex.h"
 #include "daemon/service/grpc_ingest_stream.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/ingest_codec.h"
@@ -218,7 +219,7 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
   // RoomNotifier thread.
   void Resumed(const absl::StatusOr<ingest::Applied>& applied) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       parked_ = false;
       if (ended_) return;
     }
@@ -233,7 +234,7 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
   // A parked record has no read pending to end the stream: end it here.
   void OnCancel() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!parked_) return;
     }
     End(grpc::Status::CANCELLED);
@@ -285,7 +286,7 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
         [this](absl::StatusOr<ingest::Applied> applied) { Resumed(applied); });
     if (!offered.ok()) return ToGrpcStatus(offered.status());
     if (offered->parked) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       parked_ = true;
       *parked = true;
     }
@@ -307,7 +308,7 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
   // Leaves the run before the client hears the stream's status. Once.
   void End(const grpc::Status& status) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (ended_) return;
       ended_ = true;
     }
@@ -341,9 +342,9 @@ class SbpService::LatencyStream final : public grpc::ServerGenericBidiReactor {
   bool closed_ = false;   // the client closed its part of the run
   runs::RunId run_id_ = 0;
   std::optional<ingest::RunTable::Session> session_;
-  std::mutex mu_;        // parked_, ended_ (the reading path and the notifier)
-  bool parked_ = false;  // a record waits for queue room: no read pending
-  bool ended_ = false;   // End ran
+  Mutex mu_;                                  // parked_, ended_ (the reading path and the notifier)
+  bool parked_ ABSL_GUARDED_BY(mu_) = false;  // a record waits for queue room: no read pending
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;   // End ran
 };
 
 template <typename Request, typename Response>

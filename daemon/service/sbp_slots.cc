@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/common/mutex.h"
 
 namespace perld::service {
 
@@ -43,7 +44,7 @@ SbpSlots::Owner SbpSlots::OwnerOf(std::string_view peer, std::string_view author
 absl::StatusOr<int64_t> SbpSlots::Register(
     int64_t max_slots, Owner owner,
     absl::FunctionRef<absl::StatusOr<runs::RunId>(int64_t id)> join) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (static_cast<int64_t>(slots_.size()) >= max_slots) {
     return absl::ResourceExhaustedError(
         absl::StrCat("sbp.maxConnections: ", max_slots, " SBP clients are connected already"));
@@ -66,14 +67,14 @@ absl::StatusOr<SbpSlots::Entry*> SbpSlots::FindLocked(int64_t id, const Owner& o
 }
 
 absl::StatusOr<SbpSlots::Slot> SbpSlots::Find(int64_t id, const Owner& owner) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   absl::StatusOr<Entry*> entry = FindLocked(id, owner);
   if (!entry.ok()) return entry.status();
   return (*entry)->slot;
 }
 
 absl::StatusOr<SbpSlots::Slot> SbpSlots::BeginStream(int64_t id, const Owner& owner) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   absl::StatusOr<Entry*> entry = FindLocked(id, owner);
   if (!entry.ok()) return entry.status();
   Slot& slot = (*entry)->slot;
@@ -85,7 +86,7 @@ absl::StatusOr<SbpSlots::Slot> SbpSlots::BeginStream(int64_t id, const Owner& ow
 }
 
 bool SbpSlots::EndStream(int64_t id, bool closed) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = slots_.find(id);
   if (it == slots_.end()) return true;
   it->second.slot.stage = closed ? Stage::kStreamed : Stage::kFailed;
@@ -93,7 +94,7 @@ bool SbpSlots::EndStream(int64_t id, bool closed) {
 }
 
 absl::StatusOr<SbpSlots::Slot> SbpSlots::Close(int64_t id, const Owner& owner) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (auto ended = ended_.find(id); ended != ended_.end()) {
     if (!(ended->second.owner == owner)) return PermissionDenied(id);
     const Slot slot = ended->second.slot;
@@ -108,13 +109,13 @@ absl::StatusOr<SbpSlots::Slot> SbpSlots::Close(int64_t id, const Owner& owner) {
 }
 
 void SbpSlots::Gone(runs::RunId run_id, int64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = slots_.find(id);
   if (it != slots_.end() && it->second.slot.run_id == run_id) FreeLocked(it, Freed::kGone);
 }
 
 void SbpSlots::RunEnded(runs::RunId run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = slots_.begin(); it != slots_.end();) {
     auto next = std::next(it);
     if (it->second.slot.run_id == run_id) {
@@ -132,7 +133,7 @@ void SbpSlots::FreeLocked(std::map<int64_t, Entry>::iterator it, Freed reason) {
 }
 
 int64_t SbpSlots::in_use() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return static_cast<int64_t>(slots_.size());
 }
 

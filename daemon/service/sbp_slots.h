@@ -26,12 +26,12 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "daemon/common/mutex.h"
 #include "daemon/runs/run_info.h"
 
 namespace perld::service {
@@ -101,13 +101,15 @@ class SbpSlots {
     Slot slot;
   };
   // Under mu_.
-  absl::StatusOr<Entry*> FindLocked(int64_t id, const Owner& owner);
-  void FreeLocked(std::map<int64_t, Entry>::iterator it, Freed reason);
+  absl::StatusOr<Entry*> FindLocked(int64_t id, const Owner& owner)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FreeLocked(std::map<int64_t, Entry>::iterator it, Freed reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  int64_t next_id_ = 1;             // mu_
-  std::map<int64_t, Entry> slots_;  // mu_: the slots held
-  std::map<int64_t, Entry> ended_;  // mu_: freed by their run's end, not closed yet
+  mutable Mutex mu_;
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<int64_t, Entry> slots_ ABSL_GUARDED_BY(mu_);  // the slots held
+  std::map<int64_t, Entry> ended_ ABSL_GUARDED_BY(mu_);  // freed by their run's end, not closed yet
   std::array<std::atomic<uint64_t>, kReasons> freed_{};
 };
 

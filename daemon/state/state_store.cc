@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/common/mutex.h"
 #include "daemon/state/distribution_codec.h"
 #include "daemon/state/sqlite_db.h"
 #include "daemon/state/state_schema.h"
@@ -727,16 +728,16 @@ StateStore::StateStore(std::string path, std::unique_ptr<DirectoryLock> lock,
 
 StateStore::~StateStore() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  wake_.notify_one();
+  wake_.NotifyOne();
   thread_.join();
 }
 
 void StateStore::Enqueue(Item item, size_t bytes) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (const auto* r = std::get_if<RunItem>(&item)) {
       max_run_id_ = std::max(max_run_id_, r->run.id);
     } else if (const auto* t = std::get_if<FinalTotalItem>(&item)) {
@@ -746,7 +747,7 @@ void StateStore::Enqueue(Item item, size_t bytes) {
     queued_bytes_ += bytes;
     ++enqueued_;
   }
-  wake_.notify_one();
+  wake_.NotifyOne();
 }
 
 void StateStore::SaveRun(runs::RunInfo run) {
@@ -775,11 +776,11 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
       false};  // live-only: recorder_bytes, cache_releases, remote, applied, cut
   const size_t bytes = WindowBytes(copy);
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (queued_bytes_ + bytes > max_queued_bytes_) {
       ++dropped_;
-      lock.unlock();
-      wake_.notify_one();  // the writer logs the drop
+      lock.Unlock();
+      wake_.NotifyOne();  // the writer logs the drop
       return;
     }
   }
@@ -799,7 +800,7 @@ void StateStore::SaveCheckpoint(Checkpoint checkpoint, std::function<void()> dur
   }
   bytes += UpstreamBytes(checkpoint.upstream);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // A newer checkpoint of the run replaces one the writer has not taken.
     for (Queued& q : queue_) {
       auto* older = std::get_if<CheckpointItem>(&q.item);
@@ -850,14 +851,14 @@ void StateStore::SaveRunClients(runs::RunId run, std::vector<CheckpointClient> c
 
 absl::Status StateStore::ReserveRunIds(runs::RunId through) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     max_run_id_ = std::max(max_run_id_, through);
   }
   // Its own connection, not the writer's queue: a caller may hold a lock
   // that a commit callback of the writer needs (the RunTable creates runs
   // under its lock), so a reservation never waits for the writer thread,
   // only (busy timeout) for SQLite's write lock, which no callback holds.
-  std::lock_guard<std::mutex> one(reserve_mu_);
+  MutexLock one(reserve_mu_);
   if (!reserver_) {
     absl::StatusOr<SqliteDb> db = SqliteDb::Open(path_, SQLITE_OPEN_READWRITE);
     if (!db.ok()) return Annotate(db.status(), path_);
@@ -911,7 +912,7 @@ void StateStore::SetRetention(const config::RetentionConfig& retention) {
 }
 
 void StateStore::SetLogCallback(std::function<void(std::string_view)> log) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   log_ = std::move(log);
 }
 
@@ -923,8 +924,10 @@ void StateStore::WriterLoop() {
     std::function<void(std::string_view)> log;
     bool stop = false;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return !queue_.empty() || stopping_ || dropped_ != dropped_logged_; });
+      MutexLock lock(mu_);
+      wake_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_ || dropped_ != dropped_logged_;
+      });
       if (dropped_ != dropped_logged_) {
         lines.push_back(absl::StrCat("state store '", path_, "': queue over ", max_queued_bytes_,
                                      " bytes: dropped ", dropped_ - dropped_logged_, " window(s), ",
@@ -963,7 +966,7 @@ void StateStore::WriterLoop() {
       bytes += q.bytes;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       written_ += batch.size();
       queued_bytes_ -= bytes;
       write_errors_ += errors.size();
@@ -971,16 +974,16 @@ void StateStore::WriterLoop() {
         first_error_ = errors.front();
       }
     }
-    done_.notify_all();
+    done_.NotifyAll();
     errors.clear();
     batch.clear();
   }
 }
 
 absl::Status StateStore::Flush() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t target = enqueued_;
-  done_.wait(lock, [&] { return written_ >= target; });
+  done_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return written_ >= target; });
   absl::Status s = std::exchange(first_error_, absl::OkStatus());
   if (s.ok() && dropped_ != dropped_at_flush_) {
     s = absl::ResourceExhaustedError(
@@ -992,17 +995,17 @@ absl::Status StateStore::Flush() {
 }
 
 runs::RunId StateStore::MaxRunId() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return max_run_id_;
 }
 
 uint64_t StateStore::write_errors() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return write_errors_;
 }
 
 uint64_t StateStore::dropped_windows() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return dropped_;
 }
 

@@ -48,13 +48,11 @@
 //   see state_store_cost_test.cc, figures filled in below.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +62,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "daemon/common/mutex.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/runs/run_info.h"
 #include "daemon/runs/window_record.h"
@@ -275,28 +274,29 @@ class StateStore {
   absl::StatusOr<SqliteDb> OpenReader() const;  // read-only, with the busy timeout
 
   const std::unique_ptr<DirectoryLock> lock_;  // held while the store is open
-  std::mutex reserve_mu_;                      // ReserveRunIds, one at a time
-  std::unique_ptr<SqliteDb> reserver_;         // reserve_mu_: opened at the first reservation
+  Mutex reserve_mu_;                           // ReserveRunIds, one at a time
+  std::unique_ptr<SqliteDb> reserver_
+      ABSL_GUARDED_BY(reserve_mu_);  // opened at the first reservation
   const std::string path_;
   const size_t max_queued_bytes_;
   const int busy_timeout_ms_;
   std::unique_ptr<Writer> writer_;  // the writer thread's alone
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;  // writer: work queued or stopping
-  std::condition_variable done_;  // Flush: a batch was committed
-  std::deque<Queued> queue_;
-  size_t queued_bytes_ = 0;  // queue_ plus the batch being written
-  uint64_t enqueued_ = 0;    // items ever queued
-  uint64_t written_ = 0;     // items ever handled by the writer
-  runs::RunId max_run_id_;
-  absl::Status first_error_;  // since the last Flush
-  uint64_t write_errors_ = 0;
-  uint64_t dropped_ = 0;
-  uint64_t dropped_at_flush_ = 0;  // dropped_ at the last Flush
-  uint64_t dropped_logged_ = 0;    // dropped_ at the last drop log line
-  std::function<void(std::string_view)> log_;
-  bool stopping_ = false;
+  mutable Mutex mu_;
+  CondVar wake_;  // writer: work queued or stopping
+  CondVar done_;  // Flush: a batch was committed
+  std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queue_ plus the batch being written
+  uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;    // items ever queued
+  uint64_t written_ ABSL_GUARDED_BY(mu_) = 0;     // items ever handled by the writer
+  runs::RunId max_run_id_ ABSL_GUARDED_BY(mu_);
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);  // since the last Flush
+  uint64_t write_errors_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t dropped_at_flush_ ABSL_GUARDED_BY(mu_) = 0;  // dropped_ at the last Flush
+  uint64_t dropped_logged_ ABSL_GUARDED_BY(mu_) = 0;    // dropped_ at the last drop log line
+  std::function<void(std::string_view)> log_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread thread_;  // last: starts after every member above exists
 };

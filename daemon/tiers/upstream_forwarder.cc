@@ -8,6 +8,7 @@
 #include "client/lib/wire_encoder.h"
 #include "daemon/common/failpoint.h"
 #include "daemon/common/log.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/contract.h"
 #include "daemon/service/run_proto.h"
 
@@ -61,13 +62,13 @@ UpstreamForwarder::UpstreamForwarder(config::UpstreamConfig config, ParentStream
 UpstreamForwarder::~UpstreamForwarder() { Stop(); }
 
 void UpstreamForwarder::Restore(const std::vector<state::UpstreamBacklog>& backlog) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const state::UpstreamBacklog& b : backlog) restored_[b.run] = b;
 }
 
 void UpstreamForwarder::DeliverRestored(
     const std::function<std::optional<runs::RunInfo>(runs::RunId)>& info) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [id, backlog] : restored_) {
     const uint64_t stored = backlog.next_sequence - backlog.first_sequence;
     std::optional<runs::RunInfo> run = info(id);
@@ -104,7 +105,7 @@ UpstreamForwarder::Lane& UpstreamForwarder::StartRestoredLocked(
 }
 
 void UpstreamForwarder::OnRunStarted(const runs::RunInfo& info) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) return;
   if (auto r = restored_.find(info.id); r != restored_.end()) {
     // A run resumed after a crash: its stream continues where the state
@@ -126,7 +127,7 @@ void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRe
   bool gated = false;
   uint64_t first = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = lanes_.find(info.id);
     if (stopping_ || it == lanes_.end()) return;  // a run restored from the history
     Lane& lane = it->second;
@@ -158,7 +159,7 @@ void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRe
     *request.mutable_window() = std::move(part);
     messages.push_back(Message{sequence, request.SerializeAsString()});
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = lanes_.find(info.id);
   if (it == lanes_.end()) return;  // given up at the stop deadline
   Lane& lane = it->second;
@@ -172,7 +173,7 @@ void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRe
 }
 
 void UpstreamForwarder::TakeForCheckpoint(runs::RunId id, state::Checkpoint* checkpoint) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = lanes_.find(id);
   if (it == lanes_.end() || !it->second.gated) return;
   Lane& lane = it->second;
@@ -186,7 +187,7 @@ void UpstreamForwarder::TakeForCheckpoint(runs::RunId id, state::Checkpoint* che
 void UpstreamForwarder::Committed(runs::RunId id, uint64_t next_sequence) {
   // The messages are in the state database, none of them sent yet.
   PERLD_FAILPOINT_HIT("upstream-stored-before-send");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = lanes_.find(id);
   if (it == lanes_.end()) return;
   Lane& lane = it->second;
@@ -212,7 +213,7 @@ void UpstreamForwarder::Committed(runs::RunId id, uint64_t next_sequence) {
 }
 
 void UpstreamForwarder::OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord&) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = lanes_.find(info.id);
   if (it == lanes_.end()) return;
   Lane& lane = it->second;
@@ -242,11 +243,11 @@ void UpstreamForwarder::QueueMessagesLocked(runs::RunId id, Lane& lane,
 
 void UpstreamForwarder::ReadyLocked(runs::RunId id) {
   ready_.insert(id);
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 void UpstreamForwarder::Wake(runs::RunId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (lanes_.contains(id)) ReadyLocked(id);
 }
 
@@ -255,7 +256,7 @@ void UpstreamForwarder::Stop() {
   const Clock::time_point deadline =
       Clock::now() + std::chrono::milliseconds(config_.close_timeout_ms);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stop_called_) return;
     stop_called_ = true;
   }
@@ -266,16 +267,16 @@ void UpstreamForwarder::Stop() {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     stop_deadline_ = deadline;
-    cv_.notify_one();
+    cv_.NotifyOne();
   }
   if (worker_.joinable()) worker_.join();
 }
 
 void UpstreamForwarder::Work() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Deferred deferred;
   const auto close_timeout = std::chrono::milliseconds(config_.close_timeout_ms);
   for (;;) {
@@ -294,9 +295,9 @@ void UpstreamForwarder::Work() {
     }
     if (ready_.empty()) {
       if (wake == kNever) {
-        cv_.wait(lock);
+        cv_.Wait(mu_);
       } else {
-        cv_.wait_until(lock, wake);
+        cv_.WaitUntil(mu_, wake);
       }
       continue;
     }
@@ -304,10 +305,10 @@ void UpstreamForwarder::Work() {
     // not finish in its turn (or what arrives meanwhile) is the next turn's.
     std::set<runs::RunId> turn;
     turn.swap(ready_);
-    for (runs::RunId id : turn) Serve(id, lock, deferred);
-    lock.unlock();
+    for (runs::RunId id : turn) Serve(id, deferred);
+    lock.Unlock();
     RunDeferred(deferred);
-    lock.lock();
+    lock.Lock();
   }
   // Stopped: every lane finished, or the deadline passed. What is left is
   // given up on (a gated run's messages stay in the state database).
@@ -315,12 +316,11 @@ void UpstreamForwarder::Work() {
   lanes_.clear();
   ready_.clear();
   queued_ = 0;
-  lock.unlock();
+  lock.Unlock();
   RunDeferred(deferred);
 }
 
-void UpstreamForwarder::Serve(runs::RunId id, std::unique_lock<std::mutex>& lock,
-                              Deferred& deferred) {
+void UpstreamForwarder::Serve(runs::RunId id, Deferred& deferred) {
   auto it = lanes_.find(id);
   if (it == lanes_.end()) return;
   Lane& lane = it->second;  // stays valid: only this thread erases lanes
@@ -328,10 +328,10 @@ void UpstreamForwarder::Serve(runs::RunId id, std::unique_lock<std::mutex>& lock
   if (lane.stream == nullptr) {
     v1::IngestOpen open = OpenFor(lane.info, node_id_);
     const uint64_t first = lane.first_sequence;
-    lock.unlock();
+    mu_.Unlock();
     std::unique_ptr<ParentStream> stream =
         streams_(std::move(open), first, [this, id] { Wake(id); });
-    lock.lock();
+    mu_.Lock();
     lane.stream = std::move(stream);
     lane.released = first - 1;
     runs_.fetch_add(1, std::memory_order_relaxed);
@@ -343,8 +343,8 @@ void UpstreamForwarder::Serve(runs::RunId id, std::unique_lock<std::mutex>& lock
     deferred.release.emplace_back(id, progress.durable);
     lane.released = progress.durable;
   }
-  HandOver(id, lane, lock);
-  if (lane.queue.empty() && lane.stored_from != 0) Reload(id, lane, lock);
+  HandOver(id, lane);
+  if (lane.queue.empty() && lane.stored_from != 0) Reload(id, lane);
   const Clock::time_point now = Clock::now();
   if (lane.ended && !lane.close_asked && lane.untaken.empty() && lane.uncommitted.empty() &&
       lane.queue.empty() && lane.stored_from == 0) {
@@ -364,7 +364,7 @@ void UpstreamForwarder::Serve(runs::RunId id, std::unique_lock<std::mutex>& lock
   }
 }
 
-void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane, std::unique_lock<std::mutex>& lock) {
+void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane) {
   if (lane.refused) {
     DropRefusedLocked(lane);
     return;
@@ -376,7 +376,7 @@ void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane, std::unique_lock<st
     lane.queue.pop_front();
     --queued_;
     // Parsed and offered without the lock (the observers queue meanwhile).
-    lock.unlock();
+    mu_.Unlock();
     std::string why;
     ParentStream::Offer offer = ParentStream::Offer::kFailed;
     v1::IngestRequest message;
@@ -387,7 +387,7 @@ void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane, std::unique_lock<st
     } else {
       offer = stream.TryEnqueue(&message);
     }
-    lock.lock();
+    mu_.Lock();
     if (offer == ParentStream::Offer::kQueued) {
       windows_sent_.fetch_add(1, std::memory_order_relaxed);
       continue;
@@ -415,7 +415,7 @@ void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane, std::unique_lock<st
   if (!lane.queue.empty()) ReadyLocked(id);  // the rest after the other lanes
 }
 
-void UpstreamForwarder::Reload(runs::RunId id, Lane& lane, std::unique_lock<std::mutex>& lock) {
+void UpstreamForwarder::Reload(runs::RunId id, Lane& lane) {
   if (lane.refused) {
     DropRefusedLocked(lane);
     return;
@@ -423,10 +423,10 @@ void UpstreamForwarder::Reload(runs::RunId id, Lane& lane, std::unique_lock<std:
   if (lane.retry_at != kNever || !lane.stream->HasRoom()) return;  // its retry, or `wake`
   PERLD_CONTRACT(store_ != nullptr, "a lane with stored messages and no state store");
   const uint64_t from = lane.stored_from;
-  lock.unlock();
+  mu_.Unlock();
   absl::StatusOr<std::vector<Message>> messages =
       store_->LoadUpstreamMessages(id, from, kReloadBatch);
-  lock.lock();
+  mu_.Lock();
   if (!messages.ok()) {
     log::Error("upstream: run ", id, ": reading its stored window messages from ", from,
                " failed: ", messages.status().message(), " (retried in ",
@@ -514,7 +514,7 @@ UpstreamForwarder::Counters UpstreamForwarder::counters() const {
   out.windows_sent = windows_sent_.load(std::memory_order_relaxed);
   out.windows_dropped = windows_dropped_.load(std::memory_order_relaxed);
   out.restored = restored_count_.load(std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   out.queued = static_cast<uint64_t>(std::max<int64_t>(0, queued_));
   out.messages_acked = closed_acked_.load(std::memory_order_relaxed);
   for (const auto& [id, lane] : lanes_) {

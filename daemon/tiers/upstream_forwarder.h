@@ -64,7 +64,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -77,6 +76,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/common/mutex.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/runs/run_observer.h"
 #include "daemon/state/checkpoint.h"
@@ -177,28 +177,32 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
   };
 
   // mu_ held:
-  Lane& StartRestoredLocked(runs::RunInfo info, const state::UpstreamBacklog& backlog);
+  Lane& StartRestoredLocked(runs::RunInfo info, const state::UpstreamBacklog& backlog)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `k` more messages fit `lane`'s queue (the budget, see above).
-  bool RoomLocked(const Lane& lane, size_t k) const;
-  void QueueMessagesLocked(runs::RunId id, Lane& lane, std::vector<Message> messages);
-  void ReadyLocked(runs::RunId id);  // the worker looks at the lane next
-  void Wake(runs::RunId id);         // a stream's `wake`
+  bool RoomLocked(const Lane& lane, size_t k) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueMessagesLocked(runs::RunId id, Lane& lane, std::vector<Message> messages)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReadyLocked(runs::RunId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // the worker looks next
+  void Wake(runs::RunId id);                                            // a stream's `wake`
 
-  // The worker thread (mu_ held on entry and exit of each):
-  void Work();
+  // The worker thread (mu_ held on entry and exit of each; they release it
+  // around a stream's calls and the store's reads):
+  void Work() ABSL_LOCKS_EXCLUDED(mu_);
   // Does what the lane can do now: opens its stream, deletes what the
   // parent made durable, hands over a turn's messages, reads stored ones
   // back, asks for the close, finishes it.
-  void Serve(runs::RunId id, std::unique_lock<std::mutex>& lock, Deferred& deferred);
+  void Serve(runs::RunId id, Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands over up to a turn of the lane's queue; false: no room (or done).
-  void HandOver(runs::RunId id, Lane& lane, std::unique_lock<std::mutex>& lock);
-  void Reload(runs::RunId id, Lane& lane, std::unique_lock<std::mutex>& lock);
+  void HandOver(runs::RunId id, Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Reload(runs::RunId id, Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts what a refused lane still holds (queued and stored) as dropped.
-  void DropRefusedLocked(Lane& lane);
+  void DropRefusedLocked(Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Accounts for a lane whose stream closed, failed, timed out or (`give_up`)
   // is left at the stop deadline; the caller erases it.
-  void FinishLocked(runs::RunId id, Lane& lane, bool give_up, Deferred& deferred);
-  void RunDeferred(Deferred& deferred);
+  void FinishLocked(runs::RunId id, Lane& lane, bool give_up, Deferred& deferred)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunDeferred(Deferred& deferred) ABSL_LOCKS_EXCLUDED(mu_);
 
   const config::UpstreamConfig config_;
   const ParentStreamFactory streams_;
@@ -206,19 +210,23 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
   state::StateStore* const store_;
   const std::function<bool(runs::RunId)> checkpointed_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;         // the worker: ready_, stopping_, a deadline
-  std::map<runs::RunId, Lane> lanes_;  // mu_; only the worker erases (a Lane& stays valid)
-  std::set<runs::RunId> ready_;        // mu_: lanes the worker looks at next
-  std::map<runs::RunId, state::UpstreamBacklog> restored_;  // mu_: until the run starts
-  int64_t queued_ = 0;                                      // mu_: messages in every lane's queue
-  bool stop_called_ = false;                                // mu_
-  bool stopping_ = false;                     // mu_: the observers ignore new runs and windows
-  Clock::time_point stop_deadline_ = kNever;  // mu_
+  mutable Mutex mu_;
+  CondVar cv_;  // the worker: ready_, stopping_, a deadline
+  // Only the worker erases a lane, so a Lane& it holds stays valid while it
+  // releases mu_.
+  std::map<runs::RunId, Lane> lanes_ ABSL_GUARDED_BY(mu_);
+  std::set<runs::RunId> ready_ ABSL_GUARDED_BY(mu_);  // lanes the worker looks at next
+  std::map<runs::RunId, state::UpstreamBacklog> restored_
+      ABSL_GUARDED_BY(mu_);                  // until the run starts
+  int64_t queued_ ABSL_GUARDED_BY(mu_) = 0;  // messages in every lane's queue
+  bool stop_called_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // the observers ignore new runs and windows
+  Clock::time_point stop_deadline_ ABSL_GUARDED_BY(mu_) = kNever;
 
+  // Atomics, not guarded: counters() reads them without mu_.
   std::atomic<uint64_t> runs_{0};
   std::atomic<uint64_t> windows_sent_{0};
-  std::atomic<uint64_t> closed_acked_{0};  // acked messages of finished lanes (under mu_)
+  std::atomic<uint64_t> closed_acked_{0};  // acked messages of finished lanes (added under mu_)
   std::atomic<uint64_t> windows_dropped_{0};
   std::atomic<uint64_t> restored_count_{0};
   std::thread worker_;  // last: starts once every member above exists
