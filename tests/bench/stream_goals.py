@@ -258,7 +258,10 @@ def main():
         ("parked clients' run exact", "yes" if exact else "NO", "exact"),
     ])
     ok = exact and idle_threads <= 64 and max(probes) < 100 and p(latencies, 0.99) < 5
-    return 0 if ok or args.smoke and exact else 1
+    if args.smoke:  # CI: the script still works and the run is exact; no time is judged
+        print("PASSED" if exact else "FAILED: the parked clients' run is not exact")
+        return 0 if exact else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
