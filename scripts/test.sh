@@ -52,7 +52,7 @@ step "fuzz build (clang-14 libFuzzer + ASan/UBSan: decoders and loaders only)"
 cmake -S "$root" -B "$root/build/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++-14 -DPERLD_SANITIZE=fuzzer -DPERLD_BUILD_TESTS=ON \
   -DPERLD_FUZZ_SECONDS="${PERLD_FUZZ_SECONDS:-60}" >/dev/null
-cmake --build build/fuzz -j "$jobs" --target fuzz_config fuzz_state fuzz_ingest fuzz_sbp fuzz_spool
+cmake --build build/fuzz -j "$jobs" --target fuzz_config fuzz_state fuzz_ingest fuzz_sbp fuzz_http fuzz_spool
 
 step "fuzz runs (each target ${PERLD_FUZZ_SECONDS:-60} s from its checked-in corpus)"
 ctest --test-dir build/fuzz --output-on-failure -j "$jobs" --timeout 900
