@@ -100,46 +100,43 @@ absl::Status ClientSession::CheckOffer(uint64_t generation, uint64_t sequence, C
 absl::StatusOr<Offered> ClientSession::OfferWindow(uint64_t generation, uint64_t sequence,
                                                    WindowBuilder build, int64_t max_memory_bytes,
                                                    OnApplied on_applied) {
-  MutexLock lock(apply_mu_);
-  bool duplicate = false;
-  if (absl::Status s = CheckOffer(generation, sequence, ClientMode::kWindows, &duplicate);
-      !s.ok()) {
-    return s;
-  }
-  if (duplicate) {
-    Applied a = AppliedLocked();
-    a.duplicate = true;
-    lock.Unlock();
-    Advanced(a);
-    return Offered{false, a};
-  }
-  const std::shared_ptr<const config::DaemonConfig> config = shared_.config.Get();
-  absl::StatusOr<runs::RemoteWindow> w = build(run_.latency, config->ingest.max_pairs_per_report);
-  if (!w.ok()) {
-    return Refuse(shared_.stats, RefusalOf(w.status(), Refusal::kPairs), Final(w.status()));
-  }
-  Parked p;
-  p.pairs = static_cast<int64_t>(w->buckets.size());
-  p.window = *std::move(w);
-  p.sequence = sequence;
-  p.generation = generation;
-  p.on_applied = std::move(on_applied);
-  absl::StatusOr<Offered> offered = Offer(std::move(p), max_memory_bytes, *config);
-  if (offered.ok() && !offered->parked) {
-    lock.Unlock();
-    Advanced(offered->applied);
-  }
-  return offered;
+  return OfferMessage(
+      generation, sequence, ClientMode::kWindows, max_memory_bytes, std::move(on_applied),
+      [&](const config::DaemonConfig& config, Parked* p) -> absl::Status {
+        absl::StatusOr<runs::RemoteWindow> w =
+            build(run_.latency, config.ingest.max_pairs_per_report);
+        if (!w.ok()) {
+          return Refuse(shared_.stats, RefusalOf(w.status(), Refusal::kPairs), Final(w.status()));
+        }
+        p->pairs = static_cast<int64_t>(w->buckets.size());
+        p->window = *std::move(w);
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<Offered> ClientSession::OfferBatch(uint64_t generation, uint64_t sequence,
                                                   BatchBuilder build, int64_t max_memory_bytes,
                                                   OnApplied on_applied) {
+  return OfferMessage(
+      generation, sequence, ClientMode::kRaw, max_memory_bytes, std::move(on_applied),
+      [&](const config::DaemonConfig& config, Parked* p) -> absl::Status {
+        if (absl::Status s = build(config.ingest.max_batch_length, &p->window.timestamps);
+            !s.ok()) {
+          return Refuse(shared_.stats, RefusalOf(s, Refusal::kBatchLength), Final(s));
+        }
+        for (const TimeStamp& ts : p->window.timestamps) p->records += ts.records;
+        p->timestamps = static_cast<int64_t>(p->window.timestamps.size());
+        p->window.raw = true;
+        return absl::OkStatus();
+      });
+}
+
+absl::StatusOr<Offered> ClientSession::OfferMessage(uint64_t generation, uint64_t sequence,
+                                                    ClientMode mode, int64_t max_memory_bytes,
+                                                    OnApplied on_applied, Decode decode) {
   MutexLock lock(apply_mu_);
   bool duplicate = false;
-  if (absl::Status s = CheckOffer(generation, sequence, ClientMode::kRaw, &duplicate); !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = CheckOffer(generation, sequence, mode, &duplicate); !s.ok()) return s;
   if (duplicate) {
     Applied a = AppliedLocked();
     a.duplicate = true;
@@ -149,12 +146,7 @@ absl::StatusOr<Offered> ClientSession::OfferBatch(uint64_t generation, uint64_t 
   }
   const std::shared_ptr<const config::DaemonConfig> config = shared_.config.Get();
   Parked p;
-  if (absl::Status s = build(config->ingest.max_batch_length, &p.window.timestamps); !s.ok()) {
-    return Refuse(shared_.stats, RefusalOf(s, Refusal::kBatchLength), Final(s));
-  }
-  for (const TimeStamp& ts : p.window.timestamps) p.records += ts.records;
-  p.timestamps = static_cast<int64_t>(p.window.timestamps.size());
-  p.window.raw = true;
+  if (absl::Status s = decode(*config, &p); !s.ok()) return s;
   p.sequence = sequence;
   p.generation = generation;
   p.on_applied = std::move(on_applied);

@@ -168,6 +168,14 @@ class ClientSession {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Pushes, counts and advances for a message that fits.
   void Push(Parked& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Fills a message's body (its window, its counts); a refusal is final.
+  using Decode = absl::FunctionRef<absl::Status(const config::DaemonConfig&, Parked*)>;
+  // OfferWindow's and OfferBatch's one path: checks the sequence, answers a
+  // resend, decodes (under apply_mu_, so a message is decoded once), then
+  // pushes the message or parks it.
+  absl::StatusOr<Offered> OfferMessage(uint64_t generation, uint64_t sequence, ClientMode mode,
+                                       int64_t max_memory_bytes, OnApplied on_applied,
+                                       Decode decode) ABSL_LOCKS_EXCLUDED(apply_mu_);
   // Pushes `p` or parks it. The caller releases apply_mu_ and calls
   // Advanced() for one that was not parked.
   absl::StatusOr<Offered> Offer(Parked p, int64_t max_memory_bytes,
