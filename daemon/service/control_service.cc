@@ -1,15 +1,13 @@
 #include "daemon/service/control_service.h"
 
-#include <grpcpp/alarm.h>
-
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/common/mutex.h"
+#include "daemon/service/change_pump.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/request_limits.h"
 #include "daemon/service/run_proto.h"
@@ -26,33 +24,23 @@ grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* context, grpc::S
 }  // namespace
 
 // StopRun{wait}: finishes once the run has ended (RunManager::WaitEnded),
-// with the run as it ended.
-//
-// The check (Check) runs on one thread at a time: whoever sets busy_ -- the
-// handler at Start (busy_ starts set), a kick's alarm, OnCancel -- runs it
-// until it clears busy_ (the run still runs) or finishes (busy_ stays set).
-// A notification while busy_ sets changed_, and the owner checks again
-// before it goes idle. gRPC calls OnDone after Finish; by then no alarm is
-// armed (an armed alarm owns busy_), and the subscription is reset before
-// delete (it waits for an OnChange in progress).
+// with the run as it ended. Its check runs as a ChangePump: at Start, on a
+// registry change (through an alarm: the registry's writer must not run it)
+// and at a cancel. gRPC calls OnDone after Finish; the subscription is reset
+// before delete (it waits for an OnChange in progress).
 class ControlService::StopWait final : public grpc::ServerUnaryReactor {
  public:
   StopWait(runs::RunManager& manager, runs::RunId id, v1::StopRunResponse* response)
       : manager_(manager), id_(id), response_(response) {}
 
   void Start() {
-    subscription_ = manager_.registry().Subscribe(id_, [this] { OnChange(); });
-    Check();
+    subscription_ = manager_.registry().Subscribe(id_, [this] { pump_.Kick(); });
+    Check();  // the creator owns the pump
   }
 
   void OnCancel() override {
-    {
-      MutexLock lock(mu_);
-      cancelled_ = true;
-      if (busy_) return;
-      busy_ = true;
-    }
-    Check();
+    cancelled_ = true;
+    if (pump_.Claim()) Check();
   }
 
   void OnDone() override {
@@ -61,36 +49,12 @@ class ControlService::StopWait final : public grpc::ServerUnaryReactor {
   }
 
  private:
-  // The dispatcher thread: nothing here waits or writes.
-  void OnChange() {
-    std::unique_ptr<grpc::Alarm> last;  // its callback may still be returning
-    grpc::Alarm* kick = nullptr;
-    {
-      MutexLock lock(mu_);
-      if (busy_) {
-        changed_ = true;
-        return;
-      }
-      busy_ = true;
-      last = std::move(kick_);
-      kick_ = std::make_unique<grpc::Alarm>();
-      kick = kick_.get();
-    }
-    // Armed outside mu_: kick_ stays until its callback cleared busy_.
-    kick->Set(gpr_inf_past(GPR_CLOCK_MONOTONIC), [this](bool) { Check(); });
-  }
-
-  // REQUIRES: the caller owns busy_.
+  // REQUIRES: the caller owns the pump.
   void Check() {
     for (;;) {
-      bool cancelled = false;
-      {
-        MutexLock lock(mu_);
-        changed_ = false;
-        cancelled = cancelled_;
-      }
-      // Finish outside mu_: OnDone may delete this as soon as it is called.
-      if (cancelled) {
+      pump_.BeginPass();
+      // Finish last: OnDone may delete this as soon as it is called.
+      if (cancelled_) {
         Finish(grpc::Status::CANCELLED);
         return;
       }
@@ -104,24 +68,16 @@ class ControlService::StopWait final : public grpc::ServerUnaryReactor {
         Finish(grpc::Status::OK);
         return;
       }
-      MutexLock lock(mu_);
-      if (!changed_ && !cancelled_) {
-        busy_ = false;
-        return;
-      }
+      if (pump_.Release()) return;
     }
   }
 
   runs::RunManager& manager_;
   const runs::RunId id_;
   v1::StopRunResponse* const response_;
-  runs::RunRegistry::Subscription subscription_;
-
-  Mutex mu_;
-  bool busy_ ABSL_GUARDED_BY(mu_) = true;
-  bool changed_ ABSL_GUARDED_BY(mu_) = false;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  std::unique_ptr<grpc::Alarm> kick_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> cancelled_{false};
+  ChangePump pump_{[this] { Check(); }};
+  runs::RunRegistry::Subscription subscription_;  // reset by OnDone before delete
 };
 
 grpc::Status ControlService::DoStartBench(const v1::StartBenchRequest& request,

@@ -1,7 +1,6 @@
 #include "daemon/service/query_service.h"
 
-#include <grpcpp/alarm.h>
-
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -9,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/common/mutex.h"
+#include "daemon/service/change_pump.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/request_limits.h"
 #include "daemon/service/run_proto.h"
@@ -29,21 +29,16 @@ grpc::Status ShuttingDown() {
 
 }  // namespace
 
-// One WatchRun call.
+// One WatchRun call. Its pump (Pump) is a ChangePump: it runs at Start,
+// on a registry change (through an alarm: the registry's writer must not run
+// it), at a cancel or shutdown, and after each write. The pump state below
+// is the pump owner's; a write in flight keeps the ownership until
+// OnWriteDone, so no event is written twice and no change is lost.
 //
-// The pump (Pump) runs on one thread at a time: whoever sets busy_ -- the
-// handler at Start (busy_ starts set), a kick's alarm, OnCancel, Cancel --
-// owns the pump state below until it clears busy_ (nothing to write), starts
-// a write (its OnWriteDone owns it next) or finishes (busy_ stays set, so
-// nothing starts again). A registry change while busy_ only sets changed_;
-// the owner reads the registry again before it goes idle, so no change is
-// lost and no event is written twice.
-//
-// Lifetime: gRPC calls OnDone once Finish completed; by then no alarm is
-// armed (only the busy_ owner finishes, and an armed alarm owns busy_), the
-// subscription is reset before delete (it waits for an OnChange in
-// progress), and CancelWatches reaches a watch only under watches_mu_,
-// which OnDone takes to remove it.
+// Lifetime: gRPC calls OnDone once Finish completed; the subscription is
+// reset before delete (it waits for an OnChange in progress), and
+// CancelWatches reaches a watch only under watches_mu_, which OnDone takes
+// to remove it.
 class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunResponse> {
  public:
   Watch(QueryService& service, runs::RunId id, int64_t next)
@@ -51,37 +46,24 @@ class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunRe
 
   // Subscribes, then writes what the run has already. The handler's thread.
   void Start() {
-    subscription_ = service_.registry_.Subscribe(id_, [this] { OnChange(); });
-    Pump();
+    subscription_ = service_.registry_.Subscribe(id_, [this] { pump_.Kick(); });
+    Pump();  // the creator owns the pump
   }
 
   // Finishes the watch UNAVAILABLE. REQUIRES: service_.watches_mu_ held.
   void Cancel() {
-    {
-      MutexLock lock(mu_);
-      shutdown_ = true;
-      if (busy_) return;
-      busy_ = true;
-    }
-    Pump();
+    shutdown_ = true;
+    if (pump_.Claim()) Pump();
   }
 
   void OnWriteDone(bool ok) override {
-    if (!ok) {  // the call is gone
-      MutexLock lock(mu_);
-      cancelled_ = true;
-    }
-    Pump();
+    if (!ok) cancelled_ = true;  // the call is gone
+    Pump();                      // the write owned the pump
   }
 
   void OnCancel() override {
-    {
-      MutexLock lock(mu_);
-      cancelled_ = true;
-      if (busy_) return;
-      busy_ = true;
-    }
-    Pump();
+    cancelled_ = true;
+    if (pump_.Claim()) Pump();
   }
 
   void OnDone() override {
@@ -91,42 +73,16 @@ class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunRe
   }
 
  private:
-  // The run changed: the registry writer's thread (the run manager's
-  // dispatcher), so nothing here waits or writes. An idle watch gets its
-  // pump run on a gRPC thread by an alarm that fires at once.
-  void OnChange() {
-    std::unique_ptr<grpc::Alarm> last;  // its callback may still be returning
-    grpc::Alarm* kick = nullptr;
-    {
-      MutexLock lock(mu_);
-      if (busy_) {
-        changed_ = true;
-        return;
-      }
-      busy_ = true;
-      last = std::move(kick_);
-      kick_ = std::make_unique<grpc::Alarm>();
-      kick = kick_.get();
-    }
-    // Armed outside mu_: kick_ stays until its callback cleared busy_.
-    kick->Set(gpr_inf_past(GPR_CLOCK_MONOTONIC), [this](bool) { Pump(); });
-  }
-
-  // REQUIRES: the caller owns busy_.
+  // REQUIRES: the caller owns the pump.
   void Pump() {
     for (;;) {
-      grpc::Status stop;
-      {
-        MutexLock lock(mu_);
-        changed_ = false;
-        if (cancelled_) {
-          stop = grpc::Status::CANCELLED;
-        } else if (shutdown_) {
-          stop = ShuttingDown();
-        }
+      pump_.BeginPass();
+      if (cancelled_) {
+        Finish(grpc::Status::CANCELLED);
+        return;
       }
-      if (!stop.ok()) {
-        Finish(stop);
+      if (shutdown_) {
+        Finish(ShuttingDown());
         return;
       }
       if (pos_ == events_.size() && !ended_) {
@@ -155,26 +111,18 @@ class QueryService::Watch final : public grpc::ServerWriteReactor<v1::WatchRunRe
         Finish(grpc::Status::OK);
         return;
       }
-      MutexLock lock(mu_);
-      if (!changed_ && !cancelled_ && !shutdown_) {
-        busy_ = false;
-        return;
-      }
+      if (pump_.Release()) return;
     }
   }
 
   QueryService& service_;
   const runs::RunId id_;
-  runs::RunRegistry::Subscription subscription_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> shutdown_{false};
+  ChangePump pump_{[this] { Pump(); }};
+  runs::RunRegistry::Subscription subscription_;  // reset by OnDone before delete
 
-  Mutex mu_;
-  bool busy_ ABSL_GUARDED_BY(mu_) = true;  // the pump has an owner (see above)
-  bool changed_ ABSL_GUARDED_BY(mu_) = false;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
-  std::unique_ptr<grpc::Alarm> kick_ ABSL_GUARDED_BY(mu_);
-
-  // Pump state: the busy_ owner's.
+  // Pump state: the pump owner's.
   int64_t next_;                            // the next event number to read
   std::vector<runs::WindowRecord> events_;  // read, not all written yet
   size_t pos_ = 0;                          // the next of events_ to write
