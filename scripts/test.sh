@@ -38,7 +38,6 @@ cmake --build build/asan -j "$jobs"
 
 step "asan+ubsan tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" \
   ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900
 
 step "tsan build (concurrency tests only)"
