@@ -37,13 +37,14 @@ bool IsFinal(grpc::StatusCode code) {
 IngestSender::IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open,
                            int64_t max_unacked, int64_t max_undurable_bytes,
                            std::unique_ptr<Spool> spool, uint64_t first_sequence,
-                           std::function<void()> on_progress)
+                           std::function<void()> on_progress, uint64_t held_through)
     : channel_(std::move(channel)),
       stub_(v1::Ingest::NewStub(channel_)),
       max_unacked_(std::max<int64_t>(1, max_unacked)),
       max_undurable_bytes_(std::max<int64_t>(1, max_undurable_bytes)),
       spool_(std::move(spool)),
-      on_progress_(std::move(on_progress)) {
+      on_progress_(std::move(on_progress)),
+      held_through_(held_through) {
   run_id_ = open.run_id();  // a spool's meta names the run its messages belong to
   *open_.mutable_open() = std::move(open);
   made_.store(std::max<uint64_t>(first_sequence, 1) - 1, std::memory_order_relaxed);
@@ -311,7 +312,7 @@ std::string IngestSender::CheckOpenedLocked(const v1::IngestOpened& o) const {
     return absl::StrCat("the daemon answered for run ", o.run_id(), ", not run ", run_id_,
                         ", which ", who, " was in: refusing to send into another run");
   }
-  const uint64_t made = made_.load(std::memory_order_relaxed);
+  const uint64_t made = std::max(made_.load(std::memory_order_relaxed), held_through_);
   if (o.acked_sequence() > made) {
     return absl::StrCat(
         "the daemon has applied messages up to ", o.acked_sequence(), " of ", who,

@@ -58,9 +58,15 @@ class IngestSender {
   // first message's sequence when there is no spool (a stream continued by
   // a restarted forwarder: earlier ones are with the daemon already).
   // `on_progress` (may be empty): see the threads note above.
+  // `held_through`: messages up to this sequence exist at the producer
+  // though they are handed over later (a restarted forwarder reads them
+  // back from its state database in turn): a daemon that has applied up to
+  // there -- a previous process sent them -- is not an error, and those
+  // messages are not sent again.
   IngestSender(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open, int64_t max_unacked,
                int64_t max_undurable_bytes, std::unique_ptr<Spool> spool = nullptr,
-               uint64_t first_sequence = 1, std::function<void()> on_progress = {});
+               uint64_t first_sequence = 1, std::function<void()> on_progress = {},
+               uint64_t held_through = 0);
   ~IngestSender();  // stops (cancels the stream)
   IngestSender(const IngestSender&) = delete;
   IngestSender& operator=(const IngestSender&) = delete;
@@ -140,6 +146,7 @@ class IngestSender {
   const int64_t max_undurable_bytes_;
   const std::unique_ptr<Spool> spool_;  // null: memory only
   const std::function<void()> on_progress_;
+  const uint64_t held_through_;
 
   std::atomic<uint64_t> made_{0};
   std::atomic<int64_t> max_batch_length_{0};

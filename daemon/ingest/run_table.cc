@@ -44,6 +44,9 @@ struct RunTable::Run {
   // Why the run failed (clients gone without closing); set before EndRun,
   // read by the judge on the dispatcher thread after it.
   std::string failure;
+  // > 0: resumed from before its first checkpoint, with no client known;
+  // it waits for one to come back until then (ingest.clientTimeoutMs).
+  int64_t rejoin_deadline_ns = 0;
 };
 
 namespace {
@@ -160,6 +163,7 @@ absl::StatusOr<std::shared_ptr<RunTable::Run>> RunTable::CreateLocked(
   setup.spec.latency = latency;
   setup.spec.reporting_interval_ms =
       open.reporting_interval_ms.value_or(config.reporting_interval_ms);
+  setup.spec.checkpointed = run->context.checkpointed;
   setup.spec.parameters = absl::StrCat("ingest: up to ", run->max_clients, " clients; created by '",
                                        open.client_name, "' (", open.client_id, ")");
   absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
@@ -467,7 +471,10 @@ absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord
   run->context.checkpointed = true;
   run->max_clients = static_cast<int>(std::max<int64_t>(
       config->ingest.max_clients_per_run, static_cast<int64_t>(checkpoint.clients.size())));
-  run->aggregate = !checkpoint.clients.empty() && !checkpoint.clients.front().raw;
+  // Aggregating (a windows client created it) as its recorders show, also
+  // when the checkpoint knows no client yet.
+  run->aggregate = info.spec.periodic_recorder == RecorderKind::kHybridPaged ||
+                   (!checkpoint.clients.empty() && !checkpoint.clients.front().raw);
 
   runs::RunSetup setup = SetupFor(run);
   runs::RunResume& resume = setup.resume.emplace();
@@ -502,6 +509,7 @@ absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord
     m->gone_deadline_ns = cut.closed ? 0 : deadline;
     run->clients[cut.id] = std::move(m);
   }
+  if (checkpoint.clients.empty()) run->rejoin_deadline_ns = deadline;
   {
     MutexLock lock(mu_);
     by_name_[run->name] = run;
@@ -509,10 +517,17 @@ absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord
   }
   reap_cv_.NotifyAll();
   stats_.runs_resumed.fetch_add(1, std::memory_order_relaxed);
-  log::Info("ingest: run ", run->context.id, " '", run->name,
-            "' resumed from its checkpoint (window ", checkpoint.periodic_seq, ", ",
-            checkpoint.total.snapshot.records, " records, ", checkpoint.clients.size(),
-            " client(s))");
+  if (checkpoint.clients.empty()) {
+    log::Info("ingest: run ", run->context.id, " '", run->name,
+              "' resumed empty: perld stopped before its first checkpoint, so no client was "
+              "told anything is durable; its clients replay everything (it waits up to "
+              "ingest.clientTimeoutMs for them)");
+  } else {
+    log::Info("ingest: run ", run->context.id, " '", run->name,
+              "' resumed from its checkpoint (window ", checkpoint.periodic_seq, ", ",
+              checkpoint.total.snapshot.records, " records, ", checkpoint.clients.size(),
+              " client(s))");
+  }
   return absl::OkStatus();
 }
 
@@ -627,6 +642,14 @@ bool RunTable::ReadyToEndLocked(Run& run, int64_t now_ns) {
       waiting = true;
     }
   }
+  if (run.clients.empty() && run.rejoin_deadline_ns > 0 &&
+      !run.stopped.load(std::memory_order_relaxed)) {
+    if (now_ns < run.rejoin_deadline_ns) return false;
+    run.failure =
+        "resumed after perld stopped before its first checkpoint, and none of its clients came "
+        "back within ingest.clientTimeoutMs";
+    log::Warning("ingest: run ", run.context.id, " '", run.name, "': ", run.failure);
+  }
   if (waiting || run.attached > 0) return false;
   std::vector<std::string> lost;
   for (auto& [id, m] : run.clients) {
@@ -737,6 +760,9 @@ void RunTable::Reap() {
         continue;
       }
       if (run->stopped.load(std::memory_order_relaxed)) continue;  // ends as its streams leave
+      if (run->clients.empty() && run->rejoin_deadline_ns > 0) {
+        next = next == 0 ? run->rejoin_deadline_ns : std::min(next, run->rejoin_deadline_ns);
+      }
       for (auto& [cid, m] : run->clients) {
         if (m->gone_deadline_ns > 0 && !m->gone && !m->closed && m->stream == nullptr) {
           next = next == 0 ? m->gone_deadline_ns : std::min(next, m->gone_deadline_ns);

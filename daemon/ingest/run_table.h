@@ -175,7 +175,10 @@ class RunTable {
   // Rebuilds a running ingest run from its stored checkpoint (after the
   // daemon stopped without ending it): same id, name and start; total from
   // the checkpoint; clients detached, each resuming after its `applied`
-  // (gone unless it reconnects within ingest.clientTimeoutMs).
+  // (gone unless it reconnects within ingest.clientTimeoutMs). A checkpoint
+  // that knows no client (the daemon stopped before the run's first one,
+  // RunHistory::Restore) resumes the run empty: it waits as long for a first
+  // client -- by run_id or by name -- and ends failed if none comes.
   absl::Status Resume(runs::RunInfo info, std::vector<runs::WindowRecord> history,
                       state::Checkpoint checkpoint);
 

@@ -44,6 +44,11 @@ struct RunSpec {
   std::string parameters;           // source-specific settings, human readable (bench options)
   int writers = 0;                  // SBK writer / reader counts (bench workers, remote clients)
   int readers = 0;
+  // An ingest run checkpointed from its start (ingest.checkpoints when it
+  // was created): no client of it is told a message is durable before a
+  // checkpoint holds it, so a crash before its first checkpoint lost nothing
+  // a client was told -- it resumes empty and its clients replay everything.
+  bool checkpointed = false;
 
   bool operator==(const RunSpec&) const = default;
 };

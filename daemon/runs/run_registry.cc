@@ -227,7 +227,9 @@ void RunRegistry::AddResumed(const RunInfo& info, std::vector<WindowRecord> hist
     if (w.kind == WindowRecord::Kind::kPeriodic) entry->latest = w;
     Append(*entry, std::move(w));
   }
-  entry->live.Add(base, ascending);
+  // A base covering no window (a run resumed from before its first
+  // checkpoint) adds nothing: its first window starts the total.
+  if (base_seconds > 0 || base.records > 0) entry->live.Add(base, ascending);
   WindowRecord& t = entry->live_total;
   t.run_id = info.id;
   t.kind = WindowRecord::Kind::kTotal;

@@ -51,6 +51,19 @@ absl::StatusOr<std::vector<StoredRun>> RunHistory::Restore(runs::RunRegistry& re
       log::Warning("state: ", run.distribution_status.message(),
                    "; its total keeps its counters and configured percentiles only");
     }
+    if (run.info.state == runs::RunState::kRunning && !run.checkpoint &&
+        run.info.spec.source == runs::RunSource::kIngest && run.info.spec.checkpointed) {
+      // Stopped before its first checkpoint: no client was told any of its
+      // messages is durable, so every client still holds them all. It
+      // resumes empty, from before its first window.
+      run.checkpoint.emplace();
+      runs::WindowRecord& empty = run.checkpoint->total;
+      empty.run_id = run.info.id;
+      empty.kind = runs::WindowRecord::Kind::kTotal;
+      empty.seq = 1;
+      empty.start_unix_ms = run.info.start_unix_ms;
+      empty.end_unix_ms = run.info.start_unix_ms;
+    }
     if (run.info.state == runs::RunState::kRunning && run.checkpoint &&
         run.info.spec.source == runs::RunSource::kIngest) {
       // Windows after the cut held records the checkpoint does not: their

@@ -13,7 +13,7 @@ namespace perld::state {
 namespace {
 
 // Column orders: the Bind*/Read* functions below follow them exactly.
-constexpr std::array<const char*, 27> kRunColumns = {
+constexpr std::array<const char*, 28> kRunColumns = {
     "id",
     "name",
     "labels",
@@ -41,6 +41,7 @@ constexpr std::array<const char*, 27> kRunColumns = {
     "readers",
     "start_unix_ms",
     "end_unix_ms",
+    "checkpointed",
 };
 
 // The columns windows and totals share, after their key.
@@ -187,7 +188,8 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
   }
   if (tables->empty()) {  // a new database
     if (absl::Status s = db.Exec((std::string(kSchemaV1) + std::string(kSchemaV2Upgrade) +
-                                  std::string(kSchemaV3Upgrade) + std::string(kSchemaV4Upgrade))
+                                  std::string(kSchemaV3Upgrade) + std::string(kSchemaV4Upgrade) +
+                                  std::string(kSchemaV5Upgrade))
                                      .c_str());
         !s.ok()) {
       return fail(s);
@@ -232,6 +234,11 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
   }
   if (v <= 3) {
     if (absl::Status s = db.Exec(std::string(kSchemaV4Upgrade).c_str()); !s.ok()) {
+      return fail(s);
+    }
+  }
+  if (v <= 4) {
+    if (absl::Status s = db.Exec(std::string(kSchemaV5Upgrade).c_str()); !s.ok()) {
       return fail(s);
     }
   }
@@ -364,6 +371,7 @@ void BindRun(const runs::RunInfo& run, SqliteStatement* s) {
   s->BindInt64(i++, spec.readers);
   s->BindInt64(i++, run.start_unix_ms);
   s->BindInt64(i++, run.end_unix_ms);
+  s->BindInt64(i++, spec.checkpointed ? 1 : 0);
 }
 
 absl::Status BindWindow(const runs::WindowRecord& window, SqliteStatement* s) {
@@ -460,6 +468,7 @@ absl::StatusOr<runs::RunInfo> ReadRun(const SqliteStatement& s) {
   spec.readers = static_cast<int>(s.ColumnInt64(i++));
   run.start_unix_ms = s.ColumnInt64(i++);
   run.end_unix_ms = s.ColumnInt64(i++);
+  spec.checkpointed = s.ColumnInt64(i++) != 0;
   return run;
 }
 

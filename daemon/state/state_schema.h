@@ -1,5 +1,5 @@
 // StateSchema: the tables of the state database DIR/perld.db (schema
-// version 4) and the mapping between their rows and the runs vocabulary
+// version 5) and the mapping between their rows and the runs vocabulary
 // (RunInfo, WindowRecord). One place maps a run or a window to a row.
 //
 // kSchemaV1 and its upgrades below are the schema, verbatim: SQLite keeps
@@ -23,6 +23,9 @@
 //    ended, so a client reconnecting after the end is answered for its
 //    run) and meta.reserved_run_id (run ids handed out before their run row
 //    is committed: never reused after a crash), kSchemaV4Upgrade.
+//  - Version 5 adds runs.checkpointed (an ingest run checkpointed from its
+//    start: a crash before its first checkpoint resumes it empty),
+//    kSchemaV5Upgrade.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +41,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 4;
+inline constexpr int64_t kSchemaVersion = 5;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -239,6 +242,17 @@ CREATE TABLE run_clients (
 INSERT OR IGNORE INTO meta (key, value) VALUES ('reserved_run_id', 0);
 
 UPDATE meta SET value = 4 WHERE key = 'schema_version';
+)sql";
+
+// Version 4 -> 5 (also run after the others for a new database).
+inline constexpr std::string_view kSchemaV5Upgrade = R"sql(
+-- 1: an ingest run checkpointed from its start (ingest.checkpoints when it
+-- was created). No client is told a message of it is durable before a
+-- checkpoint holds the message, so a run stored running without a
+-- checkpoint lost nothing it acknowledged: it resumes empty after a crash.
+ALTER TABLE runs ADD COLUMN checkpointed INTEGER NOT NULL DEFAULT 0;
+
+UPDATE meta SET value = 5 WHERE key = 'schema_version';
 )sql";
 
 // Creates the schema in an empty database, or checks an existing one, in one

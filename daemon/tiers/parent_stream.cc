@@ -12,9 +12,10 @@ namespace {
 class GrpcParentStream final : public ParentStream {
  public:
   GrpcParentStream(std::shared_ptr<grpc::Channel> channel, v1::IngestOpen open,
-                   uint64_t first_sequence, std::function<void()> wake)
+                   uint64_t first_sequence, uint64_t held_through, std::function<void()> wake)
       : sender_(std::move(channel), std::move(open), kMaxUnackedPerStream,
-                kMaxUndurableBytesPerStream, nullptr, first_sequence, std::move(wake)) {}
+                kMaxUndurableBytesPerStream, nullptr, first_sequence, std::move(wake),
+                held_through) {}
 
   uint64_t next_sequence() const override { return sender_.next_sequence(); }
   bool HasRoom() const override { return sender_.HasRoom(); }
@@ -63,9 +64,9 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenParentChannel(
 
 ParentStreamFactory GrpcParentStreams(std::shared_ptr<grpc::Channel> channel) {
   return [channel = std::move(channel)](v1::IngestOpen open, uint64_t first_sequence,
-                                        std::function<void()> wake) {
+                                        uint64_t held_through, std::function<void()> wake) {
     return std::make_unique<GrpcParentStream>(channel, std::move(open), first_sequence,
-                                              std::move(wake));
+                                              held_through, std::move(wake));
   };
 }
 

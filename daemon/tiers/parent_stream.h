@@ -67,9 +67,13 @@ class ParentStream {
 };
 
 // Opens a run's stream: `open` names the run, `first_sequence` is the first
-// message's (a stream continued after a restart), `wake` as above.
-using ParentStreamFactory = std::function<std::unique_ptr<ParentStream>(
-    v1::IngestOpen open, uint64_t first_sequence, std::function<void()> wake)>;
+// message's (a stream continued after a restart), `held_through` the last
+// message that exists already (in the state database, offered in turn: the
+// parent may have applied up to there, sent by a previous process), `wake`
+// as above.
+using ParentStreamFactory =
+    std::function<std::unique_ptr<ParentStream>(v1::IngestOpen open, uint64_t first_sequence,
+                                                uint64_t held_through, std::function<void()> wake)>;
 
 // Unacknowledged messages one stream may hold (its room).
 inline constexpr int64_t kMaxUnackedPerStream = 256;

@@ -328,9 +328,12 @@ void UpstreamForwarder::Serve(runs::RunId id, Deferred& deferred) {
   if (lane.stream == nullptr) {
     v1::IngestOpen open = OpenFor(lane.info, node_id_);
     const uint64_t first = lane.first_sequence;
+    // A restored stream's stored messages exist up to here: the parent may
+    // hold them (the process before the crash sent them once committed).
+    const uint64_t held = lane.committed_next - 1;
     mu_.Unlock();
     std::unique_ptr<ParentStream> stream =
-        streams_(std::move(open), first, [this, id] { Wake(id); });
+        streams_(std::move(open), first, held, [this, id] { Wake(id); });
     mu_.Lock();
     lane.stream = std::move(stream);
     lane.released = first - 1;

@@ -8,8 +8,11 @@ time: it resumes the run from its last checkpoint, the clients reconnect and
 replay what it had not made durable. The run must end finished with a total
 equal to the sum of the clients' own totals and percentiles equal to those
 of their merged --distribution-out files: zero lost, zero counted twice.
-Then the same with a daemon frozen (SIGSTOP) for many reporting intervals
-while the clients keep recording.
+Then the same with perld killed before the run's first checkpoint (its
+reporting interval outlasts the clients): no client was told anything is
+durable, so the run resumes empty and the clients replay everything. Then
+the same with a daemon frozen (SIGSTOP) for many reporting intervals while
+the clients keep recording.
 
   /usr/bin/python3 tests/integration/daemon_crash_test.py \\
       --perld build/release/daemon/bench/perld --perlctl build/release/client/perlctl/perlctl
@@ -38,6 +41,15 @@ def clients(perlctl, target, run, tmp, tag):
     return spooled_loads(perlctl, target, run, tmp, tag, ("raw", "windows", "raw"), 7, 200000)
 
 
+def wait_listed(query, pb, name, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if any(r.name == name for r in query.ListRuns(pb.ListRunsRequest(), timeout=10).runs):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def verify(query, pb, tag, outs, procs):
     results = []
     for p in procs:
@@ -48,7 +60,7 @@ def verify(query, pb, tag, outs, procs):
     if not all(results):
         return
     run_ids = {r["runId"] for r in results}
-    check(len(run_ids) == 1, f"{tag}: the three clients stayed in one run {run_ids}")
+    check(len(run_ids) == 1, f"{tag}: the clients stayed in one run {run_ids}")
     run_id = run_ids.pop()
     run = wait_ended(query, pb, run_id)
     pairs, records = merged_distributions(outs)
@@ -103,6 +115,22 @@ def main():
     with open(log) as f:
         resumed = f.read().count("resumed from its checkpoint")
     check(resumed == 2, f"the daemon resumed the run after each crash ({resumed} in its log)")
+
+    # --- kill -9 before the run's first checkpoint -------------------------------
+    outs, procs = spooled_loads(args.perlctl, listen, "early", tmp, "e", ("raw", "windows"), 4,
+                                100000, interval=60)
+    check(wait_listed(query, pb, "early"), "the clients created the run 'early'")
+    time.sleep(1.0)
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait(timeout=30)
+    d = start()
+    query = rpc.QueryStub(grpc.insecure_channel(d.grpc))
+    verify(query, pb, "kill -9 before the first checkpoint", outs, procs)
+    with open(log) as f:
+        empty = f.read().count("resumed empty: perld stopped before its first checkpoint")
+    check(empty == 1, f"the daemon resumed the run empty ({empty} in its log)")
+    named = [r for r in query.ListRuns(pb.ListRunsRequest()).runs if r.name == "early"]
+    check(len(named) == 1, f"one run named 'early', not a failed one and a new one ({len(named)})")
 
     # --- a daemon frozen for many intervals while clients record -----------------
     outs, procs = clients(args.perlctl, listen, "frozen", tmp, "f")

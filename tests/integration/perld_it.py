@@ -240,12 +240,13 @@ def exact_percentiles(pairs, percents):
     return out
 
 
-def spooled_loads(perlctl, target, run, tmp, tag, modes, seconds, throughput):
+def spooled_loads(perlctl, target, run, tmp, tag, modes, seconds, throughput, interval=1):
     """Starts one `perlctl load` per mode ("raw"/"windows") into `run` at
     `target`, each with its own spool and --distribution-out file in tmp;
     returns (the distribution files, the processes). A mode ending in
     "-memory" (e.g. "windows-memory") has no spool: the client keeps what
-    the daemon has not made durable in memory."""
+    the daemon has not made durable in memory. `interval` (seconds) is the
+    run's reporting interval, so also how often the daemon checkpoints it."""
     outs, procs = [], []
     for i, mode in enumerate(modes):
         out = os.path.join(tmp, f"{tag}{i}.json")
@@ -254,7 +255,7 @@ def spooled_loads(perlctl, target, run, tmp, tag, modes, seconds, throughput):
         cmd = [perlctl, "--target", target, "--json", "load", "-size", "100", "-time", "ns",
                "-writers", "1", "-seconds", str(seconds), "-throughput", str(throughput),
                "--run", run, "--mode", mode.removesuffix("-memory")] + spool + [
-               "--distribution-out", out, "-interval", "1"]
+               "--distribution-out", out, "-interval", str(interval)]
         outs.append(out)
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))

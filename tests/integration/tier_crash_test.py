@@ -72,9 +72,12 @@ def client_results(tag, procs):
 def root_run(query, pb, name, seconds=120):
     deadline = time.time() + seconds
     while time.time() < deadline:
-        for run in query.ListRuns(pb.ListRunsRequest(), timeout=10).runs:
-            if run.name == name:
-                return run.id
+        named = [r.id for r in query.ListRuns(pb.ListRunsRequest(), timeout=10).runs
+                 if r.name == name]
+        if named:
+            check(len(named) == 1, f"one run named '{name}' (never a failed one and a new one): "
+                  f"{named}")
+            return named[0]
         time.sleep(0.1)
     raise RuntimeError(f"the root has no run '{name}'")
 

@@ -558,5 +558,103 @@ TEST_F(RunTableTest, TakeoversWhileParkedApplyEveryMessageOnce) {
   EXPECT_GT(takeovers, 0);
 }
 
+// --- a run resumed from before its first checkpoint ----------------------------------
+
+// A checkpointed run stored running with no checkpoint: the daemon stopped
+// before its first one, so no client was told anything is durable. The
+// restored run resumes empty, waits for its clients (by run_id or by name),
+// takes them from sequence 1 and ends with exactly what they sent; with no
+// client back within ingest.clientTimeoutMs it ends failed, saying why.
+TEST(RunTableResumeTest, ARunStoppedBeforeItsFirstCheckpointResumesEmptyAndWaitsForItsClients) {
+  for (const bool comes_back : {true, false}) {
+    SCOPED_TRACE(comes_back);
+    state::testing::ScratchDir dir;
+    runs::RunInfo stored;
+    stored.id = 5;
+    stored.spec.name = "early";
+    stored.spec.source = runs::RunSource::kIngest;
+    stored.spec.latency = LatencyConfig::ForUnit(TimeUnit::kNs);
+    stored.spec.reporting_interval_ms = 60'000;
+    stored.spec.periodic_recorder = RecorderKind::kHybridPaged;  // a windows client made it
+    stored.spec.total_recorder = RecorderKind::kHybridPaged;
+    stored.spec.checkpointed = true;
+    stored.start_unix_ms = absl::ToUnixMillis(absl::Now());
+    runs::WindowRecord unacked =
+        state::testing::MakeWindow(5, runs::WindowRecord::Kind::kPeriodic, 1);
+    {
+      absl::StatusOr<std::unique_ptr<state::StateStore>> store =
+          state::StateStore::Open(dir.path(), {});
+      ASSERT_TRUE(store.ok()) << store.status();
+      (*store)->SaveRun(stored);
+      (*store)->SaveWindow(unacked);  // closed, never checkpointed
+      ASSERT_TRUE((*store)->Flush().ok());
+    }
+    absl::StatusOr<std::unique_ptr<state::StateStore>> store =
+        state::StateStore::Open(dir.path(), {});
+    ASSERT_TRUE(store.ok()) << store.status();
+    state::RunHistory history(*std::move(store));
+    runs::RunManager::Options options;
+    options.first_id = history.NextRunId();
+    options.max_running_runs = 4;
+    runs::RunManager manager(options);
+    manager.AddObserver(&history);
+    manager.Start();
+    absl::StatusOr<std::vector<state::StoredRun>> resumable = history.Restore(manager.registry());
+    ASSERT_TRUE(resumable.ok()) << resumable.status();
+    ASSERT_EQ(resumable->size(), 1u);
+    state::StoredRun& run = resumable->front();
+    ASSERT_TRUE(run.checkpoint.has_value());
+    EXPECT_EQ(run.checkpoint->periodic_seq, 0);
+    EXPECT_EQ(run.checkpoint->total.snapshot.records, 0);
+    EXPECT_TRUE(run.checkpoint->clients.empty());
+    EXPECT_TRUE(run.windows.empty()) << "the unacknowledged window is trimmed";
+
+    config::DaemonConfig c = TestConfig();
+    c.ingest.checkpoints = true;
+    c.ingest.client_timeout_ms = comes_back ? 60'000 : 100;
+    config::CurrentConfig current(c);
+    IngestStats stats;
+    FlagIngestStream stream;
+    auto table = std::make_unique<RunTable>(manager, current, stats, &history.store());
+    ASSERT_TRUE(table->Resume(run.info, run.windows, *run.checkpoint).ok());
+    if (comes_back) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      EXPECT_FALSE(manager.WaitEnded(5, absl::ZeroDuration())) << "it waits for its clients";
+      OpenRequest by_id = Open("early", "a");
+      by_id.run_id = 5;
+      absl::StatusOr<Session> a = table->Join(by_id, &stream);
+      absl::StatusOr<Session> b = table->Join(Open("early", "b"), &stream);
+      ASSERT_TRUE(a.ok() && b.ok()) << a.status() << " " << b.status();
+      EXPECT_EQ(a->run_id, 5u);
+      EXPECT_EQ(b->run_id, 5u);
+      EXPECT_FALSE(b->created);
+      EXPECT_EQ(a->acked_sequence, 0u);
+      ASSERT_TRUE(Apply(*table, *a, 1).ok());
+      ASSERT_TRUE(Apply(*table, *a, 2).ok());
+      ASSERT_TRUE(Apply(*table, *b, 1, 7).ok());
+      ASSERT_TRUE(table->Close(*a, 2).ok());
+      ASSERT_TRUE(table->Close(*b, 1).ok());
+      table->Leave(*a);
+      table->Leave(*b);
+    }
+    ASSERT_TRUE(manager.WaitEnded(5, absl::Seconds(30)));
+    absl::StatusOr<runs::RunView> v = manager.registry().Get(5);
+    ASSERT_TRUE(v.ok()) << v.status();
+    if (comes_back) {
+      EXPECT_EQ(v->info.state, runs::RunState::kFinished) << v->info.failure_reason;
+      EXPECT_EQ(v->total.snapshot.records, 27);
+    } else {
+      EXPECT_EQ(v->info.state, runs::RunState::kFailed);
+      EXPECT_THAT(v->info.failure_reason, HasSubstr("none of its clients came back"));
+      EXPECT_EQ(v->total.snapshot.records, 0);
+    }
+    table->StopAccepting();
+    table->EndAll();
+    table.reset();
+    manager.Stop();
+    EXPECT_TRUE(history.store().Flush().ok());
+  }
+}
+
 }  // namespace
 }  // namespace perld::ingest

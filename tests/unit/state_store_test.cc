@@ -81,7 +81,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "4");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "5");
   EXPECT_EQ(Sql(store->path(), "PRAGMA synchronous"), "2");  // FULL on the store's connection
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
@@ -92,7 +92,11 @@ TEST(StateStoreTest, RoundTripsEveryFieldBitExact) {
   ScratchDir tmp;
   const RunInfo running = MakeRun(1);
   const RunInfo finished = MakeRun(2, RunState::kFinished, 1'700'000'999'000);
-  const RunInfo failed = MakeRun(3, RunState::kFailed, 1'700'000'999'500);
+  const RunInfo failed = [] {
+    RunInfo r = MakeRun(3, RunState::kFailed, 1'700'000'999'500);
+    r.spec.checkpointed = true;
+    return r;
+  }();
   const std::vector<WindowRecord> windows = {
       MakeWindow(1, Kind::kPeriodic, 1), MakeWindow(1, Kind::kPeriodic, 2),
       MakeWindow(1, Kind::kTotalSegment, 1), MakeWindow(1, Kind::kPeriodic, 3)};
@@ -443,19 +447,22 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 5 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 6 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 5 is newer than this perld supports (4)"));
+              HasSubstr("schema version 6 is newer than this perld supports (5)"));
 }
 
 // Turns a current database back into one of `version`: drops the tables
 // later versions added and sets meta.schema_version.
 void DowngradeTo(const std::string& db, int version) {
-  Sql(db, "DROP TABLE run_clients");
-  Sql(db, "DELETE FROM meta WHERE key = 'reserved_run_id'");
+  Sql(db, "ALTER TABLE runs DROP COLUMN checkpointed");
+  if (version < 4) {
+    Sql(db, "DROP TABLE run_clients");
+    Sql(db, "DELETE FROM meta WHERE key = 'reserved_run_id'");
+  }
   if (version < 3) {
     Sql(db, "DROP TABLE upstream_messages");
     Sql(db, "DROP TABLE upstream_streams");
@@ -468,8 +475,8 @@ void DowngradeTo(const std::string& db, int version) {
       absl::StrCat("UPDATE meta SET value = ", version, " WHERE key = 'schema_version'").c_str());
 }
 
-TEST(StateStoreTest, UpgradesVersion1To3Databases) {
-  for (int version : {1, 2, 3}) {
+TEST(StateStoreTest, UpgradesVersion1To4Databases) {
+  for (int version : {1, 2, 3, 4}) {
     SCOPED_TRACE(version);
     ScratchDir tmp;
     {
@@ -479,9 +486,12 @@ TEST(StateStoreTest, UpgradesVersion1To3Databases) {
     DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "4");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "5");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM run_clients"), "0");
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'reserved_run_id'"), "0");
+    EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE checkpointed = 0"), "1");
+    if (version < 4) {  // added by version 4
+      EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'reserved_run_id'"), "0");
+    }
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM checkpoints"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_streams"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_messages"), "0");

@@ -153,6 +153,7 @@ inline void ExpectSameRun(const runs::RunInfo& a, const runs::RunInfo& b) {
   EXPECT_EQ(a.spec.parameters, b.spec.parameters);
   EXPECT_EQ(a.spec.writers, b.spec.writers);
   EXPECT_EQ(a.spec.readers, b.spec.readers);
+  EXPECT_EQ(a.spec.checkpointed, b.spec.checkpointed);
   EXPECT_EQ(a.state, b.state);
   EXPECT_EQ(a.failure_reason, b.failure_reason);
   EXPECT_EQ(a.start_unix_ms, b.start_unix_ms);

@@ -78,7 +78,8 @@ class FakeParent {
   }
 
   ParentStreamFactory Factory() {
-    return [this](v1::IngestOpen open, uint64_t first, std::function<void()> wake) {
+    return [this](v1::IngestOpen open, uint64_t first, uint64_t /*held_through*/,
+                  std::function<void()> wake) {
       return std::make_unique<Stream>(this, open.run_name(), first, std::move(wake));
     };
   }
