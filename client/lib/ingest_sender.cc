@@ -184,8 +184,12 @@ bool IngestSender::SpoolAppend(uint64_t seq, const v1::IngestRequest& message) {
 }
 
 bool IngestSender::RoomLocked() const {
+  // With a spool, recording while the daemon is away is the point: the
+  // messages wait in the spool (bounded by its own size) and in memory
+  // (max_undurable_bytes), not behind the in-flight bound.
   const uint64_t made = made_.load(std::memory_order_relaxed);
-  return static_cast<int64_t>(made - std::min(acked_, made)) < max_unacked_ &&
+  return (spool_ != nullptr ||
+          static_cast<int64_t>(made - std::min(acked_, made)) < max_unacked_) &&
          outbox_bytes_ < max_undurable_bytes_;
 }
 
@@ -257,6 +261,8 @@ void IngestSender::FillCounters(Counters* out) const {
   out->reconnects = reconnects_;
   out->outbox_full_waits = full_waits_;
   out->run_id = run_id_;
+  out->opened = opened_;
+  out->run_created = run_created_;
   out->acked_records = acked_records_;
   out->unsent_records = unsent_records_;
   out->last_stream_error = last_stream_error_;
@@ -375,6 +381,8 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
     }
     first_open = run_id_ == 0;
     run_id_ = o.run_id();
+    if (!opened_) run_created_ = response.opened().created();
+    opened_ = true;
     max_batch_length_.store(o.max_batch_length(), std::memory_order_relaxed);
     // What the daemon has applied now: after a daemon crash it resumed from
     // a checkpoint and may have applied less than it acknowledged before

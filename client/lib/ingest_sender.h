@@ -172,6 +172,8 @@ class IngestSender {
   std::chrono::steady_clock::time_point give_up_at_ ABSL_GUARDED_BY(mu_) =
       std::chrono::steady_clock::time_point::max();
   uint64_t run_id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool opened_ ABSL_GUARDED_BY(mu_) = false;
+  bool run_created_ ABSL_GUARDED_BY(mu_) = false;
   bool close_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) =
       false;  // the daemon acknowledged the close and ended the stream OK

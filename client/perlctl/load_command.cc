@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/lib/client_internal.h"
 #include "daemon/bench/bench_options.h"
@@ -78,6 +79,13 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   const std::optional<std::string> client_name = Take(&args, "name");
   const std::optional<std::string> spool_dir = Take(&args, "spool");
   const std::string spool_mode = Take(&args, "spool-mode").value_or("batched");
+  double connect_timeout_s = 5;
+  if (const std::optional<std::string> v = Take(&args, "connect-timeout")) {
+    if (!absl::SimpleAtod(*v, &connect_timeout_s) || !(connect_timeout_s > 0) ||
+        connect_timeout_s > 86'400) {
+      throw LoadUsageError{"load: --connect-timeout must be seconds in (0, 86400]"};
+    }
+  }
   if (spool_mode != "batched" && spool_mode != "synced") {
     throw LoadUsageError{"load: --spool-mode must be batched or synced"};
   }
@@ -161,6 +169,48 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
     return 1;
   }
 
+  // Fail fast: without a spool nothing recorded survives while perld is
+  // away, so the connection and the run's open are checked before any load
+  // is generated -- an unreachable target or a refused open ends the command.
+  if (!spool_dir) {
+    const auto give_up = std::chrono::steady_clock::now() +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(connect_timeout_s));
+    for (;;) {
+      const Counters c = client->counters();
+      if (c.opened) break;
+      const std::string refused = client->FinalError();
+      const bool late = std::chrono::steady_clock::now() >= give_up;
+      const timespec tick{0, 20'000'000};
+      const int sig = refused.empty() && !late ? sigtimedwait(&signals, nullptr, &tick) : 0;
+      if (refused.empty() && !late && sig <= 0) continue;
+      if (!refused.empty()) {
+        std::cerr << "perlctl: load: perld at " << target << " refused run '" << run
+                  << "': " << refused << "\n";
+      } else if (late) {
+        std::cerr << "perlctl: load: perld at " << target << " did not open run '" << run
+                  << "' within " << connect_timeout_s << " s (--connect-timeout)"
+                  << (c.last_stream_error.empty() ? "" : ": " + c.last_stream_error)
+                  << "; no load was generated. Start perld or check --target, or give --spool "
+                     "DIR to record now and send when perld is back\n";
+      } else {
+        std::cerr << "perlctl: load: interrupted by signal " << sig
+                  << " before perld opened the run; no load was generated\n";
+      }
+      client->Abandon();
+      return 1;
+    }
+  }
+  const auto announce = [&](const Counters& c) {
+    std::cerr << "perlctl: load: " << (c.run_created ? "created" : "joined") << " run "
+              << c.run_id << " '" << run << "' at " << target << "\n";
+  };
+  bool announced = false;
+  if (const Counters c = client->counters(); c.opened) {
+    announce(c);
+    announced = true;
+  }
+
   // The PerlBench workers, each through its own recorder handle.
   const int workers = o.workers();
   std::vector<bench::WorkerPlan> plans(static_cast<size_t>(workers));
@@ -178,14 +228,41 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
   std::atomic<int> interrupted{0};
+  std::atomic<bool> overran{false};
+  std::atomic<bool> workers_done{false};
   std::atomic<bool> failed{false};
   std::thread watcher([&] {
     const timespec tick{0, 100'000'000};
+    const auto started = std::chrono::steady_clock::now();
+    bool said_spooling = false;
     while (!done.load(std::memory_order_relaxed)) {
+      // With a spool, recording goes on while perld is away: said once.
+      const Counters c = client->counters();
+      if (c.opened && !announced) {
+        announce(c);
+        announced = true;
+      } else if (!c.opened && !said_spooling &&
+                 std::chrono::steady_clock::now() - started > std::chrono::seconds(2)) {
+        said_spooling = true;
+        std::cerr << "perlctl: load: perld at " << target << " has not opened run '" << run
+                  << "' yet" << (c.last_stream_error.empty() ? "" : " (" + c.last_stream_error + ")")
+                  << ": recording into the spool " << *spool_dir
+                  << "; its messages are sent when perld answers\n";
+      }
       const int sig = sigtimedwait(&signals, nullptr, &tick);
       if (sig > 0) {
         interrupted.store(sig, std::memory_order_relaxed);
         stop.store(true, std::memory_order_relaxed);
+        client->Abandon();
+      }
+      // Past -seconds and --timeout with a worker still blocked in Record
+      // (perld away, nothing left to hold its records): give up on them,
+      // as on SIGINT, instead of outliving the run's time.
+      if (deadline_ns > 0 && !workers_done.load(std::memory_order_relaxed) &&
+          !stop.load(std::memory_order_relaxed) &&
+          clock.NowNanos() > deadline_ns + static_cast<int64_t>(timeout_s * 1e9)) {
+        stop.store(true, std::memory_order_relaxed);
+        overran.store(true, std::memory_order_relaxed);
         client->Abandon();
       }
       // A final error (the daemon refused the run for good): nothing more
@@ -209,6 +286,7 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
     });
   }
   for (std::thread& t : threads) t.join();
+  workers_done.store(true, std::memory_order_relaxed);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const FlushResult closed =
@@ -241,6 +319,7 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
     j.BeginObject();
     j.Key("run").String(run);
     j.Key("runId").Uint(counters.run_id);
+    j.Key("runCreated").Bool(counters.run_created);
     j.Key("mode").String(mode_name);
     j.Key("operations").Int(attempted);
     j.Key("seconds").Double(seconds);
@@ -269,6 +348,13 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
               << ", " << counters.duplicates << " duplicates, " << counters.reconnects
               << " reconnects\n";
   }
+  if (overran.load()) {
+    std::cerr << "perlctl: load: still blocked on perld " << timeout_s
+              << " s (--timeout) after -seconds ended; " << counters.acked_records
+              << " records acknowledged, " << counters.unsent_records << " given up on"
+              << (closed.error.empty() ? "" : ": " + closed.error) << "\n";
+    return 1;
+  }
   if (interrupted.load() != 0) {
     std::cerr << "perlctl: load: interrupted by signal " << interrupted.load() << "; "
               << counters.acked_records << " records acknowledged, " << counters.unsent_records
@@ -277,7 +363,13 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   }
   if (!closed.acked) {
     std::cerr << "perlctl: load: not everything was acknowledged (" << closed.unacked_messages
-              << " messages): " << closed.error << "\n";
+              << " messages): " << closed.error;
+    if (spool_dir) {
+      std::cerr << "; they are kept in the spool " << *spool_dir
+                << ": `perlctl load --spool " << *spool_dir
+                << "` sends them first when perld is back";
+    }
+    std::cerr << "\n";
     return 1;
   }
   return 0;

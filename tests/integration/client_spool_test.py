@@ -146,8 +146,15 @@ def main():
 
 
 def client_acked(query, pb, run):
-    """The acked sequence of the (one) client of `run`, as the daemon holds it."""
-    reply = query.GetClients(pb.GetClientsRequest(run=run), timeout=10)
+    """The acked sequence of the (one) client of `run`, as the daemon holds it
+    (0 when no client opened the run yet: killed before its first open)."""
+    import grpc
+    try:
+        reply = query.GetClients(pb.GetClientsRequest(run=run), timeout=10)
+    except grpc.RpcError as e:
+        if e.code() == grpc.StatusCode.NOT_FOUND:
+            return 0
+        raise
     return max((c.acked_sequence for c in reply.clients), default=0)
 
 

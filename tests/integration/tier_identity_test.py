@@ -61,10 +61,14 @@ def main():
             check(all(i is not None and UUID.match(i) for i in ids) and ids[0] != ids[1],
                   f"each edge keeps a random UUID in STATE_DIR/node-id ({ids})")
 
-            # The same run name on both edges at the same time: one root run.
+            # The same run name on both edges at the same time: one root run
+            # (each bench lasts ~3 s, so both edges' streams overlap at the
+            # root even on a slow sanitizer build: a root run ends once every
+            # client that joined it closed).
             benches = [subprocess.Popen(
                 [args.perlctl, "--target", edge.grpc, "bench", "-writers", "1", "-records",
-                 str(records), "-seconds", "10", "-size", "100", "-throughput", "2", "-time", "ns",
+                 str(records), "-seconds", "20", "-size", "100", "-throughput", "0.3",
+                 "-time", "ns",
                  "--name", "twins", "--wait"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True) for edge, records in zip(edges, RECORDS)]
             for bench in benches:

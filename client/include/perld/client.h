@@ -30,11 +30,13 @@
 // to a daemon that crashed and resumed from its checkpoint.
 //
 // Bounded memory while disconnected (never a silent loss): at most
-// max_unacked_messages messages in flight beyond what the daemon applied,
-// and at most max_undurable_bytes of messages kept until durable; at either
-// bound the local recorder thread waits (counted in
+// max_unacked_messages messages in flight beyond what the daemon applied
+// (without a spool), and at most max_undurable_bytes of messages kept until
+// durable; at either bound the local recorder thread waits (counted in
 // Counters::outbox_full_waits), so the channels fill up and Record() blocks at
-// the pending bound. Record() then returns only when the daemon is back.
+// the pending bound. Record() then returns only when the daemon is back. With
+// a spool, recording goes on while the daemon is away until the spool
+// (spool_max_bytes) or max_undurable_bytes is full.
 //
 // Errors the daemon reports as final (INVALID_ARGUMENT, FAILED_PRECONDITION,
 // NOT_FOUND, RESOURCE_EXHAUSTED, OUT_OF_RANGE, ABORTED) stop the sending;
@@ -128,6 +130,8 @@ struct Counters {
   uint64_t reconnects = 0;         // streams opened after the first
   uint64_t outbox_full_waits = 0;  // times the recorder waited for acks
   uint64_t run_id = 0;             // the daemon's run (0 until opened)
+  bool opened = false;             // a stream of this process was opened by the daemon
+  bool run_created = false;        // that open created the run (else it joined it)
   int64_t acked_records = 0;       // records in the acknowledged messages
   int64_t unsent_records = 0;      // records in messages given up on (Abandon, Close deadline)
   std::string last_stream_error;   // why the last stream ended early ("" if none)
