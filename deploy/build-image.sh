@@ -33,7 +33,7 @@ name="perld-image-check-$$"
 podman rm -f "$name" >/dev/null 2>&1 || true
 started_ns=$(date +%s%N)
 # Its own network namespace with no interfaces but loopback: the image's
-# default configuration (every interface, ports 9717/9718) stays private.
+# default configuration (every interface, ports 9717/9719) stays private.
 "${podman[@]}" run -d "${limits[@]}" --name "$name" --network none "$tag" >/dev/null
 healthy=""
 for _ in $(seq 1 100); do

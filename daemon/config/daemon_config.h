@@ -206,7 +206,7 @@ struct TlsConfig {
 struct DaemonConfig {
   // Listeners and files.
   std::string grpc_listen = "127.0.0.1:9717";  // key grpcListen / --grpc-listen, HOST:PORT
-  std::string http_listen = "127.0.0.1:9718";  // key httpListen / --http-listen, HOST:PORT
+  std::string http_listen = "127.0.0.1:9719";  // key httpListen / --http-listen, HOST:PORT
   // key grpcUnix / --grpc-unix: a Unix socket path for gRPC as well ("" off;
   // under systemd the daemon defaults it to $RUNTIME_DIRECTORY/perld.sock).
   std::string grpc_unix;

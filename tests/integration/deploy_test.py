@@ -79,7 +79,7 @@ def main():
               f"{key}: probes /healthz and /readyz on a named port")
         annotations = spec["metadata"]["annotations"]
         check(annotations.get("prometheus.io/scrape") == "true" and
-              annotations.get("prometheus.io/port") == "9718",
+              annotations.get("prometheus.io/port") == "9719",
               f"{key}: Prometheus scrape annotations")
         check(spec["metadata"]["labels"].items() >= {"app.kubernetes.io/name": "perld"}.items(),
               f"{key}: labelled app.kubernetes.io/name=perld")
@@ -117,7 +117,7 @@ def main():
     froms = [line for line in docker.splitlines() if line.startswith("FROM ")]
     check(len(froms) == 2, "Dockerfile: multi-stage (build, then run)")
     for needle in ("USER perld", "HEALTHCHECK", "VOLUME /var/lib/perld", "tini",
-                   "scripts/install-deps.sh", "EXPOSE 9717 9718"):
+                   "scripts/install-deps.sh", "EXPOSE 9717 9719"):
         check(needle in docker, f"Dockerfile: {needle}")
     return perld_it.finish()
 

@@ -324,7 +324,7 @@ def main():
         # --- loopback by default ------------------------------------------------
         p = subprocess.run([args.perld, "--check-config"], capture_output=True, text=True)
         check('grpcListen: "127.0.0.1:9717"' in p.stdout and
-              'httpListen: "127.0.0.1:9718"' in p.stdout, "the defaults listen on loopback")
+              'httpListen: "127.0.0.1:9719"' in p.stdout, "the defaults listen on loopback")
         d = Daemon(args.perld, os.path.join(tmp, "s6"))
         try:
             ok, listening = loopback_only(d.proc.pid)

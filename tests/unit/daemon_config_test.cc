@@ -60,7 +60,7 @@ TEST(DaemonConfigTest, EmptyAndCommentOnlyFilesAreTheDefaults) {
 TEST(DaemonConfigTest, DefaultsAreSbkDefaults) {
   const DaemonConfig c;
   EXPECT_EQ(c.grpc_listen, "127.0.0.1:9717");
-  EXPECT_EQ(c.http_listen, "127.0.0.1:9718");
+  EXPECT_EQ(c.http_listen, "127.0.0.1:9719");
   EXPECT_EQ(c.latency.time_unit, TimeUnit::kMs);
   EXPECT_EQ(c.latency.max_latency, DefaultMaxLatency(TimeUnit::kMs));
   EXPECT_EQ(c.latency.percentiles, DefaultPercentiles());

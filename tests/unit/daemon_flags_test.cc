@@ -110,7 +110,7 @@ TEST(DaemonFlagsTest, UsageListsEveryFlagWithItsDefault) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
   EXPECT_THAT(usage, HasSubstr("(default 127.0.0.1:9717"));
-  EXPECT_THAT(usage, HasSubstr("(default 127.0.0.1:9718)"));
+  EXPECT_THAT(usage, HasSubstr("(default 127.0.0.1:9719)"));
   EXPECT_THAT(usage, HasSubstr("(default info)"));
   EXPECT_THAT(usage, HasSubstr("./perld-state"));
   EXPECT_THAT(usage, HasSubstr("perld bench [options]"));
