@@ -36,7 +36,7 @@ namespace perld::jobs {
 
 struct BenchJobSetup {
   bench::BenchOptions options;
-  std::string name = "perlbench";
+  std::string name;  // "": named bench-<id> (RunManager::CreateRun)
   std::map<std::string, std::string> labels;
   // Percentiles and recorder sizes; time unit and range come from `options`.
   LatencyConfig latency_defaults;

@@ -37,7 +37,7 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
   }
   BenchJobSetup setup;
   setup.options = options;
-  setup.name = name.empty() ? "perlbench" : std::move(name);
+  setup.name = std::move(name);  // "": the run manager names it bench-<id>
   setup.labels = std::move(labels);
   setup.latency_defaults = config->latency;
   setup.reporting_interval_ms = reporting_interval_ms;

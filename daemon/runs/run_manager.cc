@@ -152,6 +152,11 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
       info.start_unix_ms = now_unix_ms;
     }
     info.spec = spec;
+    // An unnamed run is named after its source and id ("bench-7"): names
+    // that never collide, where a shared default would.
+    if (info.spec.name.empty()) {
+      info.spec.name = absl::StrCat(RunSourceName(info.spec.source), "-", info.id);
+    }
     info.state = RunState::kRunning;
     pending_[info.id].judge = std::move(setup.judge);
     pending_[info.id].channels = channels;

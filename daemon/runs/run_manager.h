@@ -141,7 +141,8 @@ class RunManager {
   // REQUIRES below Options::first_id), builds the windows by the recorder
   // policy, registers and attaches the run. ResourceExhausted at
   // max_running_runs or over the memory budget (counted), Unavailable after
-  // StopAccepting, InvalidArgument for a bad configuration.
+  // StopAccepting, InvalidArgument for a bad configuration. A run without a
+  // name is named "<source>-<id>" (e.g. bench-7).
   absl::StatusOr<CreatedRun> CreateRun(RunSetup setup);
   // New limits for runs created from now on (SIGHUP); running runs keep
   // their reservations.

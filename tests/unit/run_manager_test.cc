@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tests/unit/latency_oracle.h"
 
 namespace perld::runs {
@@ -283,6 +284,31 @@ TEST(RunManagerTest, LimitsAndShutdownRefuseNewRuns) {
   manager.StopAccepting();
   EXPECT_EQ(manager.CreateRun(MakeSetup("late", TimeUnit::kMs, 1, 1000)).status().code(),
             absl::StatusCode::kUnavailable);
+  manager.Stop();
+}
+
+// Unnamed runs never share a default name: "<source>-<id>".
+TEST(RunManagerTest, AnUnnamedRunIsNamedAfterItsSourceAndId) {
+  RunManager manager(RunManager::Options{});
+  manager.Start();
+  std::vector<RunId> ids;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<CreatedRun> run = manager.CreateRun(MakeSetup("", TimeUnit::kMs, 1, 1000));
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->info.spec.name, absl::StrCat("bench-", run->id));
+    absl::StatusOr<RunInfo> listed = manager.registry().Info(run->id);
+    ASSERT_TRUE(listed.ok());
+    EXPECT_EQ(listed->spec.name, run->info.spec.name);
+    ids.push_back(run->id);
+  }
+  EXPECT_NE(ids[0], ids[1]);
+  absl::StatusOr<CreatedRun> named = manager.CreateRun(MakeSetup("mine", TimeUnit::kMs, 1, 1000));
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->info.spec.name, "mine");
+  for (RunId id : ids) manager.EndRun(id);
+  manager.EndRun(named->id);
+  for (RunId id : ids) ASSERT_TRUE(manager.WaitEnded(id, absl::Seconds(10)));
+  ASSERT_TRUE(manager.WaitEnded(named->id, absl::Seconds(10)));
   manager.Stop();
 }
 
