@@ -330,6 +330,8 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
 
   v1::IngestOpen open;
   open.set_run_name(o.run);
+  open.set_must_exist(o.must_exist);
+  open.set_must_create(o.must_create);
   open.mutable_labels()->insert(o.labels.begin(), o.labels.end());
   open.set_time_unit(ToProto(o.time_unit));
   open.set_min_latency(latency.min_latency);

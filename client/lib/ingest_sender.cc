@@ -20,6 +20,7 @@ bool IsFinal(grpc::StatusCode code) {
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::FAILED_PRECONDITION:
     case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::ALREADY_EXISTS:
     case grpc::StatusCode::OUT_OF_RANGE:
     case grpc::StatusCode::DATA_LOSS:
     case grpc::StatusCode::ABORTED:

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -44,6 +45,13 @@ std::optional<std::string> Take(std::vector<std::string>* args, const std::strin
   return value;
 }
 
+bool Flag(std::vector<std::string>* args, const std::string& name) {
+  const auto it = std::find(args->begin(), args->end(), "--" + name);
+  if (it == args->end()) return false;
+  args->erase(it);
+  return true;
+}
+
 LatencyUnit ToClientUnit(TimeUnit unit) {
   switch (unit) {
     case TimeUnit::kMs:
@@ -78,6 +86,9 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   const std::optional<std::string> distribution_out = Take(&args, "distribution-out");
   const std::optional<std::string> client_name = Take(&args, "name");
   const std::optional<std::string> spool_dir = Take(&args, "spool");
+  const bool join_only = Flag(&args, "join");
+  const bool new_only = Flag(&args, "new");
+  if (join_only && new_only) throw LoadUsageError{"load: --join and --new exclude each other"};
   const std::string spool_mode = Take(&args, "spool-mode").value_or("batched");
   double connect_timeout_s = 5;
   if (const std::optional<std::string> v = Take(&args, "connect-timeout")) {
@@ -149,6 +160,8 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   options.key_file = security.key_file;
   options.token_file = security.token_file;
   options.run = run;
+  options.must_exist = join_only;
+  options.must_create = new_only;
   options.labels = labels;
   options.mode = mode_name == "raw" ? IngestMode::kRaw : IngestMode::kWindows;
   options.time_unit = ToClientUnit(o.time_unit);
@@ -202,8 +215,8 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
     }
   }
   const auto announce = [&](const Counters& c) {
-    std::cerr << "perlctl: load: " << (c.run_created ? "created" : "joined") << " run "
-              << c.run_id << " '" << run << "' at " << target << "\n";
+    std::cerr << "perlctl: load: " << (c.run_created ? "created" : "joined") << " run " << c.run_id
+              << " '" << run << "' at " << target << "\n";
   };
   bool announced = false;
   if (const Counters c = client->counters(); c.opened) {
@@ -245,7 +258,8 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
                  std::chrono::steady_clock::now() - started > std::chrono::seconds(2)) {
         said_spooling = true;
         std::cerr << "perlctl: load: perld at " << target << " has not opened run '" << run
-                  << "' yet" << (c.last_stream_error.empty() ? "" : " (" + c.last_stream_error + ")")
+                  << "' yet"
+                  << (c.last_stream_error.empty() ? "" : " (" + c.last_stream_error + ")")
                   << ": recording into the spool " << *spool_dir
                   << "; its messages are sent when perld answers\n";
       }
@@ -365,9 +379,8 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
     std::cerr << "perlctl: load: not everything was acknowledged (" << closed.unacked_messages
               << " messages): " << closed.error;
     if (spool_dir) {
-      std::cerr << "; they are kept in the spool " << *spool_dir
-                << ": `perlctl load --spool " << *spool_dir
-                << "` sends them first when perld is back";
+      std::cerr << "; they are kept in the spool " << *spool_dir << ": `perlctl load --spool "
+                << *spool_dir << "` sends them first when perld is back";
     }
     std::cerr << "\n";
     return 1;

@@ -55,10 +55,13 @@ const char* kUsage =
   stop RUN [--wait]                            stop a run (its total is kept)
   load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
        [--name CLIENT] [--label KEY=VALUE]... [--spool DIR [--spool-mode batched|synced]]
-       [--connect-timeout SECONDS]             generate load here, stream it to the daemon;
+       [--join | --new] [--connect-timeout SECONDS]
+                                               generate load here, stream it to the daemon;
                                                without --spool it first waits up to
                                                --connect-timeout (5 s) for perld to open
-                                               the run and exits 1 if it does not
+                                               the run and exits 1 if it does not; --join:
+                                               only a running run of NAME, --new: only a
+                                               new one
 RUN is a run id or a unique run name. --target defaults to $PERLD_TARGET or 127.0.0.1:9717
 (unix:PATH for a Unix socket). --json prints stable JSON (one object per line for watch).
 Security (README "Security"): --token-file FILE (default $PERLD_TOKEN_FILE) sends its token

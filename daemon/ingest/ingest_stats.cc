@@ -38,6 +38,8 @@ const char* IngestStats::RefusalName(Refusal r) {
       return "data_loss";
     case Refusal::kInputLimit:
       return "input_limit";
+    case Refusal::kRunExists:
+      return "run_exists";
     case Refusal::kCount:
       break;
   }

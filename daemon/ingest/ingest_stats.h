@@ -33,6 +33,7 @@ class IngestStats {
     kRunEnded,       // FAILED_PRECONDITION: a reconnect to a run that ended before it closed
     kDataLoss,       // DATA_LOSS: the daemon holds less than it told the client was durable
     kInputLimit,     // INVALID_ARGUMENT: the open's names, labels or percentiles over limits.*
+    kRunExists,      // ALREADY_EXISTS: must_create, and a running run of the name
     kCount
   };
   static constexpr size_t kRefusals = static_cast<size_t>(Refusal::kCount);

@@ -39,6 +39,7 @@ struct OpenRequest {
   std::string client_name;
   ClientMode mode = ClientMode::kRaw;
   bool must_exist = false;        // join only
+  bool must_create = false;       // create only (ALREADY_EXISTS)
   uint64_t run_id = 0;            // a reconnect: the run it was in
   uint64_t durable_sequence = 0;  // a reconnect: what it was told is durable
 };

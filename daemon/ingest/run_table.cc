@@ -237,6 +237,13 @@ absl::StatusOr<RunTable::Session> RunTable::Join(const OpenRequest& open, Ingest
         ended_lookup = true;  // the registry and the state store answer, outside mu_
       }
     } else if (auto found = by_name_.find(open.run_name); found != by_name_.end()) {
+      if (open.must_create) {
+        return Refuse(stats_, Refusal::kRunExists,
+                      absl::AlreadyExistsError(absl::StrCat(
+                          "run '", open.run_name, "' (id ", found->second->context.id,
+                          ") is running: this client must create a new run (--new); join it "
+                          "without --new, or choose another name")));
+      }
       run = found->second;
     } else if (open.must_exist) {
       return Refuse(

@@ -33,6 +33,7 @@ absl::StatusOr<ingest::OpenRequest> DecodeOpen(const v1::IngestOpen& open) {
   out.client_id = open.client_id();
   out.client_name = open.client_name();
   out.must_exist = open.must_exist();
+  out.must_create = open.must_create();
   out.run_id = open.run_id();
   out.durable_sequence = open.durable_sequence();
   return out;

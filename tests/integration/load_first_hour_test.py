@@ -8,7 +8,9 @@
   C. A daemon: the first client prints "created run N", a second client of
      the same unit "joined run N" (the same N); a client asking for another
      unit is refused within seconds (exit 1, "refused run"), -seconds 3600
-     notwithstanding.
+     notwithstanding; --new on a running name is ALREADY_EXISTS, --join on
+     a name no ingest run has is NOT_FOUND (exit 1 both), --join --new is
+     a usage error (exit 2), --new on a free name creates the run.
   D. No daemon, --spool: recording goes on into the spool past the
      in-flight bound (more than 256 messages), the command ends after
      -seconds and --timeout saying the records are kept in the spool; a
@@ -82,6 +84,11 @@ def main():
     time.sleep(1.0)
     joined, _ = load(args.perlctl, listen, "--run", "u", "-records", "1000", json_out=True)
     refused, took = load(args.perlctl, listen, "--run", "u", "-seconds", "3600", unit="ms")
+    not_new, _ = load(args.perlctl, listen, "--run", "u", "--new", "-seconds", "3600")
+    no_such, _ = load(args.perlctl, listen, "--run", "nosuch", "--join", "-seconds", "3600")
+    both, _ = load(args.perlctl, listen, "--run", "u", "--join", "--new", "-records", "1")
+    made_new, _ = load(args.perlctl, listen, "--run", "fresh", "--new", "-records", "100",
+                       json_out=True)
     out, err = first.communicate(timeout=60)
     check(first.returncode == 0, f"C: the first client exits 0 ({err.strip()[-200:]})")
     run_id = json.loads(out)["runId"] if first.returncode == 0 else -1
@@ -95,6 +102,16 @@ def main():
           f"{took:.1f} s)")
     check("refused run 'u'" in refused.stderr and refused.stdout == "",
           f"C: stderr says the run refused it: {refused.stderr.strip()[-300:]}")
+    check(not_new.returncode == 1 and "ALREADY_EXISTS" in not_new.stderr and
+          f"(id {run_id}) is running" in not_new.stderr,
+          f"C: --new while run 'u' runs: exit 1, ALREADY_EXISTS ({not_new.stderr.strip()[-200:]})")
+    check(no_such.returncode == 1 and "NOT_FOUND" in no_such.stderr and
+          "no running ingest run named 'nosuch'" in no_such.stderr,
+          f"C: --join without such a run: exit 1, NOT_FOUND ({no_such.stderr.strip()[-200:]})")
+    check(both.returncode == 2, f"C: --join with --new is a usage error ({both.returncode})")
+    check(made_new.returncode == 0 and json.loads(made_new.stdout)["runCreated"] is True and
+          "created run" in made_new.stderr,
+          f"C: --new with a free name creates the run ({made_new.stderr.strip()[-200:]})")
 
     # --- D: no daemon, a spool: recorded now, sent later ----------------------------
     spool = os.path.join(tmp, "spool")

@@ -41,9 +41,10 @@ TEST(IngestSenderTest, AMessageGivenUpOnIsNeverSpooled) {
   open.set_run_name("r");
   open.set_client_id("c");
   open.set_mode(v1::IngestOpen::MODE_RAW);
-  // Port 1 refuses: nothing is ever acknowledged.
+  // Port 1 refuses: nothing is ever acknowledged. With a spool only memory
+  // (max_undurable_bytes) and the spool bound it: one message fills 1 byte.
   IngestSender sender(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), open,
-                      /*max_unacked=*/1, /*max_undurable_bytes=*/1 << 20, *std::move(spool));
+                      /*max_unacked=*/1, /*max_undurable_bytes=*/1, *std::move(spool));
   ASSERT_TRUE(sender.Enqueue(Batch(1)));
   EXPECT_EQ(raw->last_key(), 1u);
   sender.GiveUpAt(std::chrono::steady_clock::now());
@@ -53,6 +54,33 @@ TEST(IngestSenderTest, AMessageGivenUpOnIsNeverSpooled) {
   Counters c;
   sender.FillCounters(&c);
   EXPECT_EQ(c.unsent_records, 1);
+  std::filesystem::remove_all(dir);
+}
+
+// With a spool, recording goes on while the daemon is away: the in-flight
+// bound (max_unacked) does not hold messages back, the spool keeps them.
+TEST(IngestSenderTest, WithASpoolMessagesAreNotHeldBackByTheInFlightBound) {
+  char pattern[] = "/tmp/ingest_sender_test.XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  Spool::Options o;
+  o.dir = dir + "/spool";
+  o.mode = SpoolMode::kSynced;
+  absl::StatusOr<std::unique_ptr<Spool>> spool = Spool::Open(o);
+  ASSERT_TRUE(spool.ok()) << spool.status();
+  Spool* raw = spool->get();
+  v1::IngestOpen open;
+  open.set_run_name("r");
+  open.set_client_id("c");
+  open.set_mode(v1::IngestOpen::MODE_RAW);
+  IngestSender sender(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), open,
+                      /*max_unacked=*/2, /*max_undurable_bytes=*/1 << 20, *std::move(spool));
+  sender.GiveUpAt(std::chrono::steady_clock::now());  // no room would return false at once
+  for (uint64_t s = 1; s <= 10; ++s) ASSERT_TRUE(sender.Enqueue(Batch(s))) << s;
+  EXPECT_EQ(raw->last_key(), 10u);
+  Counters c;
+  sender.FillCounters(&c);
+  EXPECT_EQ(c.unsent_records, 0);
   std::filesystem::remove_all(dir);
 }
 

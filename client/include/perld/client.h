@@ -71,6 +71,8 @@ enum class LatencyUnit { kMs, kUs, kNs };
 struct ClientOptions {
   std::string target = "127.0.0.1:9717";  // HOST:PORT or unix:PATH
   std::string run = "perld-client";       // the run to join or create
+  bool must_exist = false;   // join only: NOT_FOUND unless a running ingest run `run` exists
+  bool must_create = false;  // create only: ALREADY_EXISTS if a running ingest run `run` exists
   std::map<std::string, std::string> labels;
   IngestMode mode = IngestMode::kRaw;
   LatencyUnit time_unit = LatencyUnit::kNs;  // unit of Record's start and end
