@@ -148,7 +148,9 @@ def main():
         port = s.getsockname()[1]
     early = subprocess.Popen([args.perlctl, "--target", f"127.0.0.1:{port}", "--json", "load",
                               "-writers", "1", "-size", "100", "-time", "ns", "-records",
-                              "200000", "--run", "late", "--mode", "raw"],
+                              "200000", "--run", "late", "--mode", "raw",
+                              # started before its daemon: it waits for the open this long
+                              "--connect-timeout", "60"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)
     late = subprocess.Popen([args.perld, "--grpc-listen", f"127.0.0.1:{port}", "--http-listen",
