@@ -27,24 +27,46 @@ v1::IngestRequest Batch(uint64_t sequence) {
   return r;
 }
 
-TEST(IngestSenderTest, AMessageGivenUpOnIsNeverSpooled) {
-  char pattern[] = "/tmp/ingest_sender_test.XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
-  Spool::Options o;
-  o.dir = dir + "/spool";
-  o.mode = SpoolMode::kSynced;
-  absl::StatusOr<std::unique_ptr<Spool>> spool = Spool::Open(o);
-  ASSERT_TRUE(spool.ok()) << spool.status();
-  Spool* raw = spool->get();
+v1::IngestOpen RawOpen() {
   v1::IngestOpen open;
   open.set_run_name("r");
   open.set_client_id("c");
   open.set_mode(v1::IngestOpen::MODE_RAW);
+  return open;
+}
+
+// A synced spool in a fresh directory, removed at the end of the test.
+class ScratchSpool {
+ public:
+  ScratchSpool() {
+    char pattern[] = "/tmp/ingest_sender_test.XXXXXX";
+    EXPECT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    Spool::Options o;
+    o.dir = dir_ + "/spool";
+    o.mode = SpoolMode::kSynced;
+    absl::StatusOr<std::unique_ptr<Spool>> spool = Spool::Open(o);
+    EXPECT_TRUE(spool.ok()) << spool.status();
+    if (spool.ok()) spool_ = *std::move(spool);
+    raw_ = spool_.get();
+  }
+  ~ScratchSpool() { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<Spool> Take() { return std::move(spool_); }
+  const Spool& spool() const { return *raw_; }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<Spool> spool_;
+  Spool* raw_ = nullptr;
+};
+
+TEST(IngestSenderTest, AMessageGivenUpOnIsNeverSpooled) {
+  ScratchSpool scratch;
+  const Spool* raw = &scratch.spool();
   // Port 1 refuses: nothing is ever acknowledged. With a spool only memory
   // (max_undurable_bytes) and the spool bound it: one message fills 1 byte.
-  IngestSender sender(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), open,
-                      /*max_unacked=*/1, /*max_undurable_bytes=*/1, *std::move(spool));
+  IngestSender sender(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+                      RawOpen(), /*max_unacked=*/1, /*max_undurable_bytes=*/1, scratch.Take());
   ASSERT_TRUE(sender.Enqueue(Batch(1)));
   EXPECT_EQ(raw->last_key(), 1u);
   sender.GiveUpAt(std::chrono::steady_clock::now());
@@ -54,45 +76,29 @@ TEST(IngestSenderTest, AMessageGivenUpOnIsNeverSpooled) {
   Counters c;
   sender.FillCounters(&c);
   EXPECT_EQ(c.unsent_records, 1);
-  std::filesystem::remove_all(dir);
 }
 
 // With a spool, recording goes on while the daemon is away: the in-flight
 // bound (max_unacked) does not hold messages back, the spool keeps them.
 TEST(IngestSenderTest, WithASpoolMessagesAreNotHeldBackByTheInFlightBound) {
-  char pattern[] = "/tmp/ingest_sender_test.XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
-  Spool::Options o;
-  o.dir = dir + "/spool";
-  o.mode = SpoolMode::kSynced;
-  absl::StatusOr<std::unique_ptr<Spool>> spool = Spool::Open(o);
-  ASSERT_TRUE(spool.ok()) << spool.status();
-  Spool* raw = spool->get();
-  v1::IngestOpen open;
-  open.set_run_name("r");
-  open.set_client_id("c");
-  open.set_mode(v1::IngestOpen::MODE_RAW);
-  IngestSender sender(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), open,
-                      /*max_unacked=*/2, /*max_undurable_bytes=*/1 << 20, *std::move(spool));
+  ScratchSpool scratch;
+  const Spool* raw = &scratch.spool();
+  IngestSender sender(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+                      RawOpen(), /*max_unacked=*/2, /*max_undurable_bytes=*/1 << 20,
+                      scratch.Take());
   sender.GiveUpAt(std::chrono::steady_clock::now());  // no room would return false at once
   for (uint64_t s = 1; s <= 10; ++s) ASSERT_TRUE(sender.Enqueue(Batch(s))) << s;
   EXPECT_EQ(raw->last_key(), 10u);
   Counters c;
   sender.FillCounters(&c);
   EXPECT_EQ(c.unsent_records, 0);
-  std::filesystem::remove_all(dir);
 }
 
 // TryEnqueue (the tier forwarder's) never waits: with no room it answers
 // kFull and leaves the message as it was; nothing is counted as unsent.
 TEST(IngestSenderTest, TryEnqueueNeverWaits) {
-  v1::IngestOpen open;
-  open.set_run_name("r");
-  open.set_client_id("c");
-  open.set_mode(v1::IngestOpen::MODE_RAW);
-  IngestSender sender(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), open,
-                      /*max_unacked=*/2, /*max_undurable_bytes=*/1 << 20);
+  IngestSender sender(grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()),
+                      RawOpen(), /*max_unacked=*/2, /*max_undurable_bytes=*/1 << 20);
   for (uint64_t s = 1; s <= 2; ++s) {
     v1::IngestRequest m = Batch(s);
     EXPECT_TRUE(sender.HasRoom());
