@@ -45,6 +45,30 @@ std::optional<std::string> Take(std::vector<std::string>* args, const std::strin
   return value;
 }
 
+constexpr char kLoadUsage[] =
+    R"(usage: perlctl [--target HOST:PORT] [--json] [--timeout SECONDS] [security] load
+         [perld bench options] [--run NAME] [--join | --new] [--mode raw|windows]
+         [--name CLIENT] [--label KEY=VALUE]... [--distribution-out FILE]
+         [--spool DIR [--spool-mode batched|synced]] [--connect-timeout SECONDS]
+Generates PerlBench load on this host and streams it into the perld at --target, as one
+client of the ingest run NAME (several hosts may join one run). Exits 0 only when perld
+acknowledged every record.
+  --run NAME              the run to join or create (default perlctl-load)
+  --join                  only join a running ingest run NAME (NOT_FOUND otherwise)
+  --new                   only create a new run NAME (ALREADY_EXISTS if one is running)
+  --mode raw|windows      raw: every operation's timestamps (default); windows: this
+                          host's exact closed windows (latency/count pairs)
+  --name CLIENT           this client's name in the run (default: the host name)
+  --label KEY=VALUE       a label of the run, if this client creates it
+  --distribution-out F    this client's exact total as JSON (counters and latencies)
+  --spool DIR             keep every message in DIR until perld holds it durably: the
+                          load starts without perld and a later load on DIR sends it
+  --spool-mode M          batched (default: group commits) or synced (fdatasync each)
+  --connect-timeout S     without --spool: how long to wait for perld to open the run
+                          before giving up with exit 1 (default 5)
+  --timeout S             (before load) how long to wait for the last acknowledgements
+)";
+
 bool Flag(std::vector<std::string>* args, const std::string& name) {
   const auto it = std::find(args->begin(), args->end(), "--" + name);
   if (it == args->end()) return false;
@@ -122,7 +146,8 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   absl::StatusOr<bench::BenchOptions> parsed = bench::ParseBenchArgs(args);
   if (!parsed.ok()) throw LoadUsageError{"load: " + std::string(parsed.status().message())};
   if (parsed->help) {
-    std::cout << bench::BenchUsage();
+    std::cout << kLoadUsage << "\nThe load itself: every perld bench option.\n"
+              << bench::BenchUsage();
     return 0;
   }
   const bench::BenchOptions& o = *parsed;

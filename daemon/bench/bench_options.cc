@@ -8,6 +8,7 @@
 #include <set>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/common/host_port.h"
 
@@ -197,7 +198,8 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
       {"interval", set_int(&o.interval_seconds, 1, 86400)},
       {"class",
        [&](const std::string& name, const std::string& v) {
-         if (v != "perlbench")
+         // SBK spells it PerlBench: any case.
+         if (!absl::EqualsIgnoreCase(v, "perlbench"))
            return Bad(name, absl::StrCat("'", v, "': only perlbench is built in"));
          return absl::OkStatus();
        }},

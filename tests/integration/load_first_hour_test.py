@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`perlctl load` fails fast and says what it joined (issue 26, README
-"Remote benchmark nodes").
+"Remote benchmark nodes"); `perlctl load --help` is load's own help.
 
   A. No daemon, no --spool: exit 1 within --connect-timeout (plus slack),
      no load generated, the reason and the way out (--spool) on stderr.
@@ -49,6 +49,14 @@ def main():
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="perld-load-first-hour-")
     nowhere = f"127.0.0.1:{free_port()}"
+
+    # --- load's own help ----------------------------------------------------------
+    p = subprocess.run([args.perlctl, "load", "--help"], capture_output=True, text=True,
+                       timeout=30)
+    check(p.returncode == 0 and p.stdout.startswith("usage: perlctl") and
+          "--connect-timeout" in p.stdout and "--join" in p.stdout and
+          "every perld bench option" in p.stdout,
+          f"load --help prints load's own help first ({p.stdout[:80]!r})")
 
     # --- A: no daemon, no spool ------------------------------------------------
     p, took = load(args.perlctl, nowhere, "-seconds", "3600", "--connect-timeout", "1")

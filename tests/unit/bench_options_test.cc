@@ -11,7 +11,7 @@ namespace {
 absl::StatusOr<BenchOptions> Parse(std::vector<std::string> args) { return ParseBenchArgs(args); }
 
 TEST(BenchOptionsTest, AcceptsSbkCommandLineUnchanged) {
-  auto o = Parse({"-class", "perlbench", "-writers", "4", "-size", "1024", "-records", "20000000",
+  auto o = Parse({"-class", "PerlBench", "-writers", "4", "-size", "1024", "-records", "20000000",
                   "-time", "ns", "-mpscqueue", "false"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->writers, 4);
