@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/perlctl/load_command.h"
@@ -251,11 +253,13 @@ int Show(Cli& cli) {
   return 0;
 }
 
-// --p 50,99,99.9 (none: the run's own percentiles).
+// --p 50,99,99.9 or p50,p99,p99.9 (none: the run's own percentiles).
 template <typename Request>
 void TakePercents(Cli& cli, Request* request) {
   if (std::optional<std::string> list = TakeOne(&cli.args, "p")) {
     for (absl::string_view part : absl::StrSplit(*list, ',', absl::SkipWhitespace())) {
+      part = absl::StripAsciiWhitespace(part);
+      if (absl::StartsWithIgnoreCase(part, "p")) part.remove_prefix(1);
       double p = 0;
       if (!absl::SimpleAtod(part, &p)) {
         throw UsageError{"--p: '" + std::string(part) + "' is not a number"};

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`perlctl load` fails fast and says what it joined (issue 26, README
-"Remote benchmark nodes"); `perlctl load --help` is load's own help.
+"Remote benchmark nodes"); `perlctl load --help` is load's own help; `--p`
+takes p99; an unnamed bench is named bench-<id>.
 
   A. No daemon, no --spool: exit 1 within --connect-timeout (plus slack),
      no load generated, the reason and the way out (--spool) on stderr.
@@ -120,6 +121,22 @@ def main():
     check(made_new.returncode == 0 and json.loads(made_new.stdout)["runCreated"] is True and
           "created run" in made_new.stderr,
           f"C: --new with a free name creates the run ({made_new.stderr.strip()[-200:]})")
+
+    # --p accepts SBK-style p99; an unnamed bench is bench-<id>.
+    ctl = [args.perlctl, "--target", listen, "--json"]
+    plain = subprocess.run(ctl + ["percentiles", str(run_id), "--p", "50,99.9"],
+                           capture_output=True, text=True, timeout=30)
+    prefixed = subprocess.run(ctl + ["percentiles", str(run_id), "--p", "p50, P99.9"],
+                              capture_output=True, text=True, timeout=30)
+    check(plain.returncode == 0 and prefixed.stdout == plain.stdout,
+          f"--p p50,P99.9 is --p 50,99.9 ({prefixed.stderr.strip()[-200:]})")
+    bench = subprocess.run(ctl + ["bench", "-writers", "1", "-records", "1000", "-time", "ns",
+                                  "--wait"], capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(ctl + ["runs"], capture_output=True, text=True, timeout=30)
+    benches = [r for r in json.loads(listed.stdout)["runs"] if r["source"] == "bench"]
+    check(bench.returncode == 0 and len(benches) == 1 and
+          benches[0]["name"] == f"bench-{benches[0]['id']}",
+          f"an unnamed bench is named bench-<id> ({[(r['id'], r['name']) for r in benches]})")
 
     # --- D: no daemon, a spool: recorded now, sent later ----------------------------
     spool = os.path.join(tmp, "spool")
