@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -15,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/lib/client_internal.h"
+#include "client/perlctl/cli_args.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/common/json_writer.h"
@@ -69,13 +69,6 @@ acknowledged every record.
   --timeout S             (before load) how long to wait for the last acknowledgements
 )";
 
-bool Flag(std::vector<std::string>* args, const std::string& name) {
-  const auto it = std::find(args->begin(), args->end(), "--" + name);
-  if (it == args->end()) return false;
-  args->erase(it);
-  return true;
-}
-
 LatencyUnit ToClientUnit(TimeUnit unit) {
   switch (unit) {
     case TimeUnit::kMs:
@@ -110,8 +103,8 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   const std::optional<std::string> distribution_out = Take(&args, "distribution-out");
   const std::optional<std::string> client_name = Take(&args, "name");
   const std::optional<std::string> spool_dir = Take(&args, "spool");
-  const bool join_only = Flag(&args, "join");
-  const bool new_only = Flag(&args, "new");
+  const bool join_only = TakeFlag(&args, "join");
+  const bool new_only = TakeFlag(&args, "new");
   if (join_only && new_only) throw LoadUsageError{"load: --join and --new exclude each other"};
   const std::string spool_mode = Take(&args, "spool-mode").value_or("batched");
   double connect_timeout_s = 5;

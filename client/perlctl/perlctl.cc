@@ -31,6 +31,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "client/perlctl/cli_args.h"
 #include "client/perlctl/load_command.h"
 #include "client/perlctl/run_output.h"
 #include "daemon/bench/bench_options.h"
@@ -130,20 +131,6 @@ std::vector<std::string> TakeValues(std::vector<std::string>* args, const std::s
   }
   *args = std::move(rest);
   return values;
-}
-
-bool TakeFlag(std::vector<std::string>* args, const std::string& name) {
-  bool found = false;
-  std::vector<std::string> rest;
-  for (const std::string& a : *args) {
-    if (a == "--" + name) {
-      found = true;
-    } else {
-      rest.push_back(a);
-    }
-  }
-  *args = std::move(rest);
-  return found;
 }
 
 std::optional<std::string> TakeOne(std::vector<std::string>* args, const std::string& name) {

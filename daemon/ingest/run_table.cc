@@ -478,10 +478,10 @@ absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord
   run->context.checkpointed = true;
   run->max_clients = static_cast<int>(std::max<int64_t>(
       config->ingest.max_clients_per_run, static_cast<int64_t>(checkpoint.clients.size())));
-  // Aggregating (a windows client created it) as its recorders show, also
+  // Its recorders say how it was created (a windows client's ns run
+  // aggregates in hybrid pages, the only thing `aggregate` decides), also
   // when the checkpoint knows no client yet.
-  run->aggregate = info.spec.periodic_recorder == RecorderKind::kHybridPaged ||
-                   (!checkpoint.clients.empty() && !checkpoint.clients.front().raw);
+  run->aggregate = info.spec.periodic_recorder == RecorderKind::kHybridPaged;
 
   runs::RunSetup setup = SetupFor(run);
   runs::RunResume& resume = setup.resume.emplace();
