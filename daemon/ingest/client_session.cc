@@ -89,6 +89,12 @@ absl::Status ClientSession::CheckOffer(uint64_t generation, uint64_t sequence, C
     *duplicate = true;
     return absl::OkStatus();
   }
+  if (closed_) {
+    return Refuse(
+        shared_.stats, Refusal::kMismatch,
+        absl::FailedPreconditionError(absl::StrCat(
+            "message ", sequence, " after this client closed its part after message ", applied_)));
+  }
   if (sequence != applied_ + 1) {
     return Refuse(shared_.stats, Refusal::kSequenceGap,
                   absl::OutOfRangeError(
@@ -249,8 +255,7 @@ bool ClientSession::Retry() {
   return true;
 }
 
-absl::StatusOr<Applied> ClientSession::CheckClose(uint64_t generation,
-                                                  uint64_t last_sequence) const {
+absl::StatusOr<Applied> ClientSession::Close(uint64_t generation, uint64_t last_sequence) {
   MutexLock lock(apply_mu_);
   if (Superseded(generation)) {
     return Refuse(shared_.stats, Refusal::kSuperseded,
@@ -261,6 +266,7 @@ absl::StatusOr<Applied> ClientSession::CheckClose(uint64_t generation,
                   absl::OutOfRangeError(absl::StrCat("close: last_sequence is ", last_sequence,
                                                      " but ", applied_, " is applied")));
   }
+  closed_ = true;
   return AppliedLocked();
 }
 

@@ -122,13 +122,16 @@ class ClientSession {
   // A window (windows mode) or raw batch (raw mode) with its sequence, from
   // the stream `generation`. Errors: ABORTED (superseded), INVALID_ARGUMENT
   // (sequence 0, wrong mode, malformed, over a size limit), OUT_OF_RANGE (a
-  // gap). Parked: `on_applied` gets the outcome later.
+  // gap), FAILED_PRECONDITION (a new message after the client's close).
+  // Parked: `on_applied` gets the outcome later.
   absl::StatusOr<Offered> OfferWindow(uint64_t generation, uint64_t sequence, WindowBuilder build,
                                       int64_t max_memory_bytes, OnApplied on_applied);
   absl::StatusOr<Offered> OfferBatch(uint64_t generation, uint64_t sequence, BatchBuilder build,
                                      int64_t max_memory_bytes, OnApplied on_applied);
-  // The close's check: OUT_OF_RANGE unless `last_sequence` is applied.
-  absl::StatusOr<Applied> CheckClose(uint64_t generation, uint64_t last_sequence) const;
+  // The client closes its part after `last_sequence`: OUT_OF_RANGE unless
+  // that is the sequence applied. From then on it applies nothing new (its
+  // run may end while the closing stream waits for the acknowledgement).
+  absl::StatusOr<Applied> Close(uint64_t generation, uint64_t last_sequence);
 
   // Progress.
   Progress progress() const;
@@ -199,6 +202,7 @@ class ClientSession {
 
   mutable Mutex apply_mu_;
   uint64_t applied_ ABSL_GUARDED_BY(apply_mu_) = 0;  // highest contiguous sequence applied
+  bool closed_ ABSL_GUARDED_BY(apply_mu_) = false;   // Close succeeded: nothing new applies
   uint64_t duplicates_ ABSL_GUARDED_BY(apply_mu_) = 0;
   ClientTotals totals_ ABSL_GUARDED_BY(apply_mu_);
   std::optional<Parked> parked_ ABSL_GUARDED_BY(apply_mu_);

@@ -80,27 +80,25 @@ void IngestCheckpointer::Submit(const runs::RunInfo& info, RunState& s) {
 }
 
 void IngestCheckpointer::OnClientClosed(runs::RunId id, int client_index, uint64_t last_sequence) {
-  {
-    MutexLock lock(mu_);
-    auto it = runs_state_.find(id);
-    const auto index = static_cast<size_t>(client_index);
-    if (it != runs_state_.end() && index < it->second.saved.size() &&
-        it->second.saved[index].applied >= last_sequence) {
-      state::CheckpointClient& client = it->second.saved[index];
-      client.closed = true;
-      if (it->second.pending) {
-        // Not queued yet: the checkpoint carries the close (and acks it).
-        it->second.pending->clients[index].closed = true;
-        return;
-      }
-      store_.SaveCheckpointClients(id, {client}, [this, id, client] {
-        PERLD_FAILPOINT_HIT("checkpoint-after-commit-before-ack");
-        runs_.MarkDurable(id, {client});
-      });
-      return;
-    }
+  MutexLock lock(mu_);
+  auto it = runs_state_.find(id);
+  const auto index = static_cast<size_t>(client_index);
+  // Else the next interval window's cut holds the close (CutClients).
+  if (it == runs_state_.end() || index >= it->second.saved.size() ||
+      it->second.saved[index].applied < last_sequence) {
+    return;
   }
-  cut_(id);
+  state::CheckpointClient& client = it->second.saved[index];
+  client.closed = true;
+  if (it->second.pending) {
+    // Not queued yet: the checkpoint carries the close (and acks it).
+    it->second.pending->clients[index].closed = true;
+    return;
+  }
+  store_.SaveCheckpointClients(id, {client}, [this, id, client] {
+    PERLD_FAILPOINT_HIT("checkpoint-after-commit-before-ack");
+    runs_.MarkDurable(id, {client});
+  });
 }
 
 void IngestCheckpointer::OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord&) {

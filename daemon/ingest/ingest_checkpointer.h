@@ -48,23 +48,19 @@ class IngestCheckpointer final : public runs::RunObserver {
   // REQUIRES: `runs` outlives every checkpoint the store commits (Flush the
   // store before destroying it).
   // `registry` holds the runs' live totals the checkpoints store.
-  // `cut` closes a run's periodic window now (RunManager::CutWindow).
   // `journal` (may be null: no upstream) gives each checkpoint the run's
   // messages to the parent perld and learns when they are committed.
   IngestCheckpointer(RunTable& runs, const runs::RunRegistry& registry, state::StateStore& store,
-                     IngestStats& stats, std::function<void(runs::RunId)> cut,
-                     state::UpstreamJournal* journal = nullptr)
-      : runs_(runs),
-        registry_(registry),
-        store_(store),
-        stats_(stats),
-        cut_(std::move(cut)),
-        journal_(journal) {}
+                     IngestStats& stats, state::UpstreamJournal* journal = nullptr)
+      : runs_(runs), registry_(registry), store_(store), stats_(stats), journal_(journal) {}
 
   // RunTable's close hook: a client closed after `last_sequence`. When the
   // last checkpoint's cut holds that sequence, its client row is rewritten
-  // closed; else the run's window is cut now, and the checkpoint of that
-  // window records the close. Either way MarkDurable follows its commit.
+  // closed; else the checkpoint of the run's next interval window records
+  // the close (its acknowledgement waits at most an interval and a commit).
+  // A close never cuts a window: clients that close one after another
+  // leave the run's history with its interval windows only (issue 32).
+  // Either way MarkDurable follows its commit.
   void OnClientClosed(runs::RunId id, int client_index, uint64_t last_sequence);
 
   // A resumed run continues from `checkpoint` (before its first window).
@@ -95,7 +91,6 @@ class IngestCheckpointer final : public runs::RunObserver {
   const runs::RunRegistry& registry_;
   state::StateStore& store_;
   IngestStats& stats_;  // checkpoints committed
-  const std::function<void(runs::RunId)> cut_;
   state::UpstreamJournal* const journal_;
   mutable Mutex mu_;
   std::map<runs::RunId, RunState> runs_state_ ABSL_GUARDED_BY(mu_);

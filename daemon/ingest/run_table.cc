@@ -45,7 +45,8 @@ struct RunTable::Run {
   // read by the judge on the dispatcher thread after it.
   std::string failure;
   // > 0: resumed from before its first checkpoint, with no client known;
-  // it waits for one to come back until then (ingest.clientTimeoutMs).
+  // it waits for its clients to come back until then (ingest.clientTimeoutMs)
+  // and does not end before, however many came back and closed.
   int64_t rejoin_deadline_ns = 0;
 };
 
@@ -436,18 +437,26 @@ absl::StatusOr<Offered> RunTable::OfferBatch(const Session& session, uint64_t se
 }
 
 absl::StatusOr<Applied> RunTable::Close(const Session& session, uint64_t last_sequence) {
-  absl::StatusOr<Applied> out = session.client->CheckClose(session.generation, last_sequence);
+  absl::StatusOr<Applied> out = session.client->Close(session.generation, last_sequence);
   if (!out.ok()) return out;
+  bool ending = false;
   {
     MutexLock lock(mu_);
     session.member->closed = true;
     session.member->closed_at = last_sequence;
+    // The last client to close ends the run now, while its stream waits for
+    // the acknowledgement: the stored end makes every close durable.
+    if (ReadyToEndLocked(*session.run, MonotonicNanos())) {
+      to_end_.push_back(session.run);
+      ending = true;
+    }
   }
   if (!session.run->context.checkpointed || !close_hook_) {
     session.client->MarkCloseDurable();
-  } else {
+  } else if (!ending) {
     close_hook_(session.run_id, session.client->index(), last_sequence);
   }
+  if (ending) reap_cv_.NotifyAll();
   return out;
 }
 
@@ -649,15 +658,24 @@ bool RunTable::ReadyToEndLocked(Run& run, int64_t now_ns) {
       waiting = true;
     }
   }
+  // Resumed empty: which clients it had is unknown, so it waits out the
+  // rejoin deadline for every one of them (the first to come back and
+  // close does not end it).
+  if (run.rejoin_deadline_ns > 0 && !run.stopped.load(std::memory_order_relaxed)) {
+    if (now_ns < run.rejoin_deadline_ns) return false;
+  }
   if (run.clients.empty() && run.rejoin_deadline_ns > 0 &&
       !run.stopped.load(std::memory_order_relaxed)) {
-    if (now_ns < run.rejoin_deadline_ns) return false;
     run.failure =
         "resumed after perld stopped before its first checkpoint, and none of its clients came "
         "back within ingest.clientTimeoutMs";
     log::Warning("ingest: run ", run.context.id, " '", run.name, "': ", run.failure);
   }
-  if (waiting || run.attached > 0) return false;
+  // A closed client's stream still attached only waits for its close's
+  // acknowledgement: it sends nothing more (ClientSession::Close).
+  int sending = run.attached;
+  for (const auto& [id, m] : run.clients) sending -= m->closed && m->stream != nullptr;
+  if (waiting || sending > 0) return false;
   std::vector<std::string> lost;
   for (auto& [id, m] : run.clients) {
     if (!m->closed) lost.push_back(Describe(*m->session));
@@ -685,10 +703,15 @@ void RunTable::End(const std::shared_ptr<Run>& run) {
     MutexLock lock(mu_);
     rows = ClientRowsLocked(*run);
   }
-  const auto stored = [run] {
+  // Once stored, the final total holds every message applied and every
+  // close: the clients' streams acknowledge them durable (the last close
+  // ended the run while its stream waited; repeated closes wait for it).
+  const auto stored = [run, rows] {
     run->stored.store(true, std::memory_order_release);
-    // Repeated closes waiting for the run's stored end (CloseDurable).
-    for (const auto& [id, m] : run->clients) m->session->NotifyListeners();
+    for (const auto& [id, m] : run->clients) {
+      const state::CheckpointClient& row = rows[static_cast<size_t>(m->session->index())];
+      m->session->MarkDurable(row.applied, row.closed);
+    }
   };
   if (store_ != nullptr) {
     store_->SaveRunClients(run->context.id, std::move(rows), stored);
@@ -767,7 +790,7 @@ void RunTable::Reap() {
         continue;
       }
       if (run->stopped.load(std::memory_order_relaxed)) continue;  // ends as its streams leave
-      if (run->clients.empty() && run->rejoin_deadline_ns > 0) {
+      if (run->rejoin_deadline_ns > 0 && run->rejoin_deadline_ns > now) {
         next = next == 0 ? run->rejoin_deadline_ns : std::min(next, run->rejoin_deadline_ns);
       }
       for (auto& [cid, m] : run->clients) {

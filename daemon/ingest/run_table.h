@@ -13,7 +13,8 @@
 //
 // Durability (runs created with checkpoints on): a message is durable once
 // a committed checkpoint holds it (MarkDurable, from the checkpointer). A
-// client's close is durable once a checkpoint records it closed. Runs
+// client's close is durable once a checkpoint records it closed (the
+// checkpoint of the run's next interval window, or its stored end). Runs
 // without checkpoints (SBP, or ingest.checkpoints off) count a message
 // durable as soon as it is applied. Resume() rebuilds a run from its
 // checkpoint after a restart: its clients come back with their stored
@@ -31,8 +32,9 @@
 // counted and logged. A run leaves the by-name table and becomes "ended" for
 // reconnects in the same critical section (ReadyToEndLocked).
 //
-// A run ends when no stream is attached and every client has closed or is
-// gone (its stream broke and it did not come back within
+// A run ends when no stream that may still send is attached (a closed
+// client's stream waiting for its acknowledgement sends nothing more) and
+// every client has closed or is gone (its stream broke and it did not come back within
 // ingest.clientTimeoutMs; the run then ends failed, naming the client), or
 // when Control.StopRun stopped it, or at shutdown (EndAll). Ending happens
 // only once no stream is attached, so every producer has stopped sending
@@ -121,7 +123,10 @@ class RunTable {
                                      OnApplied on_applied);
   // The client is done with the run. OutOfRange unless last_sequence is the
   // sequence applied. Its acknowledgement follows once the close is durable
-  // (Progress::close_durable).
+  // (CloseDurable): at once without checkpoints; else when the checkpoint
+  // of the run's next interval window records it, or -- the last client to
+  // close ends the run at once -- when the run's end is stored. A close
+  // never closes a window.
   absl::StatusOr<Applied> Close(const Session& session, uint64_t last_sequence);
   // The stream ended (after Close, or broken). May end the run. A message
   // the stream had parked is dropped; no `on_applied` runs after this returns.

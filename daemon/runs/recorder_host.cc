@@ -23,13 +23,6 @@ void RecorderHost::Finish(RunId id) {
   Push(std::move(c));
 }
 
-void RecorderHost::Cut(RunId id) {
-  Command c;
-  c.kind = Command::Kind::kCut;
-  c.id = id;
-  Push(std::move(c));
-}
-
 void RecorderHost::Push(Command command) {
   commands_.enqueue(std::move(command));
   // release: the recorder's acquire load of the count sees the command.
@@ -61,10 +54,6 @@ void RecorderHost::ApplyCommands() {
       if (early != early_finishes_.end()) {
         early_finishes_.erase(early);
         FinishRun(c.id);
-      }
-    } else if (c.kind == Command::Kind::kCut) {
-      for (const auto& run : runs_) {
-        if (run->id() == c.id) run->Cut(MonotonicNanos());
       }
     } else if (!FinishRun(c.id)) {
       early_finishes_.push_back(c.id);

@@ -45,8 +45,6 @@ class RecorderHost final : public RecorderWork {
 
   void Attach(std::shared_ptr<RunRecorder> run);
   void Finish(RunId id);
-  // Closes the run's periodic window now (a checkpoint cut), if attached.
-  void Cut(RunId id);
   // Drain never blocks from now on (call before stopping the recorder).
   void Close();
 
@@ -59,7 +57,7 @@ class RecorderHost final : public RecorderWork {
 
  private:
   struct Command {
-    enum class Kind { kAttach, kFinish, kCut };
+    enum class Kind { kAttach, kFinish };
     Kind kind = Kind::kAttach;
     RunId id = 0;
     std::shared_ptr<RunRecorder> run;

@@ -158,9 +158,6 @@ class RunManager {
   // Ends a run. REQUIRES: every producer of the run has stopped sending and
   // been joined. Idempotent.
   void EndRun(RunId id);
-  // Closes the run's periodic window now, off its interval (a checkpoint
-  // cut); nothing when the run is not attached.
-  void CutWindow(RunId id) { host_.Cut(id); }
   // True once the run's end was dispatched (total stored, state final).
   // Without waiting: the registry's subscribers of the run
   // (RunRegistry::Subscribe) are notified once this holds; a zero timeout

@@ -57,12 +57,6 @@ class RunRecorder final : public TimeStampSink {
   // Recorder thread. Closes the last partial window (if it saw anything) and
   // publishes the run total. REQUIRES: the channels are fully drained.
   void Finish(int64_t now_ns);
-  // Recorder thread. Drains what is queued, then closes the periodic window
-  // now, off its interval (a checkpoint cut); the interval schedule stays.
-  void Cut(int64_t now_ns) {
-    DrainAll();
-    CloseWindow(now_ns);
-  }
   // Recorder thread. Drains until a kAll pass finds nothing.
   void DrainAll() {
     while (Drain(PollMode::kAll) > 0) {

@@ -316,10 +316,9 @@ absl::Status BuildUpstream(Parts* p, const config::DaemonConfig& config,
 absl::Status BuildIngest(Parts* p) {
   p->ingest_runs = std::make_unique<ingest::RunTable>(*p->manager, p->current, p->ingest_stats,
                                                       &p->history->store());
-  runs::RunManager* manager = p->manager.get();
   p->checkpointer = std::make_unique<ingest::IngestCheckpointer>(
       *p->ingest_runs, p->manager->registry(), p->history->store(), p->ingest_stats,
-      [manager](runs::RunId id) { manager->CutWindow(id); }, p->upstream.get());
+      p->upstream.get());
   ingest::IngestCheckpointer* checkpointer = p->checkpointer.get();
   p->ingest_runs->SetCloseHook([checkpointer](runs::RunId id, int index, uint64_t last) {
     checkpointer->OnClientClosed(id, index, last);

@@ -33,7 +33,7 @@ from perld_it import (PERCENTS, Daemon, check, exact_percentiles, finish,  # noq
 CONFIG = """
 reportingIntervalMs: 200
 ingest:
-  clientTimeoutMs: 60000
+  clientTimeoutMs: 20000  # a run resumed empty waits this long for its clients
 """
 
 

@@ -35,6 +35,7 @@ ingest:
 limits:
   maxMessageBytes: 65536
 drainTimeoutMs: 500
+reportingIntervalMs: 100  # a close is acknowledged at the next window
 """
 
 PERCENTS = [10, 25, 50, 75, 90, 99, 99.9, 100]
