@@ -15,6 +15,8 @@ It is a measurement command, not a CI gate: it fails (exit 1) only when a run
 records the wrong count or any invalid latency, or perld exits non-zero.
 
     tests/ab/queue_ab.py --perld build/release/daemon/bench/perld --runs 5
+    (--smoke: one run per cell of tiny sizes, every cell still checked exact, no
+    verdict judged; prints PASSED, for CI)
 """
 import argparse
 import math
@@ -85,7 +87,12 @@ def main():
     ap.add_argument("--topologies", default="shared,default")
     ap.add_argument("--modes", default="exact,timed")
     ap.add_argument("--seed", type=int, default=None, help="order randomization seed")
+    ap.add_argument("--smoke", action="store_true",
+                    help="CI: tiny sizes, one run per cell; the script works, every run exact")
     args = ap.parse_args()
+    if args.smoke:
+        args.runs, args.records, args.warmup_records, args.seconds = 1, 200_000, 20_000, 0.2
+        args.writers = "1,2"
     rng = random.Random(args.seed)
 
     rows = []
@@ -126,6 +133,8 @@ def main():
               f"{r[3]/1e6:.2f} ({r[4]/1e6:.2f}–{r[5]/1e6:.2f}) | {r[6]/1e6:.2f} "
               f"({r[7]/1e6:.2f}–{r[8]/1e6:.2f}) | {r[9]:.2f}× | {r[10]/1024:.0f} / "
               f"{r[11]/1024:.0f} | {r[12]} |")
+    if args.smoke:  # CI: every run was exact (a failure exits above); no rate is judged
+        print("PASSED")
 
 
 if __name__ == "__main__":

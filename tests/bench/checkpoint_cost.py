@@ -21,6 +21,12 @@ costs an edge.
 
   /usr/bin/python3 tests/bench/checkpoint_cost.py --perld build/release/daemon/bench/perld
   /usr/bin/python3 tests/bench/checkpoint_cost.py --perld build/release/daemon/bench/perld --forward
+
+--smoke (CI): 4 runs of 50 pairs, 2 s warm-up, 1 M records, one round of
+both comparisons (checkpoints on/off, then forwarded/not): the script works,
+every bench run is exact, the "on" arms commit checkpoints, "off" commits
+none and the forwarded arm's reports are acknowledged by the root; no cost
+is judged.
 """
 import argparse
 import os
@@ -144,28 +150,45 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--forward", action="store_true",
                     help="arms: forwarded to a root vs not (checkpoints on in both)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="CI: tiny sizes, one round of both comparisons; the script works")
     args = ap.parse_args()
+    if args.smoke:
+        args.runs, args.pairs, args.records, args.warmup, args.rounds = 4, 50, 1_000_000, 2, 1
     tmp = tempfile.mkdtemp(prefix="perld-cpcost-")
     pb, rpc, _ = perld_it.load_stubs(tmp)
     import importlib
     ipb = importlib.import_module("perld.v1.ingest_pb2")
     irpc = importlib.import_module("perld.v1.ingest_pb2_grpc")
     templates = window_templates(ipb, args.pairs, 1)
+    ok = True
+    for forward in ((False, True) if args.smoke else (args.forward,)):
+        ok = compare(args, forward, pb, ipb, rpc, irpc, templates, tmp) and ok
+    if args.smoke:  # CI: the script works; no cost is judged
+        print("PASSED" if ok else "FAILED")
+        return 0 if ok else 1
+    return 0
+
+
+def compare(args, forward, pb, ipb, rpc, irpc, templates, tmp):
+    """--rounds of both arms (forward: forwarded vs not, else checkpoints on vs
+    off), the table; False when an arm did not do what it measures."""
+    ok = True
     root = None
-    if args.forward:
+    if forward:
         config = os.path.join(tmp, "root.yaml")
         with open(config, "w") as f:
             f.write(f"reportingIntervalMs: 1000\nlimits:\n  maxRunningRuns: {args.runs + 8}\n"
                     f"  maxMemoryBytes: {MEMORY_BYTES}\n")
         root = Daemon(args.perld, os.path.join(tmp, "root-state"), config=config)
-    label = "forwarded" if args.forward else "checkpoints"
+    label = "forwarded" if forward else "checkpoints"
     names = {True: "on", False: "off"}
     rates = {True: [], False: []}
     for i in range(args.rounds):
         for on in (True, False):
             root_cpu = cpu_seconds(root.proc.pid) if root else 0
-            rate, written = trial(args, pb, ipb, rpc, irpc, on or args.forward, templates, tmp,
-                                  f"{i}-{int(on)}", root.grpc if root and on else None)
+            rate, written = trial(args, pb, ipb, rpc, irpc, on or forward, templates, tmp,
+                                  f"{label[0]}{i}-{int(on)}", root.grpc if root and on else None)
             rates[on].append(rate)
             forwarded = ""
             if root:
@@ -176,6 +199,12 @@ def main():
                   f" (checkpoints committed {written.get('perld_ingest_checkpoints_total', 0):.0f},"
                   f" pairs written {written.get('perld_ingest_checkpoint_pairs_total', 0):.0f},"
                   f" daemon CPU {written['cpu_seconds']:.1f} s{forwarded})", flush=True)
+            committed = written.get("perld_ingest_checkpoints_total", 0) > 0
+            acked = written.get("perld_upstream_reports_acked_total", 0) > 0
+            if committed != (on or forward) or acked != (forward and on):
+                print(f"round {i + 1} {label} {names[on]}: checkpoints committed {committed}, "
+                      f"reports acked by a root {acked}: not what the arm measures", flush=True)
+                ok = False
     if root:
         root.stop()
     on, off = statistics.median(rates[True]), statistics.median(rates[False])
@@ -185,7 +214,7 @@ def main():
         print(f"| {name} | {statistics.median(r) / 1e6:.2f} M records/s "
               f"({min(r) / 1e6:.2f}-{max(r) / 1e6:.2f}) |")
     print(f"\non/off = {on / off:.3f} (cost {100 * (1 - on / off):.1f}%)")
-    return 0
+    return ok
 
 
 if __name__ == "__main__":

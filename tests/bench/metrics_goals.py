@@ -22,6 +22,10 @@ each build in turn (ABBA order: forward, then backward) for --pairs rounds,
 and per build the median over the rounds of each round's median (e.g. the
 daemon built with -DPERLD_RUNS_VIA_PROMETHEUS_CPP=ON: tests/bench/PROMETHEUS.md).
 Prints a Markdown table; writes nothing else.
+
+  --smoke (CI): 3 runs, 5 scrapes, 2 rounds of 3,000,000 records (with --ab:
+  one pair); the script works, every run is exported as running and every
+  bench run is exact; no goal is judged.
 """
 import argparse
 import http.client
@@ -40,8 +44,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from goals_daemon import Daemon, daemon_bench_rate, print_table  # noqa: E402
 
-BENCH = ["-writers", "1", "-size", "1024", "-records", "50000000", "-time", "ns",
-         "-interval", "3600"]
+RECORDS = 50000000
 
 # limits.maxMemoryBytes for this benchmark's many light runs (1 PiB: no budget).
 MEMORY_BYTES = 1 << 50
@@ -64,8 +67,10 @@ def pct(values, q):
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def bench_rate(perlctl, target):
-    return daemon_bench_rate(perlctl, target, BENCH, 50000000)
+def bench_rate(perlctl, target, records=RECORDS):
+    bench = ["-writers", "1", "-size", "1024", "-records", str(records), "-time", "ns",
+             "-interval", "3600"]
+    return daemon_bench_rate(perlctl, target, bench, records)
 
 
 def config_text(runs, names):
@@ -113,6 +118,7 @@ def ab(args):
     """Section 1 of several builds side by side."""
     builds = [args.build] + args.ab
     rounds = {b: {"perld": [], "both": []} for b in builds}
+    exported = []  # running runs in each scrape's text
     for pair in range(args.pairs):
         for build in (builds if pair % 2 == 0 else builds[::-1]):  # ABBA
             perld = os.path.join(build, "daemon/bench/perld")
@@ -126,6 +132,7 @@ def ab(args):
                 for names in ("perld", "both"):
                     r = scrape_cost(d, config, args.runs, args.scrapes, names)
                     rounds[build][names].append(r)
+                    exported.append(r["running"])
                     print(f"# {build} names {names}: server median "
                           f"{statistics.median(r['server']) * 1e3:.2f} ms, cpu median "
                           f"{statistics.median(r['cpu']) * 1e3:.2f} ms, "
@@ -145,6 +152,11 @@ def ab(args):
                              f"({', '.join(f'{m:.2f}' for m in medians)})")
             print(f"| {build} | {names} | {cells[0]} | {cells[1]} | "
                   f"{rs[-1]['bytes'] / 1024:.0f} KiB, {rs[-1]['running']} running runs |")
+    if args.smoke:  # CI: every build exported every run; no time is judged
+        ok = exported == [args.runs] * len(exported)
+        print("PASSED" if ok else f"FAILED: running runs exported {exported} of {args.runs}")
+        return 0 if ok else 1
+    return 0
 
 
 def main():
@@ -155,7 +167,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--ab", nargs="+", help="other builds: section 1 of each, side by side")
     ap.add_argument("--pairs", type=int, default=5, help="--ab: rounds of each build")
+    ap.add_argument("--records", type=int, default=RECORDS, help="records of each bench run")
+    ap.add_argument("--smoke", action="store_true",
+                    help="CI: tiny sizes; the script works, the runs exported and exact")
     args = ap.parse_args()
+    if args.smoke:
+        args.runs, args.scrapes, args.rounds, args.pairs, args.records = 3, 5, 2, 1, 3_000_000
     if args.ab:
         return ab(args)
     perld = os.path.join(args.build, "daemon/bench/perld")
@@ -167,8 +184,10 @@ def main():
             f.write(config_text(args.runs, "perld"))
         d = Daemon(perld, os.path.join(tmp, "state"), config)
         ids = start_runs(d, perlctl, args.runs)
+        exported = []  # running runs in each name set's text
         for names in ("perld", "both"):
             r = scrape_cost(d, config, args.runs, args.scrapes, names)
+            exported.append(r["running"])
             server, cpu, client = r["server"], r["cpu"], r["client"]
             rows.append((f"scrape of {r['running']} running runs (names: {names}), server time",
                          f"median {statistics.median(server) * 1e3:.2f} ms, p90 "
@@ -205,13 +224,13 @@ def main():
         rows.append((f"daemon CPU per scrape ({args.runs} runs, {args.scrapes} scrapes)",
                      f"{per_scrape * 1e3:.2f} ms: {per_scrape * 10 * 100:.1f}% of one core "
                      f"at 10 Hz", ""))
-        bench_rate(perlctl, d.grpc)  # warm-up
+        bench_rate(perlctl, d.grpc, args.records)  # warm-up
 
         alone, scraped, ratios, scrapes_done, busy_server = [], [], [], [], []
         for round_index in range(args.rounds):
             # ABBA order: drift of a shared machine does not favour one side.
             if round_index % 2 == 0:
-                alone.append(bench_rate(perlctl, d.grpc))
+                alone.append(bench_rate(perlctl, d.grpc, args.records))
             stop = threading.Event()
             count = [0]
 
@@ -232,28 +251,35 @@ def main():
                 conn.close()
             t = threading.Thread(target=scraper)
             t.start()
-            scraped.append(bench_rate(perlctl, d.grpc))
+            scraped.append(bench_rate(perlctl, d.grpc, args.records))
             stop.set()
             t.join()
             scrapes_done.append(count[0])
             if round_index % 2 == 1:
-                alone.append(bench_rate(perlctl, d.grpc))
+                alone.append(bench_rate(perlctl, d.grpc, args.records))
             ratios.append(scraped[-1] / alone[-1])
-        rows.append(("full-speed bench alone (1 writer, 50 M, ns)",
+        rows.append((f"full-speed bench alone (1 writer, {args.records / 1e6:g} M, ns)",
                      f"median {statistics.median(alone) / 1e6:.2f} M records/s "
                      f"(min {min(alone) / 1e6:.2f}, max {max(alone) / 1e6:.2f})", ""))
         rows.append((f"same with a 10 Hz /metrics scraper ({args.runs} runs exported, "
                      f"{statistics.median(scrapes_done)} scrapes per run)",
                      f"median {statistics.median(scraped) / 1e6:.2f} M records/s "
                      f"(min {min(scraped) / 1e6:.2f}, max {max(scraped) / 1e6:.2f})", ""))
+        busy = busy_server or [0.0]  # none when every bench ended within one scrape
         rows.append((f"scrape server time during the full-speed bench ({len(busy_server)} scrapes)",
-                     f"median {statistics.median(busy_server) * 1e3:.2f} ms, p90 "
-                     f"{pct(busy_server, 0.9) * 1e3:.2f} ms", "independent of the rate"))
+                     f"median {statistics.median(busy) * 1e3:.2f} ms, p90 "
+                     f"{pct(busy, 0.9) * 1e3:.2f} ms", "independent of the rate"))
         rows.append(("with scraper / alone, per pair",
                      f"median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, "
                      f"max {max(ratios):.3f})", ">= 0.98"))
-        d.stop()
+        rc = d.stop()
     print_table(rows)
+    if args.smoke:  # CI: the bench runs were exact (or it raised); no time is judged
+        ok = rc == 0 and exported == [args.runs] * 2
+        print("PASSED" if ok else f"FAILED: running runs exported {exported} of {args.runs} "
+              f"per name set, SIGTERM exit {rc}")
+        return 0 if ok else 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,11 +12,14 @@
 //   4. 3 writers and 1 reader (a Spool::Cursor that releases what it read)
 //      at once, batched and synced.
 //
-// Usage: spool_bench [--dir DIR] [--seconds S] [--records N] [--size BYTES]
-// DIR (default /var/tmp) must be on the disk to measure. Prints Markdown.
+// Usage: spool_bench [--dir DIR] [--seconds S] [--records N] [--size BYTES] [--cold 0]
+// DIR (default /var/tmp) must be on the disk to measure. The fdatasync loop
+// runs 2 s (or S when shorter); --cold 0 skips the page-cache-dropped
+// iteration (which drops the whole host's page cache, as root). Prints Markdown.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -203,6 +206,7 @@ int main(int argc, char** argv) {
   double seconds = 5;
   int64_t records = 1'000'000;
   size_t size = 512;
+  bool cold_step = true;  // the page-cache-dropped iteration (as root)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--dir") {
@@ -213,6 +217,8 @@ int main(int argc, char** argv) {
       records = std::atoll(argv[i + 1]);
     } else if (flag == "--size") {
       size = static_cast<size_t>(std::atoll(argv[i + 1]));
+    } else if (flag == "--cold") {
+      cold_step = std::string(argv[i + 1]) != "0";
     } else {
       Die("unknown flag " + flag);
     }
@@ -221,7 +227,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(work);
   const std::string spool_dir = work + "/spool";
 
-  const double fsync_rate = FsyncRate(work, 2.0);
+  const double fsync_rate = FsyncRate(work, std::min(2.0, seconds));
   std::printf("device: %.0f fdatasync/s (512-byte write + fdatasync loop)\n\n", fsync_rate);
 
   std::printf("| write, %zu-byte records | threads | ops/s | vs fdatasync rate |\n", size);
@@ -240,7 +246,7 @@ int main(int argc, char** argv) {
   const IterationTimes warm = Iterate(spool_dir, records, size, /*cold=*/false);
   std::printf("| page cache warm | %.3f | %.3f | %.3f |\n", warm.write, warm.open, warm.foreach);
   std::fflush(stdout);
-  if (geteuid() == 0) {
+  if (cold_step && geteuid() == 0) {
     const IterationTimes cold = Iterate(spool_dir, records, size, /*cold=*/true);
     std::printf("| page cache dropped | %.3f | %.3f | %.3f |\n", cold.write, cold.open,
                 cold.foreach);

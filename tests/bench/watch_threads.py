@@ -15,6 +15,10 @@ benchmark command, not a test: it asserts nothing.
    (tests/bench/query_latency, as daemon_goals.py measures it).
 --perld/--perlctl name other binaries (an older build, for a side by side).
 Prints a Markdown table.
+
+  --smoke (CI): 5 watchers, 20 query calls, shorter settles; the script works,
+  every watcher ends with the total and SIGTERM exits 0 (no thread count is
+  judged).
 """
 import argparse
 import os
@@ -45,7 +49,12 @@ def main():
     ap.add_argument("--perlctl")
     ap.add_argument("--watchers", type=int, default=200)
     ap.add_argument("--query-calls", type=int, default=0)
+    ap.add_argument("--smoke", action="store_true",
+                    help="CI: tiny sizes; the script works and every watcher gets the total")
     args = ap.parse_args()
+    settle = 3  # s after the daemon's start, before its idle threads are counted
+    if args.smoke:
+        args.watchers, args.query_calls, settle = 5, 20, 0.5
     perld = args.perld or os.path.join(args.build, "daemon/bench/perld")
     perlctl = args.perlctl or os.path.join(args.build, "client/perlctl/perlctl")
     import grpc
@@ -57,7 +66,7 @@ def main():
             f.write(f"limits:\n  maxWatchers: {max(256, args.watchers)}\n")
         d = Daemon(perld, os.path.join(tmp, "state"), config)
         pid = d.proc.pid
-        time.sleep(3)
+        time.sleep(settle)
         rows.append(("threads, idle daemon", str(threads(pid)), ""))
 
         channel = grpc.insecure_channel(d.grpc)
@@ -108,6 +117,12 @@ def main():
         rc = d.stop()
         rows.append(("SIGTERM", f"exit {rc}", ""))
     print_table(rows)
+    if args.smoke:  # CI: the script works and every stream ended with the total
+        ok = ended == args.watchers and rc == 0 and {"p50", "p99", "max"} <= q.keys()
+        print("PASSED" if ok else f"FAILED: {ended} of {args.watchers} watchers ended with the "
+              f"total, SIGTERM exit {rc}")
+        return 0 if ok else 1
+    return 0
 
 
 if __name__ == "__main__":
