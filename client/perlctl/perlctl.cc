@@ -285,6 +285,15 @@ int Percentiles(Cli& cli) {
     json.Key("final").Bool(response.final());
     json.Key("exact").Bool(response.exact());
     json.Key("validLatencyRecords").Int(response.valid_latency_records());
+    if (!response.exact()) {  // no percentile: never one from part of the run
+      json.Key("medianLatency").Null();
+      json.Key("percentiles").Null();
+      json.Key("percentileCounts").Null();
+      json.Key("inexactReason").String(response.inexact_reason());
+      json.EndObject();
+      PrintJson(json);
+      return 1;
+    }
     json.Key("medianLatency").Int(response.median_latency());
     json.Key("percentiles").BeginObject();
     for (const v1::Percentile& p : response.percentiles()) {
@@ -298,11 +307,14 @@ int Percentiles(Cli& cli) {
     json.EndObject().EndObject();
     PrintJson(json);
   } else {
-    std::printf("run %llu, %s%s, %lld valid latency records%s\n",
+    std::printf("run %llu, %s%s, %lld valid latency records\n",
                 static_cast<unsigned long long>(response.run_id()),
                 latest ? "latest window" : "total", latest || response.final() ? "" : " (running)",
-                static_cast<long long>(response.valid_latency_records()),
-                response.exact() ? "" : " (percentiles cover the last segments only)");
+                static_cast<long long>(response.valid_latency_records()));
+    if (!response.exact()) {
+      std::printf("  %s\n", response.inexact_reason().c_str());
+      return 1;
+    }
     for (const v1::Percentile& p : response.percentiles()) {
       std::printf("  %10s  %lld  (%lld records at exactly this latency)\n",
                   (ShortestDouble(p.percent()) + "th").c_str(), static_cast<long long>(p.latency()),

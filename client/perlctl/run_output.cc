@@ -131,15 +131,23 @@ void WriteWindowJson(const v1::Window& w, JsonWriter& json) {
   json.Key("avgLatency").Double(w.avg_latency());
   json.Key("recordsPerSecond").Double(w.records_per_second());
   json.Key("mbPerSecond").Double(w.mb_per_second());
-  json.Key("medianLatency").Int(w.median_latency());
-  json.Key("percentiles").BeginObject();
-  for (const v1::Percentile& p : w.percentiles())
-    json.Key(ShortestDouble(p.percent())).Int(p.latency());
-  json.EndObject();
-  json.Key("percentileCounts").BeginObject();
-  for (const v1::Percentile& p : w.percentiles())
-    json.Key(ShortestDouble(p.percent())).Int(p.count());
-  json.EndObject();
+  const bool inexact = w.kind() == v1::Window::KIND_TOTAL && !w.exact_total();
+  if (inexact) {  // no percentile: never one computed from part of the run
+    json.Key("medianLatency").Null();
+    json.Key("percentiles").Null();
+    json.Key("percentileCounts").Null();
+    json.Key("inexactReason").String(w.inexact_reason());
+  } else {
+    json.Key("medianLatency").Int(w.median_latency());
+    json.Key("percentiles").BeginObject();
+    for (const v1::Percentile& p : w.percentiles())
+      json.Key(ShortestDouble(p.percent())).Int(p.latency());
+    json.EndObject();
+    json.Key("percentileCounts").BeginObject();
+    for (const v1::Percentile& p : w.percentiles())
+      json.Key(ShortestDouble(p.percent())).Int(p.count());
+    json.EndObject();
+  }
   json.Key("overflow").Bool(w.overflow());
   json.Key("closedFull").Bool(w.closed_full());
   json.Key("remoteReports").Int(w.remote_reports());
@@ -188,14 +196,12 @@ std::string WindowLine(const v1::Window& w, v1::TimeUnit unit) {
     absl::StrAppend(&s, sep, p.latency(), " ", u, " ", ShortestDouble(p.percent()), "th");
     sep = ", ";
   }
+  if (w.kind() == v1::Window::KIND_TOTAL && !w.exact_total()) {
+    absl::StrAppend(&s, w.inexact_reason().empty() ? "not exact" : w.inexact_reason());
+  }
   if (w.remote_reports() > 0) {
     absl::StrAppend(&s, "; ", w.clients(), " clients, ", w.remote_reports(), " reports (",
                     w.late_reports(), " late)");
-  }
-  if (w.kind() == v1::Window::KIND_TOTAL && !w.exact_total()) {
-    absl::StrAppend(&s, w.percentiles().empty() && w.valid_latency_records() > 0
-                            ? " (no distribution: see the run's failure reason)"
-                            : " (percentiles cover the last segments only)");
   }
   absl::StrAppend(&s, ".");
   return s;

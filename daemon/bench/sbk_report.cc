@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/core/run_total.h"
 
 namespace perld::bench {
 namespace {
@@ -30,6 +31,7 @@ ReportRow MakeReportRow(const LatencySnapshot& s, double seconds) {
   r.higher_discard = s.higher_discard;
   r.percentile_values = s.values;
   r.percentile_counts = s.counts;
+  r.percentiles_exact = s.percentiles_exact;
   return r;
 }
 
@@ -46,6 +48,9 @@ std::string FormatConsoleLine(const ReportContext& ctx, const ReportRow& row, bo
       static_cast<double>(row.bytes) / kBytesPerMb, row.records, row.records_per_sec,
       row.mb_per_sec, row.avg_latency, u, row.min_latency, u, row.max_latency, u, row.invalid,
       row.lower_discard, row.higher_discard);
+  if (!row.percentiles_exact) {
+    absl::StrAppend(&out, " ", kInexactTotalReason);
+  }
   for (size_t i = 0; i < ctx.percentiles.size() && i < row.percentile_values.size(); ++i) {
     absl::StrAppend(&out, i == 0 ? " " : ", ", row.percentile_values[i], " ", u, " ",
                     PercentileName(ctx.percentiles[i]));
@@ -78,11 +83,14 @@ std::string CsvRow(const ReportContext& ctx, const ReportRow& row, int64_t id, b
       static_cast<int64_t>(row.seconds), static_cast<double>(row.bytes) / kBytesPerMb, row.records,
       row.records_per_sec, row.mb_per_sec, row.avg_latency, row.min_latency, row.max_latency,
       row.invalid, row.lower_discard, row.higher_discard);
+  // A total without exact percentiles leaves their cells empty, never 0.
   for (size_t i = 0; i < ctx.percentiles.size(); ++i) {
-    absl::StrAppend(&out, ",", i < row.percentile_values.size() ? row.percentile_values[i] : 0);
+    out += ",";
+    if (i < row.percentile_values.size()) absl::StrAppend(&out, row.percentile_values[i]);
   }
   for (size_t i = 0; i < ctx.percentiles.size(); ++i) {
-    absl::StrAppend(&out, ",", i < row.percentile_counts.size() ? row.percentile_counts[i] : 0);
+    out += ",";
+    if (i < row.percentile_counts.size()) absl::StrAppend(&out, row.percentile_counts[i]);
   }
   return out;
 }

@@ -40,6 +40,7 @@ struct ReportRow {
   int64_t higher_discard = 0;
   std::vector<int64_t> percentile_values;
   std::vector<int64_t> percentile_counts;
+  bool percentiles_exact = true;  // false: a total without percentiles (run_total.h)
 };
 
 ReportRow MakeReportRow(const LatencySnapshot& snapshot, double seconds);

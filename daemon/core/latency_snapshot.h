@@ -41,6 +41,11 @@ struct LatencySnapshot {
   std::vector<int64_t> values;
   std::vector<int64_t> counts;
   int64_t median = 0;  // latency at index valid / 2 (SBK medianIndex = valid >> 1)
+  // False for a run total whose distribution outgrew its memory budget
+  // (RunTotal): its percentiles and median are unknown, never computed from
+  // part of the data -- percents, fractions, values and counts are empty and
+  // median is 0. The counters stay exact.
+  bool percentiles_exact = true;
 
   // SBK's average: total_latency / (valid + lower_discard + higher_discard),
   // 0 when there is no non-negative latency.

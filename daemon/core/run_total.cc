@@ -57,11 +57,13 @@ void MergeAscending(std::span<const LatencyBucket> add, std::vector<LatencyBucke
 void RunTotal::Add(const LatencyCounters& counters, std::span<const LatencyBucket> ascending) {
   counters_.Merge(counters);
   ++windows_;
+  if (!exact_) return;
   index_.Merge(ascending);
   if (index_.buckets().size() * sizeof(LatencyBucket) > budget_bytes_ && windows_ > 1) {
-    // The carried distribution no longer fits: restart from this window.
+    // The distribution no longer fits: dropped, so no percentile is ever
+    // computed from part of the run.
     exact_ = false;
-    index_.Assign(std::vector<LatencyBucket>(ascending.begin(), ascending.end()));
+    index_.Assign({});
   }
 }
 
@@ -85,7 +87,20 @@ void RunTotal::Snapshot(const PercentileSet& set, int64_t start_time, int64_t en
                   c.records > LatencyWindow::kTotalRecordsMax;
   out->closed_full = false;
   out->full_closes = 0;
+  if (!exact_) {
+    ClearPercentiles(out);
+    return;
+  }
   index_.Fill(set, out);
+}
+
+void ClearPercentiles(LatencySnapshot* out) {
+  out->percents.clear();
+  out->fractions.clear();
+  out->values.clear();
+  out->counts.clear();
+  out->median = 0;
+  out->percentiles_exact = false;
 }
 
 }  // namespace perld

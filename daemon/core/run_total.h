@@ -11,9 +11,10 @@
 //     gives the running total of a live run without touching the recorder.
 // Distribution: the merge of the ascending distributions of every window
 // added, as a sorted bucket vector (16 bytes per distinct latency). When a
-// merge would exceed `budget_bytes` the carried distribution is dropped and
-// restarted from the newest window: exact() turns false for good and the
-// percentiles then cover the windows since the drop (counters stay exact).
+// merge of a second or later window would exceed `budget_bytes` the
+// distribution is dropped for good: exact() turns false, the snapshot has
+// no percentiles (LatencySnapshot::percentiles_exact) -- never an answer from
+// part of the run -- and only the counters go on (they stay exact).
 //
 // Threads: single owner. Cost: Add is O(D + d) (D carried, d added distinct
 // latencies), Snapshot O(D); both allocation-bounded by the budget.
@@ -41,6 +42,17 @@ LatencyCounters CountersOf(const LatencySnapshot& snapshot);
 // median) for `set` from an ascending distribution by SBK's index rule.
 void FillPercentiles(const PercentileSet& set, std::span<const LatencyBucket> ascending,
                      LatencySnapshot* out);
+
+// Why a run total has no percentiles (LatencySnapshot::percentiles_exact
+// false), as every output says it.
+inline constexpr char kInexactTotalReason[] =
+    "not exact: the run's distinct latencies outgrew the run total's memory budget "
+    "(exactTotalLatencyMaxMemoryMB / totalMaxHashMapSizeMB), so no percentile is given (one "
+    "computed from part of the run would be wrong); the counters are exact";
+
+// Marks `out` as a total without a distribution: no percentile, no median
+// (LatencySnapshot::percentiles_exact false).
+void ClearPercentiles(LatencySnapshot* out);
 
 // Merges `add` into the ascending distribution `into` (equal latencies sum).
 void MergeAscending(std::span<const LatencyBucket> add, std::vector<LatencyBucket>* into);

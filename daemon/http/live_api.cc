@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/common/json_writer.h"
+#include "daemon/core/run_total.h"
 
 namespace perld::http {
 namespace {
@@ -66,8 +67,12 @@ void WriteFigures(const LatencySnapshot& s, double seconds, JsonWriter& j) {
       .Int(s.min_latency)
       .Key("max")
       .Int(s.max_latency)
-      .Key("values")
-      .BeginArray();
+      .Key("values");
+  if (!s.percentiles_exact) {  // a total without exact percentiles: none
+    j.Null();
+    return;
+  }
+  j.BeginArray();
   for (int64_t v : s.values) j.Int(v);
   j.EndArray();
 }
@@ -139,9 +144,15 @@ HttpResponse RunJson(const runs::RunRegistry& registry, const HttpRequest& reque
   const LatencySnapshot& snapshot = total.ok() ? total->snapshot : view->total.snapshot;
   j.Key("final").Bool(view->total_final).Key("exact").Bool(total.ok() && total->exact);
   WriteFigures(snapshot, view->total.seconds, j);
-  j.Key("counts").BeginArray();
-  for (int64_t c : snapshot.counts) j.Int(c);
-  j.EndArray().EndObject().EndObject();
+  j.Key("counts");
+  if (snapshot.percentiles_exact) {
+    j.BeginArray();
+    for (int64_t c : snapshot.counts) j.Int(c);
+    j.EndArray();
+  } else {
+    j.Null().Key("inexact_reason").String(kInexactTotalReason);
+  }
+  j.EndObject().EndObject();
   return HttpResponse{200, j.str() + "\n", kJsonContentType};
 }
 

@@ -18,6 +18,17 @@ int64_t RecordBytes(const WindowRecord& w) {
          static_cast<int64_t>(w.distribution.size() * sizeof(LatencyBucket));
 }
 
+// A run total that is not exact keeps no distribution and shows no
+// percentile: also one from an older state directory that still carried
+// percentiles of part of the run. (A total rebuilt from stored windows has
+// neither and is left alone: its percentiles are refused with its reason.)
+void DropInexactPercentiles(WindowRecord& w) {
+  if (w.kind != WindowRecord::Kind::kTotal || w.exact_total) return;
+  if (w.distribution.empty() && w.snapshot.values.empty()) return;
+  ClearPercentiles(&w.snapshot);
+  w.distribution.clear();
+}
+
 // Percentiles of `set` for a window: from its distribution when it has one,
 // else from the percentiles stored with it (a window restored from the state
 // directory keeps only its configured set).
@@ -253,6 +264,7 @@ std::vector<RunId> RunRegistry::Restore(const RunInfo& info, std::vector<WindowR
     Append(*entry, std::move(w));
   }
   if (total) {
+    DropInexactPercentiles(*total);
     entry->final_index.Assign(std::move(total->distribution));
     Append(*entry, *total);
     entry->final_total = std::move(total);
@@ -318,6 +330,7 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
       Append(*e, std::move(window));
       break;
     case WindowRecord::Kind::kTotal:
+      DropInexactPercentiles(window);
       e->final_index.Assign(std::move(window.distribution));
       Append(*e, window);
       e->final_total = std::move(window);
@@ -502,6 +515,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
     answer.snapshot = e->final_total->snapshot;
     answer.exact = e->final_total->exact_total;
     answer.total_final = true;
+    if (!answer.snapshot.percentiles_exact) return answer;  // none: not exact
     if (absl::Status s = FillFrom(*e->final_total, e->final_index, *set, &answer.snapshot);
         !s.ok()) {
       return s;
@@ -510,6 +524,10 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
   }
   answer.snapshot = e->live_total.snapshot;
   answer.exact = e->live.exact();
+  if (!answer.exact) {
+    ClearPercentiles(&answer.snapshot);
+    return answer;
+  }
   e->live.index().Fill(*set, &answer.snapshot);
   return answer;
 }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/common/mutex.h"
+#include "daemon/core/run_total.h"
 #include "daemon/service/change_pump.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/request_limits.h"
@@ -289,6 +290,7 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
   response->set_exact(answer->exact);
   response->set_final(answer->total_final);
   response->set_median_latency(s.median);
+  if (!s.percentiles_exact) response->set_inexact_reason(kInexactTotalReason);
   return grpc::Status::OK;
 }
 

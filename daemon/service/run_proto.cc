@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/bench/sbk_report.h"
+#include "daemon/core/run_total.h"
 
 namespace perld::service {
 
@@ -145,6 +146,7 @@ void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {
     out->set_segments(w.segments);
     out->set_exact_total(w.exact_total);
     out->set_final(final_total);
+    if (!s.percentiles_exact) out->set_inexact_reason(kInexactTotalReason);
   }
 }
 

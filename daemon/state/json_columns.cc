@@ -390,6 +390,7 @@ absl::StatusOr<std::vector<double>> PercentsFromJson(std::string_view json) {
 }
 
 absl::StatusOr<std::string> PercentilesToJson(const LatencySnapshot& snapshot) {
+  if (!snapshot.percentiles_exact) return std::string("null");  // a total without any
   const size_t n = snapshot.percents.size();
   if (snapshot.values.size() != n || snapshot.counts.size() != n) {
     return absl::InvalidArgumentError(
@@ -419,6 +420,11 @@ absl::Status PercentilesFromJson(std::string_view json, LatencySnapshot* out) {
   out->fractions.clear();
   out->values.clear();
   out->counts.clear();
+  out->percentiles_exact = json != "null";
+  if (!out->percentiles_exact) {
+    out->median = 0;
+    return absl::OkStatus();
+  }
   JsonReader r(json);
   absl::Status s = ReadArray(r, kColumn, [&]() -> absl::Status {
     double percent = 0;

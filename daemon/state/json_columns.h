@@ -36,11 +36,13 @@ absl::StatusOr<std::map<std::string, std::string>> LabelsFromJson(std::string_vi
 std::string PercentsToJson(std::span<const double> percents);
 absl::StatusOr<std::vector<double>> PercentsFromJson(std::string_view json);
 
-// Writes snapshot.percents/values/counts as triples. REQUIRES: the three
-// vectors have the same length (else InvalidArgument).
+// Writes snapshot.percents/values/counts as triples, or `null` for a total
+// without exact percentiles (LatencySnapshot::percentiles_exact false).
+// REQUIRES: the three vectors have the same length (else InvalidArgument).
 absl::StatusOr<std::string> PercentilesToJson(const LatencySnapshot& snapshot);
 // Fills out->percents, values and counts from the triples, and fractions as
-// percent / 100.0 (PercentileSet's definition; fractions are not stored).
+// percent / 100.0 (PercentileSet's definition; fractions are not stored);
+// `null`: none, percentiles_exact false.
 absl::Status PercentilesFromJson(std::string_view json, LatencySnapshot* out);
 
 }  // namespace perld::state

@@ -84,6 +84,38 @@ TEST(RunRegistryTest, AnyPercentileOfTheLatestWindowAndTheRunningTotal) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Issue 27: a total that is not exact answers no percentile at all -- also
+// one from an older state directory that still carried percentiles computed
+// from its last segments -- while a total rebuilt from stored windows (no
+// distribution, no percentiles) keeps refusing with its reason.
+TEST(RunRegistryTest, AnInexactTotalAnswersNoPercentile) {
+  RunRegistry registry(config::RetentionConfig{});
+  WindowRecord total = Window(6, 1, 5, 70'001);
+  total.kind = WindowRecord::Kind::kTotal;
+  total.exact_total = false;  // its percentiles say 5: the last segment's one record
+  registry.Restore(Info(6, "wide", RunState::kFinished), {}, total);
+  absl::StatusOr<PercentileAnswer> answer =
+      registry.Percentiles(6, PercentileScope::kTotal, {50, 99});
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_FALSE(answer->exact);
+  EXPECT_FALSE(answer->snapshot.percentiles_exact);
+  EXPECT_TRUE(answer->snapshot.values.empty());
+  EXPECT_EQ(answer->snapshot.median, 0);
+  EXPECT_EQ(answer->snapshot.valid, 70'001) << "the counters stay";
+  absl::StatusOr<RunView> view = registry.Get(6);
+  ASSERT_TRUE(view.ok());
+  EXPECT_TRUE(view->total.snapshot.values.empty());
+  EXPECT_TRUE(view->total.distribution.empty());
+
+  WindowRecord rebuilt = total;
+  rebuilt.distribution.clear();
+  ClearPercentiles(&rebuilt.snapshot);
+  rebuilt.snapshot.percentiles_exact = true;  // as RunHistory rebuilds it
+  registry.Restore(Info(7, "crashed", RunState::kFailed), {}, rebuilt);
+  EXPECT_EQ(registry.Percentiles(7, PercentileScope::kTotal, {50}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(RunRegistryTest, RestoredWindowsAnswerOnlyTheirStoredPercentiles) {
   RunRegistry registry(config::RetentionConfig{});
   WindowRecord w = Window(5, 1, 10, 4);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/core/run_total.h"
 #include "daemon/state/json_columns.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -94,6 +95,13 @@ TEST(StateJsonColumnsTest, PercentileTriplesRoundTrip) {
   EXPECT_EQ(back.values, s.values);
   EXPECT_EQ(back.counts, s.counts);
   EXPECT_EQ(*PercentilesToJson(LatencySnapshot{}), "[]");
+  // A total without exact percentiles stays without them across a restart.
+  LatencySnapshot inexact;
+  ClearPercentiles(&inexact);
+  EXPECT_EQ(*PercentilesToJson(inexact), "null");
+  ASSERT_TRUE(PercentilesFromJson("null", &back).ok());
+  EXPECT_FALSE(back.percentiles_exact);
+  EXPECT_TRUE(back.values.empty() && back.percents.empty());
 }
 
 TEST(StateJsonColumnsTest, PercentileTriplesRejectBadShapes) {
