@@ -588,7 +588,7 @@ int Stop(Cli& cli) {
     json.EndObject();
     PrintJson(json);
   } else {
-    std::cout << "run " << response.run().id() << " " << StateText(response.run().state())
+    std::cout << "run " << response.run().id() << " " << StateWithReason(response.run())
               << (response.run().failure_reason().empty()
                       ? ""
                       : " (" + response.run().failure_reason() + ")")

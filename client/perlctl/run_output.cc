@@ -53,6 +53,35 @@ const char* StateText(v1::RunState state) {
   }
 }
 
+const char* EndReasonText(v1::EndReason reason) {
+  switch (reason) {
+    case v1::END_REASON_COMPLETED:
+      return "completed";
+    case v1::END_REASON_STOPPED:
+      return "stopped";
+    case v1::END_REASON_SHUTDOWN:
+      return "shutdown";
+    case v1::END_REASON_FAILED:
+      return "failed";
+    default:
+      return "";
+  }
+}
+
+std::string StateWithReason(const v1::RunInfo& run) {
+  std::string s = StateText(run.state());
+  switch (run.end_reason()) {
+    case v1::END_REASON_COMPLETED:
+      return s + " (completed)";
+    case v1::END_REASON_STOPPED:
+      return s + " (stopped by request)";
+    case v1::END_REASON_SHUTDOWN:
+      return s + " (cut short by the daemon's shutdown)";
+    default:
+      return s;
+  }
+}
+
 const char* SourceText(v1::RunSource source) {
   switch (source) {
     case v1::RUN_SOURCE_BENCH:
@@ -90,6 +119,12 @@ void WriteRunJson(const v1::RunInfo& run, JsonWriter& json) {
   json.Key("source").String(SourceText(run.source()));
   json.Key("state").String(StateText(run.state()));
   json.Key("failureReason").String(run.failure_reason());
+  json.Key("endReason");
+  if (run.end_reason() == v1::END_REASON_UNSPECIFIED) {
+    json.Null();  // running (or ended before perld kept the reason)
+  } else {
+    json.String(EndReasonText(run.end_reason()));
+  }
   json.Key("startUnixMs").Int(run.start_unix_ms());
   json.Key("endUnixMs").Int(run.end_unix_ms());
   const v1::LatencyConfig& l = run.latency();
@@ -169,11 +204,15 @@ std::string RunsTable(const v1::ListRunsResponse& runs) {
                 "SOURCE", "STATE", "STARTED", "ENDED", "UNIT", "PARAMETERS");
   out += line;
   for (const v1::RunInfo& r : runs.runs()) {
-    std::snprintf(line, sizeof(line), "%-6llu %-24s %-7s %-9s %-20s %-20s %-4s %s\n",
-                  static_cast<unsigned long long>(r.id()), r.name().c_str(), SourceText(r.source()),
-                  StateText(r.state()), LocalTime(r.start_unix_ms()).c_str(),
-                  LocalTime(r.end_unix_ms()).c_str(), TimeUnitText(r.latency().time_unit()),
-                  r.parameters().c_str());
+    std::snprintf(
+        line, sizeof(line), "%-6llu %-24s %-7s %-9s %-20s %-20s %-4s %s\n",
+        static_cast<unsigned long long>(r.id()), r.name().c_str(), SourceText(r.source()),
+        // An ended run that did not complete says why (stopped, shutdown).
+        r.end_reason() == v1::END_REASON_STOPPED || r.end_reason() == v1::END_REASON_SHUTDOWN
+            ? EndReasonText(r.end_reason())
+            : StateText(r.state()),
+        LocalTime(r.start_unix_ms()).c_str(), LocalTime(r.end_unix_ms()).c_str(),
+        TimeUnitText(r.latency().time_unit()), r.parameters().c_str());
     out += line;
   }
   return out;
@@ -211,7 +250,7 @@ std::string ShowText(const v1::GetRunResponse& r) {
   const v1::RunInfo& run = r.run();
   std::string s = absl::StrCat("run ", run.id(), " '", run.name(), "'\n");
   absl::StrAppend(&s, "  source:   ", SourceText(run.source()), "\n");
-  absl::StrAppend(&s, "  state:    ", StateText(run.state()));
+  absl::StrAppend(&s, "  state:    ", StateWithReason(run));
   if (!run.failure_reason().empty()) absl::StrAppend(&s, " (", run.failure_reason(), ")");
   absl::StrAppend(&s, "\n  started:  ", LocalTime(run.start_unix_ms()), "\n");
   if (run.end_unix_ms() > 0)

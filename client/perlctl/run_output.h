@@ -18,6 +18,10 @@ using json::ShortestDouble;
 
 const char* TimeUnitText(v1::TimeUnit unit);  // "ms", "us", "ns"
 const char* StateText(v1::RunState state);    // "running", "finished", "failed"
+// "completed", "stopped", "shutdown", "failed"; "" when unspecified
+const char* EndReasonText(v1::EndReason reason);
+// The state with why it ended, e.g. "finished (stopped by request)".
+std::string StateWithReason(const v1::RunInfo& run);
 const char* SourceText(v1::RunSource source);
 const char* WindowKindText(v1::Window::Kind kind);  // "periodic", "total_segment", "total"
 

@@ -30,6 +30,33 @@ const char* RunStateName(RunState state) {
   return "running";
 }
 
+const char* EndReasonName(EndReason reason) {
+  switch (reason) {
+    case EndReason::kNone:
+      return "";
+    case EndReason::kCompleted:
+      return "completed";
+    case EndReason::kStopped:
+      return "stopped";
+    case EndReason::kShutdown:
+      return "shutdown";
+    case EndReason::kFailed:
+      return "failed";
+  }
+  return "";
+}
+
+bool ParseEndReason(std::string_view name, EndReason* out) {
+  for (EndReason r : {EndReason::kNone, EndReason::kCompleted, EndReason::kStopped,
+                      EndReason::kShutdown, EndReason::kFailed}) {
+    if (name == EndReasonName(r)) {
+      *out = r;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool ParseRunSource(std::string_view name, RunSource* out) {
   for (RunSource s : {RunSource::kBench, RunSource::kIngest, RunSource::kSbp}) {
     if (name == RunSourceName(s)) {

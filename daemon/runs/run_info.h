@@ -23,12 +23,22 @@ using RunId = uint64_t;
 
 enum class RunSource { kBench, kIngest, kSbp };
 enum class RunState { kRunning, kFinished, kFailed };
+// Why an ended run ended (issue 26): it completed (a bench's records or
+// seconds, every remote client closed), was stopped by request
+// (Control.StopRun, `perlctl stop`), was cut by the daemon's shutdown, or
+// failed (RunInfo::failure_reason says how). A stop or a shutdown is named
+// even when the run also failed. kNone: running, or ended before perld
+// kept the reason.
+enum class EndReason { kNone, kCompleted, kStopped, kShutdown, kFailed };
 
 // Stable spellings used in the gRPC API, JSON, SQLite and logs.
 const char* RunSourceName(RunSource source);  // "bench", "ingest", "sbp"
 const char* RunStateName(RunState state);     // "running", "finished", "failed"
+// "", "completed", "stopped", "shutdown", "failed"
+const char* EndReasonName(EndReason reason);
 bool ParseRunSource(std::string_view name, RunSource* out);
 bool ParseRunState(std::string_view name, RunState* out);
+bool ParseEndReason(std::string_view name, EndReason* out);
 
 // Fixed when the run is created.
 struct RunSpec {
@@ -58,8 +68,9 @@ struct RunInfo {
   RunSpec spec;
   RunState state = RunState::kRunning;
   std::string failure_reason;  // set when state == kFailed
-  int64_t start_unix_ms = 0;   // wall clock
-  int64_t end_unix_ms = 0;     // 0 while running
+  EndReason end_reason = EndReason::kNone;
+  int64_t start_unix_ms = 0;  // wall clock
+  int64_t end_unix_ms = 0;    // 0 while running
 
   bool operator==(const RunInfo&) const = default;
 };

@@ -61,6 +61,17 @@ void RunManager::Start() {
 void RunManager::StopAccepting() {
   MutexLock lock(mu_);
   accepting_ = false;
+  for (auto& [id, pending] : pending_) {
+    if (pending.cause == EndReason::kNone) pending.cause = EndReason::kShutdown;
+  }
+}
+
+void RunManager::NoteStopRequested(RunId id) {
+  MutexLock lock(mu_);
+  auto it = pending_.find(id);
+  if (it != pending_.end() && it->second.cause == EndReason::kNone) {
+    it->second.cause = EndReason::kStopped;
+  }
 }
 
 void RunManager::Stop() {
@@ -289,9 +300,13 @@ void RunManager::HandleFinished(RecorderEvent& event) {
     ended.state = state;
     ended.failure_reason = reason;
     ended.end_unix_ms = NowUnixMs();
+    ended.end_reason = pending.cause != EndReason::kNone ? pending.cause
+                       : state == RunState::kFailed      ? EndReason::kFailed
+                                                         : EndReason::kCompleted;
     for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
     NotifyEvicted(registry_.MarkEnded(id, std::move(total), ended.state,
-                                      std::move(ended.failure_reason), ended.end_unix_ms, nullptr));
+                                      std::move(ended.failure_reason), ended.end_unix_ms, nullptr,
+                                      ended.end_reason));
   }
   {
     MutexLock lock(mu_);

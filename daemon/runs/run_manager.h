@@ -131,7 +131,8 @@ class RunManager {
 
   void AddObserver(RunObserver* observer);  // before Start
   void Start();
-  // Refuses new runs from now on (shutdown begins).
+  // Refuses new runs from now on (shutdown begins): runs that end from now
+  // on, not stopped by request before, end with EndReason::kShutdown.
   void StopAccepting();
   // Stops the recorder and dispatcher. REQUIRES: every run has ended.
   void Stop();
@@ -158,6 +159,9 @@ class RunManager {
   // Ends a run. REQUIRES: every producer of the run has stopped sending and
   // been joined. Idempotent.
   void EndRun(RunId id);
+  // Control.StopRun asked the running run `id` to stop: it ends with
+  // EndReason::kStopped (call before stopping it).
+  void NoteStopRequested(RunId id);
   // True once the run's end was dispatched (total stored, state final).
   // Without waiting: the registry's subscribers of the run
   // (RunRegistry::Subscribe) are notified once this holds; a zero timeout
@@ -183,6 +187,7 @@ class RunManager {
     RunJudge judge;
     std::optional<WindowRecord> total;
     bool ending = false;
+    EndReason cause = EndReason::kNone;  // kStopped or kShutdown once known
     std::weak_ptr<TimeStampChannels> channels;
     RunMemoryBudget::Reservation memory;  // given back when the run has ended
   };

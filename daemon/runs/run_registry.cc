@@ -341,7 +341,8 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
 }
 
 std::vector<RunId> RunRegistry::MarkEnded(RunId id, WindowRecord total, RunState state,
-                                          std::string reason, int64_t end_unix_ms, RunInfo* ended) {
+                                          std::string reason, int64_t end_unix_ms, RunInfo* ended,
+                                          EndReason end_reason) {
   ChangeLock lock(*this);
   Entry* e = Find(id);
   if (e == nullptr) return {};
@@ -353,6 +354,10 @@ std::vector<RunId> RunRegistry::MarkEnded(RunId id, WindowRecord total, RunState
   e->info.state = state;
   e->info.failure_reason = std::move(reason);
   e->info.end_unix_ms = end_unix_ms;
+  if (end_reason == EndReason::kNone) {
+    end_reason = state == RunState::kFailed ? EndReason::kFailed : EndReason::kCompleted;
+  }
+  e->info.end_reason = end_reason;
   bytes_ += e->Bytes();
   e->ended = true;
   if (ended != nullptr) *ended = e->info;

@@ -108,8 +108,10 @@ class RunRegistry {
   // event in the same step, so a watcher sees the total and the end
   // together). Sets `ended` to the updated info; returns runs evicted by
   // retention.
+  // `end_reason` kNone: kFailed for a failed run, else kCompleted.
   std::vector<RunId> MarkEnded(RunId id, WindowRecord total, RunState state, std::string reason,
-                               int64_t end_unix_ms, RunInfo* ended);
+                               int64_t end_unix_ms, RunInfo* ended,
+                               EndReason end_reason = EndReason::kNone);
   void SetRetention(const config::RetentionConfig& retention);
 
   // Queries. NotFound for an unknown id.

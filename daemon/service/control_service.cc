@@ -121,6 +121,7 @@ grpc::ServerUnaryReactor* ControlService::StopRun(grpc::CallbackServerContext* c
   if (!info.ok()) return Finished(context, ToGrpcStatus(info.status()));
   if (info->state == runs::RunState::kRunning) {
     // Remote runs (perld.v1.Ingest and SBK's SBP) are the RunTable's; benches are BenchJobs'.
+    manager_.NoteStopRequested(*id);  // its end reason: stopped by request
     absl::Status s =
         info->spec.source == runs::RunSource::kBench ? jobs_.Stop(*id) : ingest_.Stop(*id);
     if (!s.ok()) return Finished(context, ToGrpcStatus(s));

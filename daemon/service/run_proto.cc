@@ -20,6 +20,22 @@ v1::RunState ToProto(runs::RunState state) {
   return v1::RUN_STATE_UNSPECIFIED;
 }
 
+v1::EndReason ToProto(runs::EndReason reason) {
+  switch (reason) {
+    case runs::EndReason::kNone:
+      return v1::END_REASON_UNSPECIFIED;
+    case runs::EndReason::kCompleted:
+      return v1::END_REASON_COMPLETED;
+    case runs::EndReason::kStopped:
+      return v1::END_REASON_STOPPED;
+    case runs::EndReason::kShutdown:
+      return v1::END_REASON_SHUTDOWN;
+    case runs::EndReason::kFailed:
+      return v1::END_REASON_FAILED;
+  }
+  return v1::END_REASON_UNSPECIFIED;
+}
+
 std::optional<runs::RunState> FromProto(v1::RunState state) {
   switch (state) {
     case v1::RUN_STATE_RUNNING:
@@ -80,6 +96,7 @@ void ToProto(const runs::RunInfo& info, v1::RunInfo* out) {
   out->set_source(ToProto(info.spec.source));
   out->set_state(ToProto(info.state));
   out->set_failure_reason(info.failure_reason);
+  out->set_end_reason(ToProto(info.end_reason));
   out->set_start_unix_ms(info.start_unix_ms);
   out->set_end_unix_ms(info.end_unix_ms);
   const LatencyConfig& l = info.spec.latency;

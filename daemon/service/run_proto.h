@@ -19,6 +19,7 @@ void ToProto(const runs::WindowRecord& window, bool final_total, v1::Window* out
 void AddPercentiles(const LatencySnapshot& s,
                     google::protobuf::RepeatedPtrField<v1::Percentile>* out);
 v1::RunState ToProto(runs::RunState state);
+v1::EndReason ToProto(runs::EndReason reason);
 v1::TimeUnit ToProto(TimeUnit unit);
 
 // Proto state filter -> registry state; UNSPECIFIED -> nullopt.

@@ -41,6 +41,20 @@ runs::WindowRecord TotalOfStoredWindows(const runs::RunInfo& info,
 
 }  // namespace
 
+namespace {
+
+// When a run the daemon stopped without closing ended: the end of the last
+// thing stored of it (a window, its checkpoint) -- perld was alive then --
+// else now (nothing of it was stored: the restart is all that is known).
+int64_t CrashTime(const StoredRun& run) {
+  int64_t last = 0;
+  for (const runs::WindowRecord& w : run.windows) last = std::max(last, w.end_unix_ms);
+  if (run.checkpoint) last = std::max(last, run.checkpoint->total.end_unix_ms);
+  return last > 0 ? last : absl::ToUnixMillis(absl::Now());
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<StoredRun>> RunHistory::Restore(runs::RunRegistry& registry) {
   absl::StatusOr<std::vector<StoredRun>> stored = store_->LoadRuns();
   if (!stored.ok()) return stored.status();
@@ -80,7 +94,8 @@ absl::StatusOr<std::vector<StoredRun>> RunHistory::Restore(runs::RunRegistry& re
       // The daemon stopped without closing this run (a crash, kill -9): it
       // ends as failed, with a total rebuilt from its stored windows.
       run.info.state = runs::RunState::kFailed;
-      if (run.info.end_unix_ms == 0) run.info.end_unix_ms = absl::ToUnixMillis(absl::Now());
+      run.info.end_reason = runs::EndReason::kFailed;
+      run.info.end_unix_ms = CrashTime(run);
       run.total = TotalOfStoredWindows(run.info, run.windows);
       run.info.failure_reason = absl::StrCat(
           "perld stopped before the run ended; its total was rebuilt from ", run.total->seq - 1,
@@ -99,7 +114,8 @@ absl::StatusOr<std::vector<StoredRun>> RunHistory::Restore(runs::RunRegistry& re
 
 void RunHistory::Abandon(runs::RunRegistry& registry, StoredRun run, std::string_view why) {
   run.info.state = runs::RunState::kFailed;
-  run.info.end_unix_ms = absl::ToUnixMillis(absl::Now());
+  run.info.end_reason = runs::EndReason::kFailed;
+  run.info.end_unix_ms = CrashTime(run);
   run.info.failure_reason =
       absl::StrCat("perld stopped before the run ended and could not resume it (", std::string(why),
                    "); its total is its last checkpoint's");

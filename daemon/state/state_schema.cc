@@ -13,7 +13,7 @@ namespace perld::state {
 namespace {
 
 // Column orders: the Bind*/Read* functions below follow them exactly.
-constexpr std::array<const char*, 28> kRunColumns = {
+constexpr std::array<const char*, 29> kRunColumns = {
     "id",
     "name",
     "labels",
@@ -42,6 +42,7 @@ constexpr std::array<const char*, 28> kRunColumns = {
     "start_unix_ms",
     "end_unix_ms",
     "checkpointed",
+    "end_reason",
 };
 
 // The columns windows and totals share, after their key.
@@ -189,7 +190,7 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
   if (tables->empty()) {  // a new database
     if (absl::Status s = db.Exec((std::string(kSchemaV1) + std::string(kSchemaV2Upgrade) +
                                   std::string(kSchemaV3Upgrade) + std::string(kSchemaV4Upgrade) +
-                                  std::string(kSchemaV5Upgrade))
+                                  std::string(kSchemaV5Upgrade) + std::string(kSchemaV6Upgrade))
                                      .c_str());
         !s.ok()) {
       return fail(s);
@@ -239,6 +240,11 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
   }
   if (v <= 4) {
     if (absl::Status s = db.Exec(std::string(kSchemaV5Upgrade).c_str()); !s.ok()) {
+      return fail(s);
+    }
+  }
+  if (v <= 5) {
+    if (absl::Status s = db.Exec(std::string(kSchemaV6Upgrade).c_str()); !s.ok()) {
       return fail(s);
     }
   }
@@ -372,6 +378,7 @@ void BindRun(const runs::RunInfo& run, SqliteStatement* s) {
   s->BindInt64(i++, run.start_unix_ms);
   s->BindInt64(i++, run.end_unix_ms);
   s->BindInt64(i++, spec.checkpointed ? 1 : 0);
+  s->BindText(i++, runs::EndReasonName(run.end_reason));
 }
 
 absl::Status BindWindow(const runs::WindowRecord& window, SqliteStatement* s) {
@@ -469,6 +476,9 @@ absl::StatusOr<runs::RunInfo> ReadRun(const SqliteStatement& s) {
   run.start_unix_ms = s.ColumnInt64(i++);
   run.end_unix_ms = s.ColumnInt64(i++);
   spec.checkpointed = s.ColumnInt64(i++) != 0;
+  if (!runs::ParseEndReason(s.ColumnText(i++), &run.end_reason)) {
+    return Unreadable(kTable, run.id, "end_reason", "unknown end reason");
+  }
   return run;
 }
 

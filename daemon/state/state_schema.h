@@ -1,5 +1,5 @@
 // StateSchema: the tables of the state database DIR/perld.db (schema
-// version 5) and the mapping between their rows and the runs vocabulary
+// version 6) and the mapping between their rows and the runs vocabulary
 // (RunInfo, WindowRecord). One place maps a run or a window to a row.
 //
 // kSchemaV1 and its upgrades below are the schema, verbatim: SQLite keeps
@@ -26,6 +26,8 @@
 //  - Version 5 adds runs.checkpointed (an ingest run checkpointed from its
 //    start: a crash before its first checkpoint resumes it empty),
 //    kSchemaV5Upgrade.
+//  - Version 6 adds runs.end_reason (why an ended run ended: completed,
+//    stopped, shutdown, failed; RunInfo::end_reason), kSchemaV6Upgrade.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +43,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 5;
+inline constexpr int64_t kSchemaVersion = 6;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -253,6 +255,16 @@ inline constexpr std::string_view kSchemaV5Upgrade = R"sql(
 ALTER TABLE runs ADD COLUMN checkpointed INTEGER NOT NULL DEFAULT 0;
 
 UPDATE meta SET value = 5 WHERE key = 'schema_version';
+)sql";
+
+// Version 5 -> 6 (also run after the others for a new database).
+inline constexpr std::string_view kSchemaV6Upgrade = R"sql(
+-- Why an ended run ended: completed | stopped (by request) | shutdown (the
+-- daemon's) | failed (failure_reason says how); '' while running, and for
+-- runs that ended before version 6 kept it.
+ALTER TABLE runs ADD COLUMN end_reason TEXT NOT NULL DEFAULT '';
+
+UPDATE meta SET value = 6 WHERE key = 'schema_version';
 )sql";
 
 // Creates the schema in an empty database, or checks an existing one, in one

@@ -109,6 +109,21 @@ def main():
         check(shown.get("total", {}).get("records") == 500001 and
               shown.get("reportingIntervalMs") == 300,
               "show --json: 500001 records, interval 300 ms from the config file")
+        check(shown.get("endReason") == "completed", f"endReason completed ({shown.get('endReason')})")
+
+        # A timed run stopped by request is not a plain "finished" (issue 26).
+        rc, out, _ = ctl("--json", "bench", "-writers", "1", "-seconds", "60", "--name",
+                         "stopped-early")
+        time.sleep(0.5)
+        rc, out, _ = ctl("--json", "stop", "stopped-early", "--wait")
+        stopped = json.loads(out) if rc == 0 else {}
+        rc, text, _ = ctl("show", "stopped-early")
+        check(stopped.get("endReason") == "stopped" and
+              "finished (stopped by request)" in text,
+              f"perlctl stop: endReason stopped, show says so ({stopped.get('endReason')})")
+        rc, text, _ = ctl("runs")
+        row = [line for line in text.splitlines() if "stopped-early" in line]
+        check(row and " stopped " in row[0], f"perlctl runs: its state reads stopped ({row})")
         with open(config, "w") as f:
             f.write("reportingIntervalMs: 700\n")
         d.proc.send_signal(signal.SIGHUP)
@@ -146,6 +161,11 @@ def main():
         check(cut.total.final and cut.total.records > 0 and cut.run.state != pb.RUN_STATE_RUNNING,
               f"restart: the run cut by SIGTERM kept its total ({cut.total.records} records, "
               f"{pb.RunState.Name(cut.run.state)})")
+        check(cut.run.end_reason == pb.END_REASON_SHUTDOWN and
+              exact.run.end_reason == pb.END_REASON_COMPLETED,
+              f"restart: endReason shutdown for the run cut by SIGTERM, completed for the "
+              f"exact one ({pb.EndReason.Name(cut.run.end_reason)}, "
+              f"{pb.EndReason.Name(exact.run.end_reason)})")
 
         # kill -9 mid-run: the next start brings the run back failed, with the
         # counters of its stored windows.
@@ -170,7 +190,10 @@ def main():
                 break
             time.sleep(0.05)
         time.sleep(0.5)  # a few windows reach the state store
+        last_window_end = query.GetRun(pb.GetRunRequest(run=str(started.run_id)),
+                                       timeout=10).latest.end_unix_ms
         d.proc.kill()
+        killed_at = time.time() * 1000
         d.proc.wait(timeout=30)
         held.cancel()
 
@@ -208,6 +231,11 @@ def main():
         check(killed.run.state == pb.RUN_STATE_FAILED and
               "stopped before the run ended" in killed.run.failure_reason,
               f"kill -9: the run comes back failed ({killed.run.failure_reason[:80]})")
+        check(killed.run.end_reason == pb.END_REASON_FAILED and
+              last_window_end <= killed.run.end_unix_ms <= killed_at,
+              f"kill -9: endReason failed, ended at its last stored window, not at the restart "
+              f"({killed.run.end_unix_ms - last_window_end} ms after the window seen, "
+              f"{killed_at - killed.run.end_unix_ms:.0f} ms before the kill)")
         check(killed.total.final and killed.total.records > 0 and not killed.total.exact_total,
               f"kill -9: its total has the counters of its stored windows "
               f"({killed.total.records} records)")

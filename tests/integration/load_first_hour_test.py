@@ -86,8 +86,10 @@ def main():
     listen = f"127.0.0.1:{free_port()}"
     d = Daemon(args.perld, os.path.join(tmp, "state"), log=os.path.join(tmp, "perld.log"),
                grpc_listen=listen)
+    # Runs while the others try run 'u': the joining client's close is
+    # acknowledged at the run's next interval window (5 s by default).
     first = subprocess.Popen([args.perlctl, "--target", listen, "--json", "load", "-writers", "1",
-                              "-time", "ns", "-seconds", "4", "-size", "100", "-throughput", "1",
+                              "-time", "ns", "-seconds", "10", "-size", "100", "-throughput", "1",
                               "--run", "u"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)

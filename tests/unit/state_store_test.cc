@@ -81,7 +81,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "5");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "6");
   EXPECT_EQ(Sql(store->path(), "PRAGMA synchronous"), "2");  // FULL on the store's connection
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
@@ -447,18 +447,19 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 6 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 7 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 6 is newer than this perld supports (5)"));
+              HasSubstr("schema version 7 is newer than this perld supports (6)"));
 }
 
 // Turns a current database back into one of `version`: drops the tables
 // later versions added and sets meta.schema_version.
 void DowngradeTo(const std::string& db, int version) {
-  Sql(db, "ALTER TABLE runs DROP COLUMN checkpointed");
+  Sql(db, "ALTER TABLE runs DROP COLUMN end_reason");
+  if (version < 5) Sql(db, "ALTER TABLE runs DROP COLUMN checkpointed");
   if (version < 4) {
     Sql(db, "DROP TABLE run_clients");
     Sql(db, "DELETE FROM meta WHERE key = 'reserved_run_id'");
@@ -475,8 +476,8 @@ void DowngradeTo(const std::string& db, int version) {
       absl::StrCat("UPDATE meta SET value = ", version, " WHERE key = 'schema_version'").c_str());
 }
 
-TEST(StateStoreTest, UpgradesVersion1To4Databases) {
-  for (int version : {1, 2, 3, 4}) {
+TEST(StateStoreTest, UpgradesVersion1To5Databases) {
+  for (int version : {1, 2, 3, 4, 5}) {
     SCOPED_TRACE(version);
     ScratchDir tmp;
     {
@@ -486,9 +487,12 @@ TEST(StateStoreTest, UpgradesVersion1To4Databases) {
     DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "5");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "6");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM run_clients"), "0");
-    EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE checkpointed = 0"), "1");
+    EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE end_reason = ''"), "1");
+    if (version < 5) {
+      EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE checkpointed = 0"), "1");
+    }
     if (version < 4) {  // added by version 4
       EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'reserved_run_id'"), "0");
     }
