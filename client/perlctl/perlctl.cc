@@ -10,6 +10,7 @@
 //     bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
 //     stop RUN [--wait]
 //     load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
+//     show/history/watch/bench --wait take [--p LIST] [--sbk]
 //
 // RUN is a run id or a unique run name. Exit status: 0 on success; 1 on a
 // server error (printed as "perlctl: <STATUS_NAME>: <message>") or, for
@@ -47,13 +48,13 @@ constexpr char kDefaultTarget[] = "127.0.0.1:9717";
 const char* kUsage =
     R"(usage: perlctl [--target HOST:PORT] [--json] [--timeout SECONDS] [security] COMMAND ...
   runs [--state running|finished|failed] [--label KEY=VALUE]...   list runs
-  show RUN                                     a run, its latest window and its total
+  show RUN [--p LIST] [--sbk]                  a run, its latest window and its total
   percentiles RUN [--p 50,99,99.9] [--scope total|latest]
                                                exact percentiles of any set
-  history RUN                                  the run's retained windows
+  history RUN [--p LIST] [--sbk]               the run's retained windows
   clients RUN [--p 50,99,99.9]                 each remote client's share of the run
-  watch RUN [--from-start]                     each window as it closes, then the total
-  bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
+  watch RUN [--from-start] [--p LIST] [--sbk]  each window as it closes, then the total
+  bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait [--p LIST] [--sbk]]
                                                start an in-process PerlBench run
   stop RUN [--wait]                            stop a run (its total is kept)
   load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
@@ -65,6 +66,10 @@ const char* kUsage =
                                                the run and exits 1 if it does not; --join:
                                                only a running run of NAME, --new: only a
                                                new one
+Windows print as a few lines each: counts and rates, latency min/avg/max, then a
+percentile ladder (--p 50,99,99.9 or p99 spelling: only those; 0 is the minimum, 100 the
+maximum; `show --p` asks the daemon for any percentile exactly); --sbk prints SBK's
+one-line form instead.
 RUN is a run id or a unique run name. --target defaults to $PERLD_TARGET or 127.0.0.1:9717
 (unix:PATH for a Unix socket). --json prints stable JSON (one object per line for watch).
 Security (README "Security"): --token-file FILE (default $PERLD_TOKEN_FILE) sends its token
@@ -210,8 +215,56 @@ int Runs(Cli& cli) {
   return 0;
 }
 
+// --p 50,99,99.9 or p50,p99,p99.9; 0 is the minimum, 100 the maximum
+// (none: the run's own percentiles).
+std::vector<double> TakePercentList(Cli& cli) {
+  std::vector<double> out;
+  if (std::optional<std::string> list = TakeOne(&cli.args, "p")) {
+    for (absl::string_view part : absl::StrSplit(*list, ',', absl::SkipWhitespace())) {
+      part = absl::StripAsciiWhitespace(part);
+      if (absl::StartsWithIgnoreCase(part, "p")) part.remove_prefix(1);
+      double p = 0;
+      if (!absl::SimpleAtod(part, &p)) {
+        throw UsageError{"--p: '" + std::string(part) + "' is not a number"};
+      }
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+template <typename Request>
+void TakePercents(Cli& cli, Request* request) {
+  for (double p : TakePercentList(cli)) request->add_percentiles(p);
+}
+
+// --sbk (SBK's one-line window) and --p LIST (which percentiles to show).
+WindowFormat TakeFormat(Cli& cli) {
+  WindowFormat format;
+  format.sbk = TakeFlag(&cli.args, "sbk");
+  format.percents = TakePercentList(cli);
+  return format;
+}
+
+// Replaces `window`'s percentiles by exactly `percents` of `scope` (show --p).
+grpc::Status AskPercentiles(Cli& cli, uint64_t run, v1::GetPercentilesRequest::Scope scope,
+                            const std::vector<double>& percents, v1::Window* window) {
+  v1::GetPercentilesRequest request;
+  request.set_run(std::to_string(run));
+  request.set_scope(scope);
+  for (double p : percents) request.add_percentiles(p);
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::GetPercentilesResponse answer;
+  if (grpc::Status s = cli.query->GetPercentiles(&context, request, &answer); !s.ok()) return s;
+  *window->mutable_percentiles() = answer.percentiles();
+  window->set_median_latency(answer.median_latency());
+  return grpc::Status::OK;
+}
+
 int Show(Cli& cli) {
   v1::GetRunRequest request;
+  WindowFormat format = TakeFormat(cli);
   request.set_run(TakeRun(&cli.args, "show"));
   NoMoreArgs(cli.args);
   grpc::ClientContext context;
@@ -219,6 +272,24 @@ int Show(Cli& cli) {
   v1::GetRunResponse response;
   if (grpc::Status s = cli.query->GetRun(&context, request, &response); !s.ok()) {
     return ServerError(s);
+  }
+  if (!format.percents.empty()) {
+    // Any percentile, exactly: asked of the daemon, not filtered from the set.
+    const uint64_t id = response.run().id();
+    if (response.has_latest()) {
+      if (grpc::Status s = AskPercentiles(cli, id, v1::GetPercentilesRequest::SCOPE_LATEST,
+                                          format.percents, response.mutable_latest());
+          !s.ok()) {
+        return ServerError(s);
+      }
+    }
+    if (response.total().exact_total()) {
+      if (grpc::Status s = AskPercentiles(cli, id, v1::GetPercentilesRequest::SCOPE_TOTAL,
+                                          format.percents, response.mutable_total());
+          !s.ok()) {
+        return ServerError(s);
+      }
+    }
   }
   if (cli.json) {
     JsonWriter json;
@@ -235,25 +306,9 @@ int Show(Cli& cli) {
     json.EndObject();
     PrintJson(json);
   } else {
-    std::cout << ShowText(response);
+    std::cout << ShowText(response, format);
   }
   return 0;
-}
-
-// --p 50,99,99.9 or p50,p99,p99.9 (none: the run's own percentiles).
-template <typename Request>
-void TakePercents(Cli& cli, Request* request) {
-  if (std::optional<std::string> list = TakeOne(&cli.args, "p")) {
-    for (absl::string_view part : absl::StrSplit(*list, ',', absl::SkipWhitespace())) {
-      part = absl::StripAsciiWhitespace(part);
-      if (absl::StartsWithIgnoreCase(part, "p")) part.remove_prefix(1);
-      double p = 0;
-      if (!absl::SimpleAtod(part, &p)) {
-        throw UsageError{"--p: '" + std::string(part) + "' is not a number"};
-      }
-      request->add_percentiles(p);
-    }
-  }
 }
 
 int Percentiles(Cli& cli) {
@@ -398,6 +453,7 @@ int Clients(Cli& cli) {
 
 int History(Cli& cli) {
   v1::GetWindowHistoryRequest request;
+  const WindowFormat format = TakeFormat(cli);
   request.set_run(TakeRun(&cli.args, "history"));
   NoMoreArgs(cli.args);
   grpc::ClientContext context;
@@ -424,13 +480,14 @@ int History(Cli& cli) {
     json.EndArray().EndObject();
     PrintJson(json);
   } else {
-    for (const v1::Window& w : response.windows()) std::cout << WindowLine(w, unit) << "\n";
+    for (const v1::Window& w : response.windows()) std::cout << WindowText(w, unit, format);
   }
   return 0;
 }
 
 // Streams a run's windows until its total; returns the final total.
-int Watch(Cli& cli, const std::string& run, bool from_start, v1::Window* total) {
+int Watch(Cli& cli, const std::string& run, bool from_start, const WindowFormat& format,
+          v1::Window* total) {
   v1::GetRunRequest get;
   get.set_run(run);
   v1::GetRunResponse info;
@@ -453,10 +510,10 @@ int Watch(Cli& cli, const std::string& run, bool from_start, v1::Window* total) 
     }
     if (cli.json) {
       JsonWriter json;
-      WriteWindowJson(event.window(), json);
+      WriteWindowJson(event.window(), json, &info.run());
       PrintJson(json);
     } else {
-      std::cout << WindowLine(event.window(), unit) << "\n" << std::flush;
+      std::cout << WindowText(event.window(), unit, format) << std::flush;
     }
     if (event.window().kind() == v1::Window::KIND_TOTAL && total != nullptr) {
       *total = event.window();
@@ -468,9 +525,10 @@ int Watch(Cli& cli, const std::string& run, bool from_start, v1::Window* total) 
 
 int WatchCommand(Cli& cli) {
   const bool from_start = TakeFlag(&cli.args, "from-start");
+  const WindowFormat format = TakeFormat(cli);
   const std::string run = TakeRun(&cli.args, "watch");
   NoMoreArgs(cli.args);
-  return Watch(cli, run, from_start, nullptr);
+  return Watch(cli, run, from_start, format, nullptr);
 }
 
 v1::TimeUnit ToProtoUnit(TimeUnit unit) {
@@ -490,6 +548,7 @@ int Bench(Cli& cli) {
   if (std::optional<std::string> name = TakeOne(&cli.args, "name")) request.set_name(*name);
   for (const auto& [k, v] : TakeLabels(&cli.args)) (*request.mutable_labels())[k] = v;
   const bool wait = TakeFlag(&cli.args, "wait");
+  const WindowFormat format = TakeFormat(cli);  // how --wait prints the windows
   // Options of `perld bench` that belong to a local process, not a daemon run.
   static const std::set<std::string> kLocalOnly = {"csvfile", "context", "clock", "progress",
                                                    "idleNS"};
@@ -555,13 +614,24 @@ int Bench(Cli& cli) {
   }
   if (!cli.json) std::cout << "run " << response.run_id() << " started\n" << std::flush;
   v1::Window total;
-  if (int rc = Watch(cli, std::to_string(response.run_id()), true, &total); rc != 0) return rc;
+  if (int rc = Watch(cli, std::to_string(response.run_id()), true, format, &total); rc != 0) {
+    return rc;
+  }
   grpc::ClientContext ctx;
   cli.Deadline(&ctx);
   v1::GetRunRequest get;
   get.set_run(std::to_string(response.run_id()));
   v1::GetRunResponse run;
   if (grpc::Status s = cli.query->GetRun(&ctx, get, &run); !s.ok()) return ServerError(s);
+  if (cli.json) {  // the last line: the run as it ended, with its total
+    JsonWriter json;
+    json.BeginObject();
+    WriteRunJson(run.run(), json);
+    json.Key("total");
+    WriteWindowJson(run.total(), json);
+    json.EndObject();
+    PrintJson(json);
+  }
   if (run.run().state() == v1::RUN_STATE_FAILED) {
     std::cerr << "perlctl: run " << run.run().id() << " failed: " << run.run().failure_reason()
               << "\n";

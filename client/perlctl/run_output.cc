@@ -1,13 +1,20 @@
 #include "client/perlctl/run_output.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 namespace perld::perlctl {
 namespace {
+
+constexpr size_t kColumns = 100;  // human output fits a 100-column terminal
 
 std::string Format(const char* fmt, double v) {
   char buf[64];
@@ -146,8 +153,12 @@ void WriteRunJson(const v1::RunInfo& run, JsonWriter& json) {
   json.Key("readers").Int(run.readers());
 }
 
-void WriteWindowJson(const v1::Window& w, JsonWriter& json) {
+void WriteWindowJson(const v1::Window& w, JsonWriter& json, const v1::RunInfo* run) {
   json.BeginObject();
+  if (run != nullptr) {
+    json.Key("runId").Uint(run->id());
+    json.Key("runName").String(run->name());
+  }
   json.Key("kind").String(WindowKindText(w.kind()));
   json.Key("seq").Int(w.seq());
   json.Key("startUnixMs").Int(w.start_unix_ms());
@@ -246,7 +257,84 @@ std::string WindowLine(const v1::Window& w, v1::TimeUnit unit) {
   return s;
 }
 
-std::string ShowText(const v1::GetRunResponse& r) {
+namespace {
+
+// `text` after `label`, wrapped at spaces to kColumns, continuation lines
+// aligned under the text; ends in '\n'.
+std::string Wrapped(const std::string& label, const std::string& text) {
+  std::string out;
+  std::string line = label;
+  const std::string pad(label.size(), ' ');
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (line.size() > label.size() && line.size() + 1 + word.size() > kColumns) {
+      absl::StrAppend(&out, line, "\n");
+      line = pad;
+    }
+    absl::StrAppend(&line, line.size() > label.size() ? " " : "", word);
+  }
+  return absl::StrCat(out, line, "\n");
+}
+
+}  // namespace
+
+std::string WindowText(const v1::Window& w, v1::TimeUnit unit, const WindowFormat& format,
+                       const std::string& indent) {
+  if (format.sbk) return indent + WindowLine(w, unit) + "\n";
+  const char* u = TimeUnitText(unit);
+  std::string head = WindowKindText(w.kind());
+  if (w.kind() != v1::Window::KIND_TOTAL) absl::StrAppend(&head, " ", w.seq());
+  if (w.kind() == v1::Window::KIND_TOTAL)
+    absl::StrAppend(&head, w.final() ? " (final)" : " (running)");
+  std::string s = absl::StrCat(indent, head, ", ", Format("%.2f", w.seconds()), " s: ", w.records(),
+                               " records, ", Format("%.1f", w.records_per_second()), " records/s, ",
+                               Format("%.2f", w.mb_per_second()), " MB/s");
+  if (w.remote_reports() > 0) {
+    absl::StrAppend(&s, "; ", w.clients(), " clients, ", w.remote_reports(), " reports (",
+                    w.late_reports(), " late)");
+  }
+  absl::StrAppend(&s, "\n", indent, "  latency: min ", w.min_latency(), " ", u, ", avg ",
+                  Format("%.1f", w.avg_latency()), " ", u, ", max ", w.max_latency(), " ", u);
+  if (w.invalid_latency_records() > 0) {
+    absl::StrAppend(&s, "; ", w.invalid_latency_records(), " invalid");
+  }
+  if (w.lower_latency_discard_records() + w.higher_latency_discard_records() > 0) {
+    absl::StrAppend(&s, "; discarded ", w.lower_latency_discard_records(), " below, ",
+                    w.higher_latency_discard_records(), " above the range");
+  }
+  absl::StrAppend(&s, "\n");
+  if (w.kind() == v1::Window::KIND_TOTAL && !w.exact_total()) {
+    absl::StrAppend(&s, indent, "  ", w.inexact_reason().empty() ? "not exact" : w.inexact_reason(),
+                    "\n");
+    return s;
+  }
+  // The ladder: "p50 31 ns", wrapped at 100 columns.
+  std::vector<std::string> rungs;
+  std::vector<double> missing = format.percents;
+  for (const v1::Percentile& p : w.percentiles()) {
+    auto wanted = std::find(missing.begin(), missing.end(), p.percent());
+    if (!format.percents.empty() && wanted == missing.end()) continue;
+    if (wanted != missing.end()) missing.erase(wanted);
+    rungs.push_back(absl::StrCat("p", ShortestDouble(p.percent()), " ", p.latency(), " ", u));
+  }
+  std::string line;
+  for (const std::string& rung : rungs) {
+    if (!line.empty() && line.size() + 2 + rung.size() > kColumns) {
+      absl::StrAppend(&s, line, "\n");
+      line.clear();
+    }
+    absl::StrAppend(&line, line.empty() ? indent + "  " : "  ", rung);
+  }
+  if (!line.empty()) absl::StrAppend(&s, line, "\n");
+  if (!missing.empty()) {
+    std::string list;
+    for (double p : missing) absl::StrAppend(&list, list.empty() ? "" : ",", ShortestDouble(p));
+    absl::StrAppend(&s, indent, "  (not in this window's set: ", list,
+                    "; `perlctl percentiles RUN --p ", list, "` answers any percentile)\n");
+  }
+  return s;
+}
+
+std::string ShowText(const v1::GetRunResponse& r, const WindowFormat& format) {
   const v1::RunInfo& run = r.run();
   std::string s = absl::StrCat("run ", run.id(), " '", run.name(), "'\n");
   absl::StrAppend(&s, "  source:   ", SourceText(run.source()), "\n");
@@ -266,15 +354,16 @@ std::string ShowText(const v1::GetRunResponse& r) {
                   ", ", l.max_latency(), "], recorders ", l.periodic_recorder(), " / ",
                   l.total_recorder(), "\n");
   absl::StrAppend(&s, "  interval: ", run.reporting_interval_ms(), " ms\n");
-  absl::StrAppend(&s, "  clock:    ", run.clock());
-  if (run.clock_resolution_ns() > 0) {
-    absl::StrAppend(&s, " (resolution ", run.clock_resolution_ns(), " ns)");
+  std::string clock = run.clock();
+  if (run.clock_resolution_ns() > 0 && !absl::StrContains(clock, "resolution")) {
+    absl::StrAppend(&clock, " (resolution ", run.clock_resolution_ns(), " ns)");
   }
-  absl::StrAppend(&s, "\n");
-  if (!run.parameters().empty()) absl::StrAppend(&s, "  options:  ", run.parameters(), "\n");
-  if (r.has_latest())
-    absl::StrAppend(&s, "  latest:   ", WindowLine(r.latest(), l.time_unit()), "\n");
-  absl::StrAppend(&s, "  total:    ", WindowLine(r.total(), l.time_unit()), "\n");
+  absl::StrAppend(&s, Wrapped("  clock:    ", clock));
+  if (!run.parameters().empty()) absl::StrAppend(&s, Wrapped("  options:  ", run.parameters()));
+  if (r.has_latest()) {
+    absl::StrAppend(&s, "  latest: ", WindowText(r.latest(), l.time_unit(), format, "  "));
+  }
+  absl::StrAppend(&s, "  total:  ", WindowText(r.total(), l.time_unit(), format, "  "));
   return s;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "daemon/common/json_writer.h"
 #include "perld/v1/perld.pb.h"
@@ -26,13 +27,26 @@ const char* SourceText(v1::RunSource source);
 const char* WindowKindText(v1::Window::Kind kind);  // "periodic", "total_segment", "total"
 
 void WriteRunJson(const v1::RunInfo& run, JsonWriter& json);
-void WriteWindowJson(const v1::Window& window, JsonWriter& json);
+// `run` (may be null) adds its "runId" and "runName" first (watch).
+void WriteWindowJson(const v1::Window& window, JsonWriter& json, const v1::RunInfo* run = nullptr);
+
+// How windows print for people (show, watch, history, bench --wait).
+struct WindowFormat {
+  bool sbk = false;              // --sbk: SBK's one-line form (WindowLine)
+  std::vector<double> percents;  // --p: only these (empty: every one the window has)
+};
 
 // One line per run (header included) for `perlctl runs`.
 std::string RunsTable(const v1::ListRunsResponse& runs);
 // `perlctl show`: the run, then its latest window and total.
-std::string ShowText(const v1::GetRunResponse& run);
+std::string ShowText(const v1::GetRunResponse& run, const WindowFormat& format = {});
 // One window as one SBK-style line, latencies in `unit`.
 std::string WindowLine(const v1::Window& window, v1::TimeUnit unit);
+// One window for people: a header line (kind, length, records, rates), the
+// latency line (min, avg, max, invalid, discarded, with the unit), then a
+// percentile ladder wrapped at 100 columns, every value with its unit
+// (`format.sbk`: WindowLine). Lines end in '\n'; each starts with `indent`.
+std::string WindowText(const v1::Window& window, v1::TimeUnit unit, const WindowFormat& format,
+                       const std::string& indent = "");
 
 }  // namespace perld::perlctl

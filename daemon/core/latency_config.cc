@@ -38,6 +38,7 @@ const TimeUnitInfo& Info(TimeUnit unit) {
 }  // namespace
 
 const char* TimeUnitName(TimeUnit unit) { return Info(unit).name; }
+const char* TimeUnitSymbol(TimeUnit unit) { return unit == TimeUnit::kUs ? "us" : Info(unit).name; }
 const char* TimeUnitFullName(TimeUnit unit) { return Info(unit).full_name; }
 int64_t NanosPerUnit(TimeUnit unit) { return Info(unit).nanos; }
 

@@ -19,6 +19,10 @@ enum class TimeUnit { kMs, kUs, kNs };
 // "MICROSECONDS", "NANOSECONDS") and the nanoseconds in one unit.
 const char* TimeUnitName(TimeUnit unit);
 const char* TimeUnitFullName(TimeUnit unit);
+// The unit as people read it everywhere but SBK's own formats: "ms", "us",
+// "ns" (the live page, /api, messages and logs; SBK's console line, CSV,
+// -time option and the metrics' unit label keep SBK's spellings).
+const char* TimeUnitSymbol(TimeUnit unit);
 int64_t NanosPerUnit(TimeUnit unit);
 
 // SBK's default latency ceiling (3 minutes) expressed in `unit`:
@@ -46,8 +50,8 @@ struct LatencyConfig {
   static LatencyConfig ForUnit(TimeUnit unit);
 
   // OK, or InvalidArgument whose message starts with the offending key, e.g.
-  // "percentiles: 0 is outside (0, 100]". Rules: 0 <= minLatency <=
-  // maxLatency < 2^62; every percentile finite, in (0, 100], no duplicates
+  // "percentiles: -1 is outside [0, 100]". Rules: 0 <= minLatency <=
+  // maxLatency < 2^62; every percentile finite, in [0, 100], no duplicates
   // (any order); every MB size >= 1 and <= 2^40; 1 <= exactLatencyPageBits
   // <= 16; 1 <= exactLatencySparsePageEntries < 2^exactLatencyPageBits.
   [[nodiscard]] absl::Status Validate() const;

@@ -11,8 +11,8 @@ namespace perld {
 
 absl::Status ValidatePercentiles(std::span<const double> percents) {
   for (double p : percents) {
-    if (!std::isfinite(p) || p <= 0.0 || p > 100.0) {
-      return absl::InvalidArgumentError(absl::StrCat("percentiles: ", p, " is outside (0, 100]"));
+    if (!std::isfinite(p) || p < 0.0 || p > 100.0) {
+      return absl::InvalidArgumentError(absl::StrCat("percentiles: ", p, " is outside [0, 100]"));
     }
   }
   std::vector<double> sorted(percents.begin(), percents.end());

@@ -30,7 +30,9 @@
 namespace perld {
 
 // OK, or InvalidArgument naming the key "percentiles": every value finite,
-// in (0, 100], no duplicates. Any order.
+// in [0, 100], no duplicates. Any order. 0 is the minimum (index 0) and
+// 100 the maximum (index valid - 1) of the distribution; the config key
+// `percentiles` keeps SBK's (0, 100].
 [[nodiscard]] absl::Status ValidatePercentiles(std::span<const double> percents);
 
 class PercentileSet {

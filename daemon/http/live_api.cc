@@ -39,7 +39,7 @@ void WriteRun(const runs::RunView& view, JsonWriter& j) {
       .Key("failure_reason")
       .String(info.failure_reason)
       .Key("unit")
-      .String(TimeUnitName(info.spec.latency.time_unit))
+      .String(TimeUnitSymbol(info.spec.latency.time_unit))
       .Key("start_unix_ms")
       .Int(info.start_unix_ms)
       .Key("end_unix_ms")
@@ -106,10 +106,17 @@ HttpResponse RunsJson(const runs::RunRegistry& registry, const DaemonFacts& fact
 }
 
 HttpResponse RunJson(const runs::RunRegistry& registry, const HttpRequest& request) {
-  auto id_param = request.params.find("id");
   runs::RunId id = 0;
-  if (id_param == request.params.end() || !absl::SimpleAtoi(id_param->second, &id)) {
-    return Error(400, "id: a run id (a positive integer) is required, e.g. /api/run?id=7");
+  if (auto run = request.params.find("run"); run != request.params.end()) {
+    // A name or an id, as perlctl takes it (RunRegistry::Resolve).
+    absl::StatusOr<runs::RunId> resolved = registry.Resolve(run->second);
+    if (!resolved.ok()) return Error(404, std::string(resolved.status().message()));
+    id = *resolved;
+  } else if (auto id_param = request.params.find("id");
+             id_param == request.params.end() || !absl::SimpleAtoi(id_param->second, &id)) {
+    return Error(400,
+                 "id: a run id (a positive integer) is required, e.g. /api/run?id=7, or "
+                 "run: a run's name or id, e.g. /api/run?run=nightly");
   }
   int64_t max_windows = kDefaultLiveWindows;
   if (auto w = request.params.find("windows"); w != request.params.end()) {

@@ -295,8 +295,8 @@ absl::StatusOr<RunTable::Session> RunTable::AttachLocked(const OpenRequest& open
     return Refuse(stats_, Refusal::kMismatch,
                   absl::FailedPreconditionError(absl::StrCat(
                       "run '", run->name, "' (id ", run->context.id, ") records ",
-                      TimeUnitName(have.time_unit), " in [", have.min_latency, ", ",
-                      have.max_latency, "]; this client asks for ", TimeUnitName(latency.time_unit),
+                      TimeUnitSymbol(have.time_unit), " in [", have.min_latency, ", ",
+                      have.max_latency, "]; this client asks for ", TimeUnitSymbol(latency.time_unit),
                       " in [", latency.min_latency, ", ", latency.max_latency, "]")));
   }
   Member* member = nullptr;

@@ -156,7 +156,7 @@ absl::StatusOr<BenchResult> RunBench(const bench::BenchOptions& options, std::os
   // Startup lines, as SBK prints them.
   out << "perld " << PERLD_VERSION << " PerlBench: " << options.writers << " writers, "
       << options.readers << " readers, size " << options.size << " bytes, time unit "
-      << TimeUnitName(options.time_unit) << ", latency range [" << config.min_latency << ", "
+      << TimeUnitSymbol(options.time_unit) << ", latency range [" << config.min_latency << ", "
       << config.max_latency << "]\n";
   for (const std::string& line : (*topology)->Describe()) out << line << "\n";
   topology->reset();

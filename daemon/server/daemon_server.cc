@@ -155,7 +155,7 @@ class RunLog final : public runs::RunObserver {
   void OnRunStarted(const runs::RunInfo& info) override {
     log::Info("run ", info.id, " '", info.spec.name, "' started (source ",
               runs::RunSourceName(info.spec.source), ", ",
-              TimeUnitName(info.spec.latency.time_unit), ", ", info.spec.parameters, ")");
+              TimeUnitSymbol(info.spec.latency.time_unit), ", ", info.spec.parameters, ")");
   }
   void OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) override {
     log::Info("run ", info.id, " '", info.spec.name, "' ", runs::RunStateName(info.state), ": ",

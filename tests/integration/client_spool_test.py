@@ -70,12 +70,15 @@ def main():
         config = os.path.join(tmp, "perld.yaml")
         with open(config, "w") as f:
             f.write("reportingIntervalMs: 200\ningest:\n  clientTimeoutMs: 60000\n")
-        d = Daemon(args.perld, os.path.join(tmp, "state"), config)
+        log = os.path.join(tmp, "perld.log")
+        d = Daemon(args.perld, os.path.join(tmp, "state"), config, log=log)
         try:
             for mode in ("batched", "synced"):
                 run = f"spool-{mode}"
                 spool = os.path.join(tmp, f"spool-{mode}")
-                base = [args.perlctl, "--target", d.grpc, "--json", "load", "-writers", "2",
+                # --timeout below the test's own: a client that waits in vain says why.
+                base = [args.perlctl, "--target", d.grpc, "--json", "--timeout", "90", "load",
+                        "-writers", "2",
                         "-size", "100", "-time", "ns", "--run", run, "--spool", spool,
                         "--spool-mode", mode]
                 first = subprocess.Popen(base + ["-seconds", "60", "-throughput", "2"],
@@ -90,8 +93,15 @@ def main():
                 check(messages > 0 and records > 0,
                       f"{mode}: the killed client left {messages} messages / {records} records "
                       "in its spool")
-                second = subprocess.run(base + ["-records", "1000"], capture_output=True,
-                                        text=True, timeout=120)
+                try:
+                    second = subprocess.run(base + ["-records", "1000"], capture_output=True,
+                                            text=True, timeout=120)
+                except subprocess.TimeoutExpired as e:
+                    # What both sides saw, for the failure's reader.
+                    print(f"{mode}: the restarted client hung; its stderr:\n"
+                          f"{(e.stderr or b'').decode(errors='replace')[-3000:]}\n"
+                          f"perld's log:\n{open(log).read()[-6000:]}", flush=True)
+                    raise
                 out = json.loads(second.stdout) if second.returncode == 0 else {}
                 check(second.returncode == 0 and out.get("acked") is True,
                       f"{mode}: the restarted client exits 0, everything acknowledged "

@@ -104,6 +104,15 @@ def main():
         rc, out, _ = ctl("--json", "bench", "-writers", "2", "-records", "500001", "--name",
                          "exact", "--wait")
         check(rc == 0, "perlctl bench --wait exits 0")
+        lines = [json.loads(line) for line in out.strip().splitlines()] if rc == 0 else [{}]
+        last = lines[-1]
+        check(last.get("name") == "exact" and last.get("state") == "finished" and
+              last.get("endReason") == "completed" and
+              last.get("total", {}).get("records") == 500001 and
+              all(w.get("runName") == "exact" and w.get("runId") == last.get("id")
+                  for w in lines[:-1]) and lines[-2].get("kind") == "total",
+              f"--json bench --wait: windows with runId/runName, then the ended run with its "
+              f"total ({str(last)[:160]})")
         rc, out, _ = ctl("--json", "show", "exact")
         shown = json.loads(out) if rc == 0 else {}
         check(shown.get("total", {}).get("records") == 500001 and

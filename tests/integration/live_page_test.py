@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -75,6 +76,12 @@ def main():
                                "--name", "live <b>test</b>")
             check(rc == 0, f"bench started ({err.strip()[:100]})")
             run_id = json.loads(out)["id"] if rc == 0 else 0
+            status, body = http_status(d.http, "/api/run?run=" +
+                                       urllib.parse.quote("live <b>test</b>"))
+            check(status == 200 and json.loads(body)["run"]["id"] == run_id,
+                  f"/api/run?run=NAME answers for the run of that name ({status})")
+            status, body = http_status(d.http, "/api/run?run=no-such-run")
+            check(status == 404 and "error" in json.loads(body), "/api/run?run=unknown -> 404")
 
             options = webdriver.ChromeOptions()
             options.binary_location = chromium

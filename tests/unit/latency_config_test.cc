@@ -53,7 +53,7 @@ TEST(LatencyConfigTest, ValidateNamesTheBadKey) {
   c.max_latency = 9;
   ExpectKeyError(c, "maxLatency");
   c = {};
-  c.percentiles = {50, 0};
+  c.percentiles = {50, -0.5};
   ExpectKeyError(c, "percentiles");
   c = {};
   c.percentiles = {50, 101};

@@ -80,7 +80,14 @@ TEST(RunRegistryTest, AnyPercentileOfTheLatestWindowAndTheRunningTotal) {
   EXPECT_EQ(total->snapshot.counts, (std::vector<int64_t>{90, 10, 10}));
   EXPECT_EQ(total->snapshot.valid, 100);
   EXPECT_FALSE(total->total_final);
-  EXPECT_EQ(registry.Percentiles(1, PercentileScope::kTotal, {0}).status().code(),
+  // --p 0 is the minimum, --p 100 the maximum (issue 26).
+  absl::StatusOr<PercentileAnswer> ends =
+      registry.Percentiles(1, PercentileScope::kTotal, {0, 100});
+  ASSERT_TRUE(ends.ok()) << ends.status();
+  EXPECT_EQ(ends->snapshot.values, (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(registry.Percentiles(1, PercentileScope::kTotal, {-1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Percentiles(1, PercentileScope::kTotal, {100.5}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -1,0 +1,72 @@
+"""perlctl's human output people can read (issue 26): a window is a few lines
+-- counts and rates, latency min/avg/max, a percentile ladder within 100
+columns with every value's unit -- `--p LIST` on show/history/watch/bench
+--wait (`show --p` asks the daemon, so any percentile is exact; 0 is the
+minimum, 100 the maximum), and SBK's one-line form behind `--sbk`.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from perld_it import Daemon, check, finish  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--perld", required=True)
+    ap.add_argument("--perlctl", required=True)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="perld-out-")
+    d = Daemon(args.perld, os.path.join(tmp, "state"))
+
+    def ctl(*cmd):
+        p = subprocess.run([args.perlctl, "--target", d.grpc] + list(cmd), capture_output=True,
+                           text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    rc, out, err = ctl("bench", "-writers", "1", "-records", "300000", "-time", "ns",
+                       "-interval", "1", "--name", "out", "--wait", "--p", "50,99")
+    lines = out.splitlines()
+    check(rc == 0 and all(len(line) <= 100 for line in lines),
+          f"bench --wait: every line within 100 columns ({max(map(len, lines or ['']))}; "
+          f"{err.strip()[:120]})")
+    ladders = [line for line in lines if re.search(r"\bp\d", line)]
+    check(ladders and all(re.fullmatch(r"\s+(p(50|99) \d+ ns\s*)+", line) for line in ladders),
+          f"bench --wait --p 50,99: the ladders show p50 and p99 only, each with its unit "
+          f"({ladders[:2]})")
+
+    rc, out, _ = ctl("show", "out")
+    check(rc == 0 and "total (final)" in out and "latency: min " in out and
+          all(len(line) <= 100 for line in out.splitlines()),
+          "show: the total in a few lines, within 100 columns")
+    check(re.search(r"p99\.99 \d+ ns", out) is not None, "show: the ladder carries the unit")
+
+    rc, out, _ = ctl("--json", "show", "out")
+    total = json.loads(out)["total"] if rc == 0 else {}
+    rc, text, _ = ctl("show", "out", "--p", "0,p50,100,99.999")
+    ladder = dict(re.findall(r"p([\d.]+) (\d+) ns", text.split("total")[-1]))
+    check(rc == 0 and int(ladder.get("0", -1)) == total.get("minLatency") and
+          int(ladder.get("100", -1)) == total.get("maxLatency") and "99.999" in ladder,
+          f"show --p 0,p50,100,99.999: p0 is the min, p100 the max, any percentile "
+          f"({ladder}, min {total.get('minLatency')}, max {total.get('maxLatency')})")
+
+    rc, out, _ = ctl("show", "out", "--sbk")
+    check(rc == 0 and "Latency Percentiles:" in out and "99.99th" in out,
+          "show --sbk: SBK's one-line form")
+    rc, out, _ = ctl("history", "out", "--p", "99")
+    check(rc == 0 and "periodic 1" in out and not re.search(r"\bp50 ", out) and
+          re.search(r"p99 \d+ ns", out) is not None, "history --p 99: only p99")
+    rc, out, _ = ctl("history", "out", "--p", "12.345")
+    check(rc == 0 and "not in this window's set: 12.345" in out,
+          "history --p outside the run's set: says so and how to ask")
+    check(d.stop() == 0, "SIGTERM: exit 0")
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
