@@ -292,12 +292,13 @@ absl::StatusOr<RunTable::Session> RunTable::AttachLocked(const OpenRequest& open
   const LatencyConfig& have = run->context.latency;
   if (have.time_unit != latency.time_unit || have.min_latency != latency.min_latency ||
       have.max_latency != latency.max_latency) {
-    return Refuse(stats_, Refusal::kMismatch,
-                  absl::FailedPreconditionError(absl::StrCat(
-                      "run '", run->name, "' (id ", run->context.id, ") records ",
-                      TimeUnitSymbol(have.time_unit), " in [", have.min_latency, ", ",
-                      have.max_latency, "]; this client asks for ", TimeUnitSymbol(latency.time_unit),
-                      " in [", latency.min_latency, ", ", latency.max_latency, "]")));
+    return Refuse(
+        stats_, Refusal::kMismatch,
+        absl::FailedPreconditionError(absl::StrCat(
+            "run '", run->name, "' (id ", run->context.id, ") records ",
+            TimeUnitSymbol(have.time_unit), " in [", have.min_latency, ", ", have.max_latency,
+            "]; this client asks for ", TimeUnitSymbol(latency.time_unit), " in [",
+            latency.min_latency, ", ", latency.max_latency, "]")));
   }
   Member* member = nullptr;
   auto existing = run->clients.find(open.client_id);

@@ -468,7 +468,8 @@ grpc::Status SbpService::RegisterClient(grpc::GenericCallbackServerContext* cont
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
         absl::StrCat("this perld aggregates storage '", c->sbp.storage_name, "', action ",
-                     ActionName(c->sbp.action), ", time unit ", TimeUnitSymbol(c->latency.time_unit),
+                     ActionName(c->sbp.action), ", time unit ",
+                     TimeUnitSymbol(c->latency.time_unit),
                      " (sbp.storageName, sbp.action, timeUnit); the client sent '",
                      request.storagename(), "', ", ::EnumAction_Name(request.action()), ", ",
                      ::EnumTimeUnit_Name(request.timeunit())));
