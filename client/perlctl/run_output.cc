@@ -22,13 +22,15 @@ std::string Format(const char* fmt, double v) {
   return buf;
 }
 
-std::string LocalTime(int64_t unix_ms) {
+// One rule for times everywhere people read them, as the daemon's log: UTC,
+// ISO 8601 with its Z (2026-12-05T12:47:26Z).
+std::string UtcTime(int64_t unix_ms) {
   if (unix_ms <= 0) return "-";
   const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
   std::tm tm{};
-  localtime_r(&t, &tm);
+  gmtime_r(&t, &tm);
   char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
 
@@ -222,7 +224,7 @@ std::string RunsTable(const v1::ListRunsResponse& runs) {
         r.end_reason() == v1::END_REASON_STOPPED || r.end_reason() == v1::END_REASON_SHUTDOWN
             ? EndReasonText(r.end_reason())
             : StateText(r.state()),
-        LocalTime(r.start_unix_ms()).c_str(), LocalTime(r.end_unix_ms()).c_str(),
+        UtcTime(r.start_unix_ms()).c_str(), UtcTime(r.end_unix_ms()).c_str(),
         TimeUnitText(r.latency().time_unit()), r.parameters().c_str());
     out += line;
   }
@@ -325,6 +327,14 @@ std::string WindowText(const v1::Window& w, v1::TimeUnit unit, const WindowForma
     absl::StrAppend(&line, line.empty() ? indent + "  " : "  ", rung);
   }
   if (!line.empty()) absl::StrAppend(&s, line, "\n");
+  // SBK's default unit is ms: a fast system reads "0 ms" everywhere.
+  const bool all_zero = w.valid_latency_records() > 0 && !w.percentiles().empty() &&
+                        std::all_of(w.percentiles().begin(), w.percentiles().end(),
+                                    [](const v1::Percentile& p) { return p.latency() == 0; });
+  if (all_zero && unit != v1::TIME_UNIT_NS) {
+    absl::StrAppend(&s, indent, "  (every percentile is 0 ", u, ": the latencies are below 1 ", u,
+                    "; a run with -time ns measures them)\n");
+  }
   if (!missing.empty()) {
     std::string list;
     for (double p : missing) absl::StrAppend(&list, list.empty() ? "" : ",", ShortestDouble(p));
@@ -340,9 +350,8 @@ std::string ShowText(const v1::GetRunResponse& r, const WindowFormat& format) {
   absl::StrAppend(&s, "  source:   ", SourceText(run.source()), "\n");
   absl::StrAppend(&s, "  state:    ", StateWithReason(run));
   if (!run.failure_reason().empty()) absl::StrAppend(&s, " (", run.failure_reason(), ")");
-  absl::StrAppend(&s, "\n  started:  ", LocalTime(run.start_unix_ms()), "\n");
-  if (run.end_unix_ms() > 0)
-    absl::StrAppend(&s, "  ended:    ", LocalTime(run.end_unix_ms()), "\n");
+  absl::StrAppend(&s, "\n  started:  ", UtcTime(run.start_unix_ms()), "\n");
+  if (run.end_unix_ms() > 0) absl::StrAppend(&s, "  ended:    ", UtcTime(run.end_unix_ms()), "\n");
   if (!run.labels().empty()) {
     std::map<std::string, std::string> labels(run.labels().begin(), run.labels().end());
     absl::StrAppend(&s, "  labels:  ");

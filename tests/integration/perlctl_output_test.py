@@ -2,7 +2,8 @@
 -- counts and rates, latency min/avg/max, a percentile ladder within 100
 columns with every value's unit -- `--p LIST` on show/history/watch/bench
 --wait (`show --p` asks the daemon, so any percentile is exact; 0 is the
-minimum, 100 the maximum), and SBK's one-line form behind `--sbk`.
+minimum, 100 the maximum), SBK's one-line form behind `--sbk`, times in UTC
+with their Z, and a hint when every percentile reads 0 in the run's unit.
 """
 import argparse
 import json
@@ -45,6 +46,13 @@ def main():
           all(len(line) <= 100 for line in out.splitlines()),
           "show: the total in a few lines, within 100 columns")
     check(re.search(r"p99\.99 \d+ ns", out) is not None, "show: the ladder carries the unit")
+    check(re.search(r"started:  \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", out) is not None,
+          "show: times in UTC with their Z, as the daemon's log")
+
+    # SBK's defaults (ms) on a fast machine: every percentile is 0 -- say so.
+    rc, out, _ = ctl("bench", "-writers", "1", "-records", "100000", "--name", "zero", "--wait")
+    check(rc == 0 and "every percentile is 0 ms" in out and "-time ns" in out,
+          "a run whose percentiles all read 0 ms says why and suggests -time ns")
 
     rc, out, _ = ctl("--json", "show", "out")
     total = json.loads(out)["total"] if rc == 0 else {}
