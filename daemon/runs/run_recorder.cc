@@ -90,7 +90,11 @@ void RunRecorder::Tick(int64_t now_ns) {
 }
 
 void RunRecorder::Finish(int64_t now_ns) {
-  if (windows_.periodic().counters().records > 0 || windows_.periodic().counters().rejected > 0) {
+  // The last partial window, if it saw anything: records, or remote reports
+  // (an empty report counts too, so the windows' report counts add up to
+  // the run's).
+  if (windows_.periodic().counters().records > 0 || windows_.periodic().counters().rejected > 0 ||
+      window_remote_.reports > 0) {
     CloseWindow(now_ns);
   }
   WindowReport total;
