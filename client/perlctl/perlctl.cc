@@ -273,22 +273,18 @@ int Show(Cli& cli) {
   if (grpc::Status s = cli.query->GetRun(&context, request, &response); !s.ok()) {
     return ServerError(s);
   }
-  if (!format.percents.empty()) {
-    // Any percentile, exactly: asked of the daemon, not filtered from the set.
-    const uint64_t id = response.run().id();
-    if (response.has_latest()) {
-      if (grpc::Status s = AskPercentiles(cli, id, v1::GetPercentilesRequest::SCOPE_LATEST,
-                                          format.percents, response.mutable_latest());
-          !s.ok()) {
-        return ServerError(s);
-      }
-    }
-    if (response.total().exact_total()) {
-      if (grpc::Status s = AskPercentiles(cli, id, v1::GetPercentilesRequest::SCOPE_TOTAL,
-                                          format.percents, response.mutable_total());
-          !s.ok()) {
-        return ServerError(s);
-      }
+  // --p: any percentile, exactly -- asked of the daemon, not filtered from
+  // the run's set -- for the latest window and a total that has them.
+  const std::pair<v1::GetPercentilesRequest::Scope, v1::Window*> asked[] = {
+      {v1::GetPercentilesRequest::SCOPE_LATEST,
+       response.has_latest() ? response.mutable_latest() : nullptr},
+      {v1::GetPercentilesRequest::SCOPE_TOTAL,
+       response.total().exact_total() ? response.mutable_total() : nullptr}};
+  for (const auto& [scope, window] : asked) {
+    if (format.percents.empty() || window == nullptr) continue;
+    if (grpc::Status s = AskPercentiles(cli, response.run().id(), scope, format.percents, window);
+        !s.ok()) {
+      return ServerError(s);
     }
   }
   if (cli.json) {

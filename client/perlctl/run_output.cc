@@ -16,6 +16,36 @@ namespace {
 
 constexpr size_t kColumns = 100;  // human output fits a 100-column terminal
 
+// "" for a window with exact percentiles; else why a total gives none.
+std::string InexactReason(const v1::Window& w) {
+  if (w.kind() != v1::Window::KIND_TOTAL || w.exact_total()) return "";
+  return w.inexact_reason().empty() ? "not exact" : w.inexact_reason();
+}
+
+// `items` after `label`, joined by `sep` and wrapped to kColumns,
+// continuation lines aligned under the first item; ends in '\n'.
+std::string Wrapped(const std::string& label, const std::vector<std::string>& items,
+                    const std::string& sep) {
+  std::string out;
+  std::string line = label;
+  const std::string pad(label.size(), ' ');
+  for (const std::string& item : items) {
+    const bool first = line.size() == label.size();
+    if (!first && line.size() + sep.size() + item.size() > kColumns) {
+      absl::StrAppend(&out, line, "\n");
+      line = pad;
+    }
+    absl::StrAppend(&line, line.size() == label.size() ? "" : sep, item);
+  }
+  return absl::StrCat(out, line, "\n");
+}
+
+// `text` wrapped at its spaces.
+std::string Wrapped(const std::string& label, const std::string& text) {
+  return Wrapped(label, std::vector<std::string>(absl::StrSplit(text, ' ', absl::SkipEmpty())),
+                 " ");
+}
+
 std::string Format(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), fmt, v);
@@ -179,12 +209,12 @@ void WriteWindowJson(const v1::Window& w, JsonWriter& json, const v1::RunInfo* r
   json.Key("avgLatency").Double(w.avg_latency());
   json.Key("recordsPerSecond").Double(w.records_per_second());
   json.Key("mbPerSecond").Double(w.mb_per_second());
-  const bool inexact = w.kind() == v1::Window::KIND_TOTAL && !w.exact_total();
-  if (inexact) {  // no percentile: never one computed from part of the run
+  if (const std::string inexact = InexactReason(w); !inexact.empty()) {
+    // No percentile: never one computed from part of the run.
     json.Key("medianLatency").Null();
     json.Key("percentiles").Null();
     json.Key("percentileCounts").Null();
-    json.Key("inexactReason").String(w.inexact_reason());
+    json.Key("inexactReason").String(inexact);
   } else {
     json.Key("medianLatency").Int(w.median_latency());
     json.Key("percentiles").BeginObject();
@@ -248,9 +278,7 @@ std::string WindowLine(const v1::Window& w, v1::TimeUnit unit) {
     absl::StrAppend(&s, sep, p.latency(), " ", u, " ", ShortestDouble(p.percent()), "th");
     sep = ", ";
   }
-  if (w.kind() == v1::Window::KIND_TOTAL && !w.exact_total()) {
-    absl::StrAppend(&s, w.inexact_reason().empty() ? "not exact" : w.inexact_reason());
-  }
+  absl::StrAppend(&s, InexactReason(w));
   if (w.remote_reports() > 0) {
     absl::StrAppend(&s, "; ", w.clients(), " clients, ", w.remote_reports(), " reports (",
                     w.late_reports(), " late)");
@@ -258,26 +286,6 @@ std::string WindowLine(const v1::Window& w, v1::TimeUnit unit) {
   absl::StrAppend(&s, ".");
   return s;
 }
-
-namespace {
-
-// `text` after `label`, wrapped at spaces to kColumns, continuation lines
-// aligned under the text; ends in '\n'.
-std::string Wrapped(const std::string& label, const std::string& text) {
-  std::string out;
-  std::string line = label;
-  const std::string pad(label.size(), ' ');
-  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
-    if (line.size() > label.size() && line.size() + 1 + word.size() > kColumns) {
-      absl::StrAppend(&out, line, "\n");
-      line = pad;
-    }
-    absl::StrAppend(&line, line.size() > label.size() ? " " : "", word);
-  }
-  return absl::StrCat(out, line, "\n");
-}
-
-}  // namespace
 
 std::string WindowText(const v1::Window& w, v1::TimeUnit unit, const WindowFormat& format,
                        const std::string& indent) {
@@ -304,10 +312,8 @@ std::string WindowText(const v1::Window& w, v1::TimeUnit unit, const WindowForma
                     w.higher_latency_discard_records(), " above the range");
   }
   absl::StrAppend(&s, "\n");
-  if (w.kind() == v1::Window::KIND_TOTAL && !w.exact_total()) {
-    absl::StrAppend(&s, indent, "  ", w.inexact_reason().empty() ? "not exact" : w.inexact_reason(),
-                    "\n");
-    return s;
+  if (const std::string inexact = InexactReason(w); !inexact.empty()) {
+    return absl::StrCat(s, indent, "  ", inexact, "\n");
   }
   // The ladder: "p50 31 ns", wrapped at 100 columns.
   std::vector<std::string> rungs;
@@ -318,15 +324,7 @@ std::string WindowText(const v1::Window& w, v1::TimeUnit unit, const WindowForma
     if (wanted != missing.end()) missing.erase(wanted);
     rungs.push_back(absl::StrCat("p", ShortestDouble(p.percent()), " ", p.latency(), " ", u));
   }
-  std::string line;
-  for (const std::string& rung : rungs) {
-    if (!line.empty() && line.size() + 2 + rung.size() > kColumns) {
-      absl::StrAppend(&s, line, "\n");
-      line.clear();
-    }
-    absl::StrAppend(&line, line.empty() ? indent + "  " : "  ", rung);
-  }
-  if (!line.empty()) absl::StrAppend(&s, line, "\n");
+  if (!rungs.empty()) absl::StrAppend(&s, Wrapped(indent + "  ", rungs, "  "));
   // SBK's default unit is ms: a fast system reads "0 ms" everywhere.
   const bool all_zero = w.valid_latency_records() > 0 && !w.percentiles().empty() &&
                         std::all_of(w.percentiles().begin(), w.percentiles().end(),

@@ -87,11 +87,15 @@ void RunTotal::Snapshot(const PercentileSet& set, int64_t start_time, int64_t en
                   c.records > LatencyWindow::kTotalRecordsMax;
   out->closed_full = false;
   out->full_closes = 0;
-  if (!exact_) {
+  FillPercentiles(set, out);
+}
+
+void RunTotal::FillPercentiles(const PercentileSet& set, LatencySnapshot* out) const {
+  if (exact_) {
+    index_.Fill(set, out);
+  } else {
     ClearPercentiles(out);
-    return;
   }
-  index_.Fill(set, out);
 }
 
 void ClearPercentiles(LatencySnapshot* out) {

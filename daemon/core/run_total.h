@@ -70,6 +70,8 @@ class RunTotal {
   // full_closes are left 0.
   void Snapshot(const PercentileSet& set, int64_t start_time, int64_t end_time,
                 LatencySnapshot* out) const;
+  // `set`'s percentiles into `out` -- none when not exact() (ClearPercentiles).
+  void FillPercentiles(const PercentileSet& set, LatencySnapshot* out) const;
 
   const LatencyCounters& counters() const { return counters_; }
   const std::vector<LatencyBucket>& distribution() const { return index_.buckets(); }

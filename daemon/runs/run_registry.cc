@@ -529,11 +529,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
   }
   answer.snapshot = e->live_total.snapshot;
   answer.exact = e->live.exact();
-  if (!answer.exact) {
-    ClearPercentiles(&answer.snapshot);
-    return answer;
-  }
-  e->live.index().Fill(*set, &answer.snapshot);
+  e->live.FillPercentiles(*set, &answer.snapshot);
   return answer;
 }
 

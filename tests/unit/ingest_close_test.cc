@@ -18,6 +18,7 @@
 #include "daemon/runs/run_manager.h"
 #include "daemon/state/run_history.h"
 #include "gtest/gtest.h"
+#include "tests/unit/remote_window_records.h"
 #include "tests/unit/state_test_records.h"
 
 namespace perld::ingest {
@@ -28,15 +29,7 @@ using Session = RunTable::Session;
 constexpr int64_t kIntervalMs = 100;
 
 runs::RemoteWindow Window(uint64_t sequence, int64_t n) {
-  runs::RemoteWindow w;
-  const auto latency = static_cast<int64_t>(1000 + sequence);
-  w.counters.records = n;
-  w.counters.valid = n;
-  w.counters.min_latency = latency;
-  w.counters.max_latency = latency;
-  w.counters.total_latency = n * latency;
-  w.buckets.push_back({latency, n});
-  return w;
+  return testing::RemoteWindowAt(static_cast<int64_t>(1000 + sequence), n);
 }
 
 // A daemon's ingest half with checkpoints on, wired as daemon_server does.

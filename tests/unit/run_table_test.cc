@@ -23,6 +23,7 @@
 #include "daemon/state/run_history.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/unit/remote_window_records.h"
 #include "tests/unit/state_test_records.h"
 
 namespace perld::ingest {
@@ -61,15 +62,7 @@ OpenRequest Open(const std::string& run, const std::string& client,
 
 // A window of `n` records of latency 100 + sequence, as a decoder builds it.
 runs::RemoteWindow Window(uint64_t sequence, int64_t n = 10) {
-  runs::RemoteWindow w;
-  const auto latency = static_cast<int64_t>(100 + sequence);
-  w.counters.records = n;
-  w.counters.valid = n;
-  w.counters.min_latency = latency;
-  w.counters.max_latency = latency;
-  w.counters.total_latency = n * latency;
-  w.buckets.push_back({latency, n});
-  return w;
+  return testing::RemoteWindowAt(static_cast<int64_t>(100 + sequence), n);
 }
 
 // Offers window `sequence`; waits for a parked one's outcome.
