@@ -14,6 +14,8 @@ namespace {
 
 int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
+constexpr char kTookOver[] = "a newer stream of this client took over";
+
 }  // namespace
 
 const char* ClientModeName(ClientMode mode) {
@@ -37,17 +39,34 @@ uint64_t ClientSession::NewGeneration() {
 }
 
 uint64_t ClientSession::TakeOver() {
-  uint64_t token = 0;
   uint64_t applied = 0;
   {
     // Waits for an in-flight message of the replaced stream.
     MutexLock lock(apply_mu_);
-    parked_.reset();  // the replaced stream's: the client resends it
-    token = room_token_;
     applied = applied_;
   }
-  if (token != 0) shared_.room->Remove(token);
+  // A message the replaced stream parked is its own to end: the notifier's
+  // next retry answers it ABORTED (Retry), as does that stream's cancel.
+  shared_.room->Poke();
   return applied;
+}
+
+void ClientSession::CancelParked(uint64_t generation) {
+  OnApplied on_applied;
+  uint64_t token = 0;
+  {
+    MutexLock lock(apply_mu_);
+    if (!parked_ || parked_->generation != generation) return;
+    on_applied = std::move(parked_->on_applied);
+    parked_.reset();
+    token = room_token_;
+  }
+  // Waits for a retry in progress (it finds nothing parked now).
+  if (token != 0) shared_.room->Remove(token);
+  on_applied(
+      Superseded(generation)
+          ? Refuse(shared_.stats, Refusal::kSuperseded, absl::AbortedError(kTookOver))
+          : absl::CancelledError("the stream was cancelled with a message waiting for room"));
 }
 
 void ClientSession::Detach(uint64_t generation) {
@@ -71,8 +90,7 @@ absl::Status ClientSession::CheckOffer(uint64_t generation, uint64_t sequence, C
                                                  : "a MODE_RAW client sent a WindowReport"));
   }
   if (Superseded(generation)) {
-    return Refuse(shared_.stats, Refusal::kSuperseded,
-                  absl::AbortedError("a newer stream of this client took over"));
+    return Refuse(shared_.stats, Refusal::kSuperseded, absl::AbortedError(kTookOver));
   }
   if (sequence == 0) {
     return Refuse(
@@ -240,15 +258,20 @@ bool ClientSession::Retry() {
   absl::StatusOr<Applied> outcome;
   {
     MutexLock lock(apply_mu_);
-    if (!parked_) return true;  // dropped: its stream left or was replaced
-    const std::shared_ptr<const config::DaemonConfig> config = shared_.config.Get();
-    absl::StatusOr<bool> pushed = PushIfRoom(*parked_, parked_limit_, *config);
-    if (pushed.ok() && !*pushed) return false;  // not yet
+    if (!parked_) return true;  // dropped: its stream left or was cancelled
+    if (Superseded(parked_->generation)) {
+      // A newer stream took over: never applied, the client resends it.
+      outcome = Refuse(shared_.stats, Refusal::kSuperseded, absl::AbortedError(kTookOver));
+    } else {
+      const std::shared_ptr<const config::DaemonConfig> config = shared_.config.Get();
+      absl::StatusOr<bool> pushed = PushIfRoom(*parked_, parked_limit_, *config);
+      if (pushed.ok() && !*pushed) return false;  // not yet
+      // An error: the limits shrank (a reload) below the message.
+      outcome = pushed.ok() ? absl::StatusOr<Applied>(AppliedLocked())
+                            : absl::StatusOr<Applied>(pushed.status());
+    }
     on_applied = std::move(parked_->on_applied);
     parked_.reset();
-    // An error: the limits shrank (a reload) below the message.
-    outcome = pushed.ok() ? absl::StatusOr<Applied>(AppliedLocked())
-                          : absl::StatusOr<Applied>(pushed.status());
   }
   if (outcome.ok()) Advanced(*outcome);
   on_applied(outcome);  // no lock held: it may end the stream (Detach)
@@ -258,8 +281,7 @@ bool ClientSession::Retry() {
 absl::StatusOr<Applied> ClientSession::Close(uint64_t generation, uint64_t last_sequence) {
   MutexLock lock(apply_mu_);
   if (Superseded(generation)) {
-    return Refuse(shared_.stats, Refusal::kSuperseded,
-                  absl::AbortedError("a newer stream of this client took over"));
+    return Refuse(shared_.stats, Refusal::kSuperseded, absl::AbortedError(kTookOver));
   }
   if (last_sequence != applied_) {
     return Refuse(shared_.stats, Refusal::kSequenceGap,

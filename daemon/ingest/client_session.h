@@ -107,11 +107,17 @@ class ClientSession {
   // A new stream takes the client over: the run table gives it the next
   // generation (under its lock, with the stream), then TakeOver waits for
   // an in-flight message of the replaced stream (after it, that stream
-  // applies nothing more), drops a message that stream had parked (its
-  // Resume is not called; the client resends it) and returns the sequence
-  // the client resumes after.
+  // applies nothing more) and returns the sequence the client resumes
+  // after. A message that stream had parked is never applied: the
+  // notifier's next retry gives its `on_applied` ABORTED (the client
+  // resends it), unless that stream's cancel or leave came first.
   uint64_t NewGeneration();
   uint64_t TakeOver();
+  // The stream `generation` was cancelled: a message it parked is dropped
+  // and its `on_applied` called at once, on this thread, with CANCELLED
+  // (ABORTED when superseded), so the stream can end. Nothing parked: a
+  // no-op (a retry that took the message calls `on_applied` itself).
+  void CancelParked(uint64_t generation);
   // The stream `generation` left: a message it parked is dropped, and no
   // Resume runs after this returns.
   void Detach(uint64_t generation);

@@ -594,6 +594,11 @@ void RunTable::MarkDurable(runs::RunId id, const std::vector<state::CheckpointCl
   for (auto& [client, cut] : marked) client->MarkDurable(cut->applied, cut->closed);
 }
 
+void RunTable::CancelParked(const Session& session) {
+  if (session.client != nullptr && !session.closed)
+    session.client->CancelParked(session.generation);
+}
+
 void RunTable::Leave(Session& session) {
   if (session.run == nullptr) return;
   if (session.closed) {  // never attached

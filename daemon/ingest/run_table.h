@@ -128,6 +128,9 @@ class RunTable {
   // close ends the run at once -- when the run's end is stored. A close
   // never closes a window.
   absl::StatusOr<Applied> Close(const Session& session, uint64_t last_sequence);
+  // The stream was cancelled: a message it parked gets its `on_applied`
+  // now, on this thread (ClientSession::CancelParked).
+  void CancelParked(const Session& session);
   // The stream ended (after Close, or broken). May end the run. A message
   // the stream had parked is dropped; no `on_applied` runs after this returns.
   void Leave(Session& session);

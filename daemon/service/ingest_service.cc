@@ -22,9 +22,18 @@ using Refusal = ingest::IngestStats::Refusal;
 // the previous message was handled (applied, or resumed after parking), so
 // OnReadDone, the worker's Handle and a Resume never overlap. OnReadDone
 // (gRPC's callback thread) only checks the size and posts the raw message
-// to the service's IngestWorkers, which parse and handle it. Writes: one in flight; the
-// Opened answer first, then acknowledgements built from the client's
-// progress when it changed, then Finish once nothing is left to write.
+// to the service's IngestWorkers, which parse and handle it. Writes: one in
+// flight; the Opened answer first, then acknowledgements built from the
+// client's progress when it changed, then Finish once nothing is left to
+// write.
+//
+// Lifetime: gRPC calls OnDone (which deletes the reactor) once Finish was
+// called and no read or write is pending -- it knows nothing of a message
+// on a worker or parked for room. So the read path holds the reactor from
+// a read's completion until its next StartRead (or until it stops reading):
+// Finish waits for that hold (holds_), whichever path decided to end. A
+// parked message is resumed at once when the call is cancelled
+// (RunTable::CancelParked), so a hold never outlives a vanished client.
 class IngestService::Reactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -65,33 +74,21 @@ class IngestService::Reactor final
                                " bytes, the limit is ", max_bytes_)));
       return;
     }
+    {
+      MutexLock lock(mu_);
+      if (finished_) return;  // the call is over: a message after it is not handled
+      ++holds_;               // until ReadOn: Finish waits for the worker
+    }
     // Parse and handle on a worker; the callback thread is free again.
     service_.workers_.Post([this] { Handle(); });
   }
 
   // The message in in_bytes_ (a worker; one at a time per stream).
   void Handle() {
-    if (grpc::Status parsed =
-            grpc::SerializationTraits<v1::IngestRequest>::Deserialize(&in_bytes_, &in_);
-        !parsed.ok()) {
-      End(Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("a message that is not a perld.v1.IngestRequest: ",
-                               parsed.error_message())));
-      return;
-    }
-    switch (phase_) {
-      case Phase::kOpening:
-        Open();
-        return;
-      case Phase::kStreaming:
-        Message();
-        return;
-      case Phase::kRepeatClose:
-        RepeatClose();
-        return;
-      case Phase::kClosing:
-        return;  // no read is started after a close
-    }
+    const Next next = Process();
+    // Parked: Resumed reads on. Nothing here touches the reactor after
+    // that: a resume may have ended the call already.
+    if (next != Next::kParked) ReadOn(next == Next::kRead);
   }
 
   void OnWriteDone(bool ok) override {
@@ -112,10 +109,9 @@ class IngestService::Reactor final
   void OnCancel() override {
     {
       MutexLock lock(mu_);
-      if (!parked_) return;
+      if (phase_ == Phase::kOpening) return;  // no session, nothing parked
     }
-    if (service_.runs_.Superseded(session_)) service_.stats_.Refused(Refusal::kSuperseded);
-    End(grpc::Status::CANCELLED);
+    service_.runs_.CancelParked(session_);  // Resumed ends the stream
   }
 
   void OnDone() override {
@@ -127,6 +123,44 @@ class IngestService::Reactor final
 
  private:
   enum class Phase { kOpening, kStreaming, kRepeatClose, kClosing };
+  // What the read path does after a message: read the next, stop reading
+  // (closing, or ending), or wait for a parked message's Resumed.
+  enum class Next { kRead, kStop, kParked };
+
+  // The message in in_bytes_, parsed and handled.
+  Next Process() {
+    if (grpc::Status parsed =
+            grpc::SerializationTraits<v1::IngestRequest>::Deserialize(&in_bytes_, &in_);
+        !parsed.ok()) {
+      End(Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("a message that is not a perld.v1.IngestRequest: ",
+                               parsed.error_message())));
+      return Next::kStop;
+    }
+    switch (phase_) {
+      case Phase::kOpening:
+        return Open();
+      case Phase::kStreaming:
+        return Message();
+      case Phase::kRepeatClose:
+        return RepeatClose();
+      case Phase::kClosing:
+        return Next::kStop;  // no read is started after a close
+    }
+    return Next::kStop;
+  }
+
+  // The read path is done with its message: the next read (unless the
+  // stream is ending), then the hold is let go -- the last touch of the
+  // reactor on this path, as Finish may follow.
+  void ReadOn(bool read) {
+    {
+      MutexLock lock(mu_);
+      if (final_) read = false;
+    }
+    if (read) StartRead(&in_bytes_);
+    Write(/*release_hold=*/true);
+  }
 
   grpc::Status Refused(Refusal r, grpc::StatusCode code, const std::string& message) {
     service_.stats_.Refused(r);
@@ -134,22 +168,22 @@ class IngestService::Reactor final
   }
 
   // The first message: the open.
-  void Open() {
+  Next Open() {
     if (!in_.has_open()) {
       End(Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
                   "the first message of an ingest stream must be `open`"));
-      return;
+      return Next::kStop;
     }
     absl::StatusOr<ingest::OpenRequest> open = DecodeOpen(in_.open());
     if (!open.ok()) {
       service_.stats_.Refused(Refusal::kMalformed);
       End(ToGrpcStatus(open.status()));
-      return;
+      return Next::kStop;
     }
     absl::StatusOr<ingest::RunTable::Session> joined = service_.runs_.Join(*open, &stream_);
     if (!joined.ok()) {
       End(ToGrpcStatus(joined.status()));
-      return;
+      return Next::kStop;
     }
     session_ = *std::move(joined);
     v1::IngestResponse response;
@@ -172,11 +206,11 @@ class IngestService::Reactor final
     }
     listener_ = service_.runs_.AddProgressListener(session_, [this] { ProgressChanged(); });
     Write();
-    StartRead(&in_bytes_);
+    return Next::kRead;
   }
 
   // A batch, window or close of a streaming client.
-  void Message() {
+  Next Message() {
     absl::StatusOr<ingest::Offered> offered;
     const auto resume = [this](absl::StatusOr<ingest::Applied> applied) { Resumed(applied); };
     switch (in_.body_case()) {
@@ -205,7 +239,7 @@ class IngestService::Reactor final
             service_.runs_.Close(session_, in_.close().last_sequence());
         if (!closed.ok()) {
           End(ToGrpcStatus(closed.status()));
-          return;
+          return Next::kStop;
         }
         // Acknowledged once durable (a checkpoint holds the client closed):
         // a daemon crash after it cannot wait for this client again.
@@ -214,57 +248,47 @@ class IngestService::Reactor final
           phase_ = Phase::kClosing;
         }
         ProgressChanged();
-        return;
+        return Next::kStop;
       }
       case v1::IngestRequest::kOpen:
         End(Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
                     "`open` may only be the first message of a stream"));
-        return;
+        return Next::kStop;
       case v1::IngestRequest::BODY_NOT_SET:
         End(Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
                     "an IngestRequest with no body"));
-        return;
+        return Next::kStop;
     }
     if (!offered.ok()) {
       End(ToGrpcStatus(offered.status()));
-      return;
+      return Next::kStop;
     }
-    if (offered->parked) {  // backpressure: Resumed reads on
-      MutexLock lock(mu_);
-      parked_ = true;
-      return;
+    if (offered->parked) {
+      // Backpressure: Resumed reads on. A cancel that came before the
+      // message parked found nothing to resume: resume it here. Either
+      // way the reactor may be gone once this returns.
+      if (stream_.IsCancelled()) service_.runs_.CancelParked(session_);
+      return Next::kParked;
     }
-    StartRead(&in_bytes_);
+    return Next::kRead;
   }
 
-  // A parked message's outcome (the RoomNotifier's thread).
+  // A parked message's outcome (the RoomNotifier's thread, or a cancel's).
   void Resumed(const absl::StatusOr<ingest::Applied>& applied) {
-    if (!applied.ok()) {
-      {
-        MutexLock lock(mu_);
-        parked_ = false;
-      }
-      End(ToGrpcStatus(applied.status()));
-      return;
-    }
-    {
-      MutexLock lock(mu_);
-      parked_ = false;
-      if (final_) return;  // ending: no more reads
-    }
-    StartRead(&in_bytes_);
+    if (!applied.ok()) End(ToGrpcStatus(applied.status()));
+    ReadOn(applied.ok());
   }
 
   // A client that closed its part already reconnected (its close's
   // acknowledgement was lost): it may only repeat that close, acknowledged
   // once durable.
-  void RepeatClose() {
+  Next RepeatClose() {
     const uint64_t last = session_.acked_sequence;
     if (!in_.has_close() || in_.close().last_sequence() != last) {
       End(Refused(Refusal::kMismatch, grpc::StatusCode::FAILED_PRECONDITION,
                   absl::StrCat("this client already closed its part of run ", session_.run_id,
                                " after message ", last, ": only that IngestClose may follow")));
-      return;
+      return Next::kStop;
     }
     {
       MutexLock lock(mu_);
@@ -272,6 +296,7 @@ class IngestService::Reactor final
       repeat_ = true;
     }
     ProgressChanged();
+    return Next::kStop;
   }
 
   // The client's progress changed (any thread), or a close waits for it.
@@ -295,11 +320,13 @@ class IngestService::Reactor final
     Write();
   }
 
-  // Starts the next write (or the Finish) when none is in flight.
-  void Write() {
+  // Starts the next write (or the Finish) when none is in flight; with
+  // release_hold, the read path lets go of its hold first (ReadOn).
+  void Write(bool release_hold = false) {
     std::optional<grpc::Status> finish;
     {
       MutexLock lock(mu_);
+      if (release_hold) --holds_;
       if (writing_ || finished_) return;
       if (!broken_ && NextWriteLocked()) {
         bool own_buffer = false;
@@ -311,7 +338,7 @@ class IngestService::Reactor final
         } else {
           writing_ = true;
         }
-      } else if (final_) {
+      } else if (final_ && holds_ == 0) {
         finished_ = true;
         finish = *final_;
       } else {
@@ -404,7 +431,7 @@ class IngestService::Reactor final
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish was called
   bool broken_ ABSL_GUARDED_BY(mu_) = false;    // a write failed
   bool repeat_ ABSL_GUARDED_BY(mu_) = false;    // a closed client repeating its close
-  bool parked_ ABSL_GUARDED_BY(mu_) = false;    // the last message waits for room (no read pending)
+  int holds_ ABSL_GUARDED_BY(mu_) = 0;  // the read path between reads (worker, parked): no Finish
   // The write in flight, serialized under mu_ and then owned by that write
   // (writing_) until OnWriteDone: not guarded.
   grpc::ByteBuffer out_bytes_;

@@ -150,6 +150,11 @@ def main():
             for mode in ("batched", "synced"):
                 live_kills(args, d, tmp, ipb, pb, query, mode, rng)
             failpoint_kill(args, d, tmp, ipb, pb, query)
+        except BaseException:
+            # What the daemon saw (and whether it is still alive), for the failure's reader.
+            print(f"perld's exit status: {d.proc.poll()}; its log:\n{open(log).read()[-8000:]}",
+                  flush=True)
+            raise
         finally:
             d.stop()
     return finish()

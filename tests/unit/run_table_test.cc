@@ -12,6 +12,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -457,6 +458,52 @@ TEST(RunTableBackpressureTest, AParkedWindowIsNotCountedAndIsDroppedWhenItsStrea
   table.Leave(*s);
   EXPECT_FALSE(called);
   EXPECT_EQ(table.parked_clients(), 0);
+}
+
+// A stream holds its reactor while a message is parked (it has no read
+// pending for gRPC to end): a cancel must resume that message at once with
+// CANCELLED, a takeover soon with ABORTED (the notifier's retry), so the
+// stream can finish -- the reactor use-after-free and the shutdown hang
+// this prevents. Neither message is applied.
+TEST(RunTableBackpressureTest, ACancelOrATakeoverResumesAParkedMessage) {
+  config::CurrentConfig current(TestConfig());
+  IngestStats stats;
+  runs::RunManager manager({});  // never started: nothing ever makes room
+  RunTable table(manager, current, stats);
+  FlagIngestStream stream;
+  absl::StatusOr<Session> s = table.Join(Open("x", "a"), &stream);
+  ASSERT_TRUE(s.ok()) << s.status();
+  s->max_memory_bytes = Window(1).bytes();
+  ASSERT_TRUE(Apply(table, *s, 1).ok());
+  auto outcome = std::make_shared<std::promise<absl::Status>>();
+  const auto park = [&](Session& session, uint64_t seq) {
+    absl::StatusOr<Offered> offered = table.OfferWindow(
+        session, seq, [seq](const LatencyConfig&, int64_t) { return Window(seq); },
+        [outcome](absl::StatusOr<Applied> a) { outcome->set_value(a.status()); });
+    ASSERT_TRUE(offered.ok()) << offered.status();
+    ASSERT_TRUE(offered->parked);
+  };
+  park(*s, 2);
+  table.CancelParked(*s);  // on this thread, before it returns
+  std::future<absl::Status> cancelled = outcome->get_future();
+  ASSERT_EQ(cancelled.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  EXPECT_EQ(cancelled.get().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(table.parked_clients(), 0);
+  table.CancelParked(*s);  // nothing parked: a no-op
+
+  outcome = std::make_shared<std::promise<absl::Status>>();
+  park(*s, 2);  // the client resends it
+  FlagIngestStream newer;
+  absl::StatusOr<Session> taken = table.Join(Open("x", "a"), &newer);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_EQ(taken->acked_sequence, 1u);
+  std::future<absl::Status> aborted = outcome->get_future();
+  ASSERT_EQ(aborted.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(aborted.get().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(table.CurrentProgress(*taken).applied, 1u);  // never applied
+  EXPECT_EQ(table.parked_clients(), 0);
+  table.Leave(*s);
+  table.Leave(*taken);
 }
 
 // Clients far over their share stream through a running recorder: each
