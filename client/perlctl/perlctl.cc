@@ -1,7 +1,7 @@
 // perlctl: the command line client of a perld daemon.
 //
 //   perlctl [--target HOST:PORT] [--json] COMMAND ...
-//     runs [--state running|finished|failed] [--label KEY=VALUE]...
+//     runs [--state running|finished|failed] [--label KEY=VALUE]... [--wide]
 //     show RUN
 //     percentiles RUN [--p 50,99,99.9] [--scope total|latest]
 //     history RUN
@@ -47,7 +47,10 @@ constexpr char kDefaultTarget[] = "127.0.0.1:9717";
 
 const char* kUsage =
     R"(usage: perlctl [--target HOST:PORT] [--json] [--timeout SECONDS] [security] COMMAND ...
-  runs [--state running|finished|failed] [--label KEY=VALUE]...   list runs
+  runs [--state running|finished|failed] [--label KEY=VALUE]... [--wide]
+                                               runs with their results (records, seconds,
+                                               rate, p50, p99, max); --wide: source, end
+                                               time, parameters
   show RUN [--p LIST] [--sbk]                  a run, its latest window and its total
   percentiles RUN [--p 50,99,99.9] [--scope total|latest]
                                                exact percentiles of any set
@@ -184,7 +187,9 @@ int Runs(Cli& cli) {
     }
   }
   for (const auto& [k, v] : TakeLabels(&cli.args)) (*request.mutable_labels())[k] = v;
+  const bool wide = TakeFlag(&cli.args, "wide");
   NoMoreArgs(cli.args);
+  request.set_with_totals(true);
   // Every page, in order: each response holds at most a page of runs.
   v1::ListRunsResponse response;
   for (;;) {
@@ -195,6 +200,7 @@ int Runs(Cli& cli) {
       return ServerError(s);
     }
     for (v1::RunInfo& run : *page.mutable_runs()) *response.add_runs() = std::move(run);
+    for (v1::Window& total : *page.mutable_totals()) *response.add_totals() = std::move(total);
     // A token that does not move on would repeat the page: stop there.
     if (page.next_page_token().empty() || page.next_page_token() == request.page_token()) break;
     request.set_page_token(page.next_page_token());
@@ -202,15 +208,20 @@ int Runs(Cli& cli) {
   if (cli.json) {
     JsonWriter json;
     json.BeginObject().Key("runs").BeginArray();
-    for (const v1::RunInfo& r : response.runs()) {
+    for (int i = 0; i < response.runs_size(); ++i) {
       json.BeginObject();
-      WriteRunJson(r, json);
+      WriteRunJson(response.runs(i), json);
+      // A daemon that predates totals in ListRuns sends none.
+      if (i < response.totals_size() && response.totals(i).kind() == v1::Window::KIND_TOTAL) {
+        json.Key("total");
+        WriteWindowJson(response.totals(i), json);
+      }
       json.EndObject();
     }
     json.EndArray().EndObject();
     PrintJson(json);
   } else {
-    std::cout << RunsTable(response);
+    std::cout << RunsTable(response, wide);
   }
   return 0;
 }

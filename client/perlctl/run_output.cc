@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 namespace perld::perlctl {
@@ -240,23 +241,57 @@ void WriteWindowJson(const v1::Window& w, JsonWriter& json, const v1::RunInfo* r
   json.EndObject();
 }
 
-std::string RunsTable(const v1::ListRunsResponse& runs) {
+namespace {
+
+// A total's latency at `percent` with its unit, "-" when the total has none
+// (no latency yet, not exact, or the run's percentile set lacks it).
+std::string TotalPercentile(const v1::Window& total, double percent, const char* unit) {
+  if (total.valid_latency_records() == 0 || !InexactReason(total).empty()) return "-";
+  for (const v1::Percentile& p : total.percentiles()) {
+    if (p.percent() == percent) return absl::StrCat(p.latency(), " ", unit);
+  }
+  return "-";
+}
+
+}  // namespace
+
+std::string RunsTable(const v1::ListRunsResponse& runs, bool wide) {
   std::string out;
-  char line[512];
-  std::snprintf(line, sizeof(line), "%-6s %-24s %-7s %-9s %-20s %-20s %-4s %s\n", "ID", "NAME",
-                "SOURCE", "STATE", "STARTED", "ENDED", "UNIT", "PARAMETERS");
+  char line[1024];
+  const char* const head = "%-5s %-20s %-9s %-20s %9s %12s %11s %10s %10s %10s";
+  std::snprintf(line, sizeof(line), head, "ID", "NAME", "STATE", "STARTED", "SECONDS", "RECORDS",
+                "RECORDS/S", "P50", "P99", "MAX");
   out += line;
-  for (const v1::RunInfo& r : runs.runs()) {
+  if (wide)
+    absl::StrAppend(&out, " ", absl::StrFormat("%-7s %-20s %s", "SOURCE", "ENDED", "PARAMETERS"));
+  out += "\n";
+  for (int i = 0; i < runs.runs_size(); ++i) {
+    const v1::RunInfo& r = runs.runs(i);
+    const v1::Window total = i < runs.totals_size() ? runs.totals(i) : v1::Window();
+    const char* u = TimeUnitText(r.latency().time_unit());
+    const bool has_total = total.kind() == v1::Window::KIND_TOTAL;
     std::snprintf(
-        line, sizeof(line), "%-6llu %-24s %-7s %-9s %-20s %-20s %-4s %s\n",
-        static_cast<unsigned long long>(r.id()), r.name().c_str(), SourceText(r.source()),
+        line, sizeof(line), head, std::to_string(r.id()).c_str(), r.name().c_str(),
         // An ended run that did not complete says why (stopped, shutdown).
         r.end_reason() == v1::END_REASON_STOPPED || r.end_reason() == v1::END_REASON_SHUTDOWN
             ? EndReasonText(r.end_reason())
             : StateText(r.state()),
-        UtcTime(r.start_unix_ms()).c_str(), UtcTime(r.end_unix_ms()).c_str(),
-        TimeUnitText(r.latency().time_unit()), r.parameters().c_str());
+        UtcTime(r.start_unix_ms()).c_str(),
+        has_total ? Format("%.2f", total.seconds()).c_str() : "-",
+        has_total ? std::to_string(total.records()).c_str() : "-",
+        has_total ? Format("%.0f", total.records_per_second()).c_str() : "-",
+        has_total ? TotalPercentile(total, 50, u).c_str() : "-",
+        has_total ? TotalPercentile(total, 99, u).c_str() : "-",
+        has_total && total.valid_latency_records() > 0
+            ? absl::StrCat(total.max_latency(), " ", u).c_str()
+            : "-");
     out += line;
+    if (wide) {
+      absl::StrAppend(&out, " ",
+                      absl::StrFormat("%-7s %-20s %s", SourceText(r.source()),
+                                      UtcTime(r.end_unix_ms()), r.parameters()));
+    }
+    out += "\n";
   }
   return out;
 }

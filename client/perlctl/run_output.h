@@ -36,8 +36,11 @@ struct WindowFormat {
   std::vector<double> percents;  // --p: only these (empty: every one the window has)
 };
 
-// One line per run (header included) for `perlctl runs`.
-std::string RunsTable(const v1::ListRunsResponse& runs);
+// One line per run (header included) for `perlctl runs`: its result from
+// `runs.totals` (records, length, rate, p50, p99 and max with their unit;
+// "-" where a total has none); `wide` adds the source, end time and
+// parameters.
+std::string RunsTable(const v1::ListRunsResponse& runs, bool wide = false);
 // `perlctl show`: the run, then its latest window and total.
 std::string ShowText(const v1::GetRunResponse& run, const WindowFormat& format = {});
 // One window as one SBK-style line, latencies in `unit`.

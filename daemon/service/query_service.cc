@@ -233,11 +233,20 @@ grpc::Status QueryService::DoListRuns(const v1::ListRunsRequest& request,
     v1::RunInfo run;
     ToProto(info, &run);
     bytes += run.ByteSizeLong() + 8;  // the field's tag and length
+    v1::Window total;
+    if (request.with_totals()) {
+      // Listed a moment ago; a run forgotten since has an empty total.
+      if (absl::StatusOr<runs::RunView> view = registry_.Get(info.id); view.ok()) {
+        ToProto(view->total, view->total_final, &total);
+      }
+      bytes += total.ByteSizeLong() + 8;
+    }
     if (response->runs_size() > 0 && bytes > kMaxListPageBytes) {
       runs.more = true;
       break;
     }
     *response->add_runs() = std::move(run);
+    if (request.with_totals()) *response->add_totals() = std::move(total);
   }
   if (runs.more) {
     response->set_next_page_token(ListPageToken(response->runs().rbegin()->id()));

@@ -3,7 +3,8 @@
 columns with every value's unit -- `--p LIST` on show/history/watch/bench
 --wait (`show --p` asks the daemon, so any percentile is exact; 0 is the
 minimum, 100 the maximum), SBK's one-line form behind `--sbk`, times in UTC
-with their Z, and a hint when every percentile reads 0 in the run's unit.
+with their Z, a hint when every percentile reads 0 in the run's unit, and
+`runs` showing each run's result (parameters behind --wide).
 """
 import argparse
 import json
@@ -72,6 +73,23 @@ def main():
     rc, out, _ = ctl("history", "out", "--p", "12.345")
     check(rc == 0 and "not in this window's set: 12.345" in out,
           "history --p outside the run's set: says so and how to ask")
+
+    # runs: each run's result, not its parameters (--wide adds them).
+    rc, out, _ = ctl("runs")
+    rows = {line.split()[1]: line for line in out.splitlines()[1:]}
+    want = (rf"\d+\s+out\s+finished\s+\S+Z\s+[\d.]+\s+{total.get('records')}\s+\d+\s+"
+            rf"\d+ ns\s+\d+ ns\s+{total.get('maxLatency')} ns")
+    check(rc == 0 and out.split()[:10] == ["ID", "NAME", "STATE", "STARTED", "SECONDS", "RECORDS",
+                                           "RECORDS/S", "P50", "P99", "MAX"] and
+          re.fullmatch(want, rows.get("out", "")) is not None and "-writers" not in out,
+          f"runs: records, seconds, rate, p50, p99 and max with units ({rows.get('out')!r})")
+    rc, out, _ = ctl("runs", "--wide")
+    check(rc == 0 and "PARAMETERS" in out and "-records 300000" in out,
+          "runs --wide: source, end and parameters too")
+    rc, out, _ = ctl("--json", "runs")
+    listed = {r["name"]: r for r in json.loads(out)["runs"]} if rc == 0 else {}
+    check(listed.get("out", {}).get("total", {}).get("records") == total.get("records"),
+          "--json runs: each run carries its total")
     check(d.stop() == 0, "SIGTERM: exit 0")
     return finish()
 
