@@ -427,7 +427,9 @@ FlushResult Client::Close(std::chrono::milliseconds timeout) {
   return impl_->sender->Close(std::max(left, std::chrono::milliseconds(0)));
 }
 
-void Client::Abandon() { impl_->sender->GiveUpAt(std::chrono::steady_clock::now()); }
+void Client::Abandon(std::chrono::milliseconds grace) {
+  impl_->sender->GiveUpAt(std::chrono::steady_clock::now() + grace);
+}
 
 std::string Client::FinalError() const { return impl_->sender->FinalError(); }
 

@@ -211,7 +211,7 @@ void IngestSender::ReleaseDurableLocked() {
 
 void IngestSender::GiveUpAt(std::chrono::steady_clock::time_point deadline) {
   MutexLock lock(mu_);
-  give_up_at_ = deadline;
+  give_up_at_ = std::min(give_up_at_, deadline);
   cv_.NotifyAll();
 }
 
@@ -238,11 +238,17 @@ FlushResult IngestSender::WaitAcked(uint64_t sequence, std::chrono::milliseconds
 }
 
 FlushResult IngestSender::Close(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   MutexLock lock(mu_);
   close_requested_ = true;
   cv_.NotifyAll();
-  cv_.WaitFor(mu_, timeout,
-              [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !error_.empty(); });
+  // Until the timeout or the give-up time, whichever comes first: a
+  // GiveUpAt during the wait (an interrupted load) shortens it.
+  while (!closed_ && error_.empty()) {
+    const auto until = std::min(deadline, give_up_at_);
+    if (std::chrono::steady_clock::now() >= until) break;
+    cv_.WaitUntil(mu_, until);
+  }
   FlushResult r = ResultLocked(made_.load(std::memory_order_relaxed));
   r.acked = closed_ && r.acked;
   if (!r.acked && r.error.empty()) r.error = "timed out";

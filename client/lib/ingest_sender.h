@@ -96,8 +96,9 @@ class IngestSender {
     MutexLock lock(mu_);
     return closed_;
   }
-  // From now on Enqueue waits for room only until `deadline`; a message that
-  // finds none is not queued and is counted as unsent (Close reports it).
+  // From now on Enqueue waits for room only until `deadline`, and Close no
+  // longer than it; a message that finds no room is not queued and is
+  // counted as unsent (Close reports it). Only ever moves earlier.
   void GiveUpAt(std::chrono::steady_clock::time_point deadline);
   // Waits until `sequence` is acknowledged, a final error, or the timeout.
   FlushResult WaitAcked(uint64_t sequence, std::chrono::milliseconds timeout);

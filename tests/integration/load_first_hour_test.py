@@ -17,6 +17,9 @@ takes p99; an unnamed bench is named bench-<id>.
      -seconds and --timeout saying the records are kept in the spool; a
      later `perlctl load --spool` on the same directory sends them first: the
      daemon's run holds both loads' records exactly.
+  E. SIGINT while perld is away (no daemon with --spool; a frozen daemon
+     without): exit 1 within 2 s, stderr's record and message counts are
+     the summary's, and it says where the unacknowledged records are.
 
   /usr/bin/python3 tests/integration/load_first_hour_test.py \\
       --perld build/release/daemon/bench/perld --perlctl build/release/client/perlctl/perlctl
@@ -168,6 +171,41 @@ def main():
         check(run.total.records == recorded["records"] + 10,
               f"D: the run holds both loads' records: {run.total.records} == "
               f"{recorded['records']} + 10")
+
+    # --- E: SIGINT while perld is away: within 2 s, counts that agree ---------------
+    def interrupted(target, extra, frozen=None):
+        proc = subprocess.Popen([args.perlctl, "--target", target, "--json", "load", "-writers",
+                                 "1", "-time", "ns", "-seconds", "3600", "--run", "away"] + extra,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.5)  # recording (into the spool, or into a frozen perld)
+        if frozen:
+            os.kill(frozen, signal.SIGSTOP)
+            time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+        if frozen:
+            os.kill(frozen, signal.SIGCONT)
+        summary = json.loads(out) if out.strip() else {}
+        return proc.returncode, took, summary, err
+
+    rc, took, summary, err = interrupted(f"127.0.0.1:{free_port()}",
+                                         ["--spool", os.path.join(tmp, "spool-e")])
+    check(rc == 1 and took < 2, f"E: SIGINT with a spool and no perld: exit 1 within 2 s "
+          f"({rc}, {took:.2f} s)")
+    check(f"0 of {summary.get('records')} records acknowledged (messages up to 0 of "
+          f"{summary.get('messages')})" in err and "kept in the spool" in err and
+          "0 given up on" not in err,
+          f"E: stderr's counts are the summary's, the records are in the spool: "
+          f"{err.strip()[-300:]}")
+    rc, took, summary, err = interrupted(listen, [], frozen=d.proc.pid)
+    check(rc == 1 and took < 2, f"E: SIGINT with perld frozen: exit 1 within 2 s "
+          f"({rc}, {took:.2f} s)")
+    left = summary.get("records", 0) - summary.get("ackedRecords", 0)
+    check(left > 0 and f"the other {left} records did not reach perld" in err,
+          f"E: stderr says how many records perld does not hold: {err.strip()[-300:]}")
+
     rc = d.stop()
     check(rc == 0, f"SIGTERM: exit {rc}")
     return finish()

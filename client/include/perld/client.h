@@ -177,11 +177,12 @@ class Client {
   // and ended the stream, or at the deadline, or on a final error.
   FlushResult Close(std::chrono::milliseconds timeout);
 
-  // Stops waiting for the daemon: from now on nothing blocks on it (a full
-  // outbox no longer holds the recorder back; messages that find no room are
-  // counted as unsent, never dropped silently). For an interrupted load
+  // Stops waiting for the daemon `grace` from now: from then on nothing
+  // blocks on it (a full outbox no longer holds the recorder back; messages
+  // that find no room are counted as unsent, never dropped silently) and
+  // Close returns by then, whatever its timeout. For an interrupted load
   // generator: call it, stop the Record calls, then Close.
-  void Abandon();
+  void Abandon(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
 
   Counters counters() const;
   // The error that stopped the client for good ("" while it can go on): the
