@@ -191,7 +191,7 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   options.time_unit = ToClientUnit(o.time_unit);
   options.min_latency = o.min_latency;
   options.max_latency = o.max_latency;
-  options.reporting_interval_ms = int64_t{o.interval_seconds} * 1000;
+  options.reporting_interval_ms = o.interval_ms;
   if (client_name) options.client_name = *client_name;
   if (spool_dir) {
     options.spool_dir = *spool_dir;

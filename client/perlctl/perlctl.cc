@@ -599,7 +599,7 @@ int Bench(Cli& cli) {
     out->set_overflow(o.channels.overflow == OverflowPolicy::kBlock ? v1::OVERFLOW_BLOCK
                                                                     : v1::OVERFLOW_DROP);
   }
-  if (given.count("interval")) out->set_reporting_interval_ms(int64_t{o.interval_seconds} * 1000);
+  if (given.count("interval")) out->set_reporting_interval_ms(o.interval_ms);
 
   grpc::ClientContext context;
   cli.Deadline(&context);

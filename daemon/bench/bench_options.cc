@@ -81,6 +81,43 @@ absl::Status ParseContext(const std::string& option, const std::string& text, Be
   return absl::OkStatus();
 }
 
+// What SBK's options that PerlBench does not take become in perld: a user
+// with SBK habits gets the way, not just "unknown option". Null: not SBK's.
+const char* SbkOptionHint(const std::string& name) {
+  static const std::map<std::string, const char*> kHints = {
+      {"out",
+       "perld prints SBK's window lines itself; -csvfile PATH writes CSV, -context PORT/PATH "
+       "serves Prometheus metrics, and the daemon keeps every run (perlctl show, history)"},
+      {"ram",
+       "perld is the aggregator (SBM, SBK-RAM): point SBK clients' -ram at perld's gRPC port "
+       "(9717), or stream this host's load into it with perlctl load --target HOST:9717"},
+      {"ramport",
+       "perld's gRPC port is --grpc-listen (default 9717), the one SBK's -ramport names"},
+      {"sync",
+       "PerlBench's writes complete at once: there is nothing to flush; -size sets the bytes "
+       "per record"},
+      {"wstep",
+       "no stepped ramp-up: start perlctl load clients into one run (--run NAME) when "
+       "you want more writers"},
+      {"wsec",
+       "no stepped ramp-up: start perlctl load clients into one run (--run NAME) when "
+       "you want more writers"},
+      {"rstep",
+       "no stepped ramp-up: start perlctl load clients into one run (--run NAME) when "
+       "you want more readers"},
+      {"rsec",
+       "no stepped ramp-up: start perlctl load clients into one run (--run NAME) when "
+       "you want more readers"},
+      {"ro",
+       "PerlBench's readers and writers are independent: -readers N alone benchmarks "
+       "reads"},
+      {"millisecsleep", "the recorder's idle wait is --idleNS N (nanoseconds, default 10000)"},
+      {"thread", "PerlBench's workers are native threads: there is no thread type to choose"},
+  };
+  const auto it = kHints.find(name);
+  return it == kHints.end() ? nullptr : it->second;
+}
+
 }  // namespace
 
 std::string BenchUsage() {
@@ -97,7 +134,7 @@ std::string BenchUsage() {
   -mpscqueue B        true (default): intrusive MPSC queue; false: library queue baseline
   --mpscVariant V     batch (default): batch nodes; record: the per-record intrusive queue
   -csvfile PATH       also write SBK-layout CSV rows to PATH ('no' disables; default no)
-  -interval S         reporting interval in seconds (default 5)
+  -interval S         reporting interval in seconds, fractions down to 0.01 (default 5)
   -class perlbench    accepted for SBK compatibility (perlbench is the only class)
   -context PORT/PATH  serve Prometheus metrics at http://127.0.0.1:PORT/PATH during the run
                       ('no' disables; default no); HOST:PORT/PATH binds another interface
@@ -195,7 +232,19 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
          o.csv_file = (v == "no") ? "" : v;
          return absl::OkStatus();
        }},
-      {"interval", set_int(&o.interval_seconds, 1, 86400)},
+      {"interval",
+       [&](const std::string& name, const std::string& v) {
+         absl::StatusOr<double> s = ParseDouble(name, v);
+         if (!s.ok()) return s.status();
+         // Whole milliseconds from 10 ms (the daemon's reportingIntervalMs
+         // floor) to a day.
+         const double ms = std::round(*s * 1000);
+         if (!(ms >= 10 && ms <= 86'400'000)) {
+           return Bad(name, "must be seconds in [0.01, 86400] (e.g. 0.5)");
+         }
+         o.interval_ms = static_cast<int64_t>(ms);
+         return absl::OkStatus();
+       }},
       {"class",
        [&](const std::string& name, const std::string& v) {
          // SBK spells it PerlBench: any case.
@@ -264,7 +313,12 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
     }
     auto it = options.find(name);
     if (it == options.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown option '", arg, "'"));
+      if (const char* hint = SbkOptionHint(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("'", arg, "' is an SBK option perld does not take: ", hint));
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", arg, "' (perld bench -help lists every option)"));
     }
     if (!seen.insert(name).second) return Bad(name, "given more than once");
     if (!has_value) {

@@ -38,8 +38,8 @@ struct BenchOptions {
   TimeUnit time_unit = TimeUnit::kMs;  // SBK default
   std::optional<int64_t> min_latency;  // in time_unit; default from LatencyConfig
   std::optional<int64_t> max_latency;
-  std::string csv_file;  // empty: no CSV
-  int interval_seconds = 5;
+  std::string csv_file;         // empty: no CSV
+  int64_t interval_ms = 5'000;  // -interval S: fractions down to 0.01 s (the daemon's 10 ms)
   ChannelOptions channels;   // -mpscqueue, --maxQs, --qPerWorker, --maxPendingPerWorker, --overflow
   int64_t idle_ns = 10'000;  // --idleNS: recorder's first park
   ClockSource clock = ClockSource::kAuto;

@@ -190,7 +190,7 @@ absl::StatusOr<BenchResult> RunBench(const bench::BenchOptions& options, std::os
   BenchJobSetup setup;
   setup.options = options;
   setup.latency_defaults = config;
-  setup.reporting_interval_ms = static_cast<int64_t>(options.interval_seconds) * 1'000;
+  setup.reporting_interval_ms = options.interval_ms;
   setup.clock = &clock;
   const int64_t start_ns = MonotonicNanos();
   absl::StatusOr<std::unique_ptr<BenchJob>> job = BenchJob::Start(manager, std::move(setup));

@@ -4,7 +4,8 @@ columns with every value's unit -- `--p LIST` on show/history/watch/bench
 --wait (`show --p` asks the daemon, so any percentile is exact; 0 is the
 minimum, 100 the maximum), SBK's one-line form behind `--sbk`, times in UTC
 with their Z, a hint when every percentile reads 0 in the run's unit, and
-`runs` showing each run's result (parameters behind --wide).
+`runs` showing each run's result (parameters behind --wide), -interval in
+fractions of a second and a hint for SBK options perld does not take.
 """
 import argparse
 import json
@@ -90,6 +91,23 @@ def main():
     listed = {r["name"]: r for r in json.loads(out)["runs"]} if rc == 0 else {}
     check(listed.get("out", {}).get("total", {}).get("records") == total.get("records"),
           "--json runs: each run carries its total")
+
+    # SBK habits: -interval in fractions of a second; SBK options perld does
+    # not take get perld's way (exit 2), in perld bench and perlctl alike.
+    rc, out, err = ctl("--json", "bench", "-writers", "1", "-seconds", "1.2", "-time", "ns",
+                       "-interval", "0.25", "--name", "quarter", "--wait")
+    periodic = [o for o in map(json.loads, out.splitlines()) if o.get("kind") == "periodic"]
+    check(rc == 0 and len(periodic) >= 3 and
+          all(abs(w["seconds"] - 0.25) < 0.1 for w in periodic[:-1]),
+          f"bench -interval 0.25: quarter-second windows ({[w['seconds'] for w in periodic]}; "
+          f"{err.strip()[-200:]})")
+    for cmd in ([args.perld, "bench"], [args.perlctl, "--target", d.grpc, "bench"]):
+        p = subprocess.run(cmd + ["-writers", "1", "-seconds", "1", "-ram", "host"],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 2 and "'-ram' is an SBK option perld does not take" in p.stderr and
+              "aggregator" in p.stderr,
+              f"{os.path.basename(cmd[0])} bench -ram: exit 2 with perld's way "
+              f"({p.returncode}: {p.stderr.strip()[:160]})")
     check(d.stop() == 0, "SIGTERM: exit 0")
     return finish()
 

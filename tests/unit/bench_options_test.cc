@@ -65,12 +65,44 @@ TEST(BenchOptionsTest, RejectsBadOptionsWithTheOptionName) {
       {{"-writers", "1", "-records", "5", "-minlatency", "10", "-maxlatency", "5"}, "minlatency"},
       {{"-writers", "1", "-records", "5", "-class", "kafka"}, "class"},
       {{"-writers", "1", "-records", "5", "stray"}, "unexpected argument"},
+      {{"-writers", "1", "-records", "5", "-interval", "0.001"}, "[0.01, 86400]"},
+      {{"-writers", "1", "-records", "5", "-interval", "x"}, "interval"},
   };
   for (const Case& c : cases) {
     auto o = Parse(c.args);
     ASSERT_FALSE(o.ok()) << c.expect;
     EXPECT_NE(std::string(o.status().message()).find(c.expect), std::string::npos)
         << o.status().message();
+  }
+}
+
+TEST(BenchOptionsTest, IntervalTakesFractionsOfASecond) {
+  auto o = Parse({"-writers", "1", "-seconds", "2", "-interval", "0.25"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->interval_ms, 250);
+  o = Parse({"-writers", "1", "-seconds", "2", "-interval", "0.01"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->interval_ms, 10);  // the daemon's reportingIntervalMs floor
+  o = Parse({"-writers", "1", "-seconds", "2"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->interval_ms, 5000);  // SBK's default
+}
+
+// SBK habits get perld's way, not just "unknown option".
+TEST(BenchOptionsTest, SbkOptionsPerldDoesNotTakeGetAHint) {
+  const struct {
+    const char* option;
+    const char* hint;
+  } cases[] = {
+      {"-out", "-csvfile"},          {"-ram", "aggregator"},         {"-ramport", "9717"},
+      {"-sync", "nothing to flush"}, {"-wstep", "perlctl load"},     {"-rsec", "perlctl load"},
+      {"-ro", "-readers N"},         {"-millisecsleep", "--idleNS"}, {"-thread", "native"}};
+  for (const auto& c : cases) {
+    auto o = Parse({"-writers", "1", "-records", "5", c.option, "1"});
+    ASSERT_FALSE(o.ok()) << c.option;
+    const std::string message(o.status().message());
+    EXPECT_NE(message.find("is an SBK option perld does not take"), std::string::npos) << message;
+    EXPECT_NE(message.find(c.hint), std::string::npos) << message;
   }
 }
 
