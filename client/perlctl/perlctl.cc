@@ -347,6 +347,7 @@ int Percentiles(Cli& cli) {
     json.Key("final").Bool(response.final());
     json.Key("exact").Bool(response.exact());
     json.Key("validLatencyRecords").Int(response.valid_latency_records());
+    json.Key("timeUnit").String(TimeUnitText(response.time_unit()));
     if (!response.exact()) {  // no percentile: never one from part of the run
       json.Key("medianLatency").Null();
       json.Key("percentiles").Null();
@@ -377,10 +378,12 @@ int Percentiles(Cli& cli) {
       std::printf("  %s\n", response.inexact_reason().c_str());
       return 1;
     }
+    // Every value with its unit; SBK's "99.9th" spelled as --p takes it.
+    const char* unit = TimeUnitText(response.time_unit());
     for (const v1::Percentile& p : response.percentiles()) {
-      std::printf("  %10s  %lld  (%lld records at exactly this latency)\n",
-                  (ShortestDouble(p.percent()) + "th").c_str(), static_cast<long long>(p.latency()),
-                  static_cast<long long>(p.count()));
+      std::printf("  %9s  %s  (%lld records at exactly this latency)\n",
+                  ("p" + ShortestDouble(p.percent())).c_str(),
+                  absl::StrCat(p.latency(), " ", unit).c_str(), static_cast<long long>(p.count()));
     }
   }
   return 0;

@@ -270,12 +270,10 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
                                             v1::GetPercentilesResponse* response) {
   absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
   if (!id.ok()) return ToGrpcStatus(id.status());
+  absl::StatusOr<runs::RunInfo> info = registry_.Info(*id);
+  if (!info.ok()) return ToGrpcStatus(info.status());
   std::vector<double> percents(request.percentiles().begin(), request.percentiles().end());
-  if (percents.empty()) {
-    absl::StatusOr<runs::RunInfo> info = registry_.Info(*id);
-    if (!info.ok()) return ToGrpcStatus(info.status());
-    percents = info->spec.latency.percentiles;
-  }
+  if (percents.empty()) percents = info->spec.latency.percentiles;
   if (absl::Status s = CheckPercentileCount("percentiles", static_cast<int64_t>(percents.size()),
                                             config_.Get()->limits);
       !s.ok()) {
@@ -299,6 +297,7 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
   response->set_exact(answer->exact);
   response->set_final(answer->total_final);
   response->set_median_latency(s.median);
+  response->set_time_unit(ToProto(info->spec.latency.time_unit));
   if (!s.percentiles_exact) response->set_inexact_reason(kInexactTotalReason);
   return grpc::Status::OK;
 }

@@ -65,6 +65,12 @@ def main():
           f"show --p 0,p50,100,99.999: p0 is the min, p100 the max, any percentile "
           f"({ladder}, min {total.get('minLatency')}, max {total.get('maxLatency')})")
 
+    rc, out, _ = ctl("percentiles", "out", "--p", "50,99.9")
+    check(rc == 0 and re.search(r"^\s+p50\s+\d+ ns\s+\(\d+ records", out, re.M) and
+          re.search(r"^\s+p99\.9\s+\d+ ns", out, re.M),
+          f"percentiles: every value with its unit ({out.strip()[-160:]!r})")
+    rc, out, _ = ctl("--json", "percentiles", "out", "--p", "50")
+    check(rc == 0 and json.loads(out).get("timeUnit") == "ns", "--json percentiles: timeUnit")
     rc, out, _ = ctl("show", "out", "--sbk")
     check(rc == 0 and "Latency Percentiles:" in out and "99.99th" in out,
           "show --sbk: SBK's one-line form")
