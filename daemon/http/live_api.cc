@@ -34,19 +34,19 @@ void WriteRun(const runs::RunView& view, JsonWriter& j) {
       .String(runs::RunSourceName(info.spec.source))
       .Key("state")
       .String(runs::RunStateName(info.state))
-      .Key("end_reason")
+      .Key("endReason")
       .String(runs::EndReasonName(info.end_reason))
-      .Key("failure_reason")
+      .Key("failureReason")
       .String(info.failure_reason)
       .Key("unit")
       .String(TimeUnitSymbol(info.spec.latency.time_unit))
-      .Key("start_unix_ms")
+      .Key("startUnixMs")
       .Int(info.start_unix_ms)
-      .Key("end_unix_ms")
+      .Key("endUnixMs")
       .Int(info.end_unix_ms)
       .Key("records")
       .Int(view.total.snapshot.records)
-      .Key("records_per_second")
+      .Key("recordsPerSecond")
       .Double(view.latest
                   ? Rate(static_cast<double>(view.latest->snapshot.records), view.latest->seconds)
                   : 0.0)
@@ -61,9 +61,9 @@ void WriteFigures(const LatencySnapshot& s, double seconds, JsonWriter& j) {
       .Int(s.records)
       .Key("seconds")
       .Double(seconds)
-      .Key("records_per_second")
+      .Key("recordsPerSecond")
       .Double(Rate(static_cast<double>(s.records), seconds))
-      .Key("mb_per_second")
+      .Key("mbPerSecond")
       .Double(Rate(static_cast<double>(s.bytes) / kBytesPerMebibyte, seconds))
       .Key("avg")
       .Double(s.AvgLatency())
@@ -91,9 +91,9 @@ HttpResponse RunsJson(const runs::RunRegistry& registry, const DaemonFacts& fact
   j.BeginObject()
       .Key("version")
       .String(facts.version)
-      .Key("uptime_seconds")
+      .Key("uptimeSeconds")
       .Double(facts.uptime_seconds)
-      .Key("now_unix_ms")
+      .Key("nowUnixMs")
       .Int(facts.now_unix_ms)
       .Key("runs")
       .BeginArray();
@@ -145,7 +145,7 @@ HttpResponse RunJson(const runs::RunRegistry& registry, const HttpRequest& reque
   for (double p : percents) j.Double(p);
   j.EndArray().Key("windows").BeginArray();
   for (const runs::WindowRecord& w : windows) {
-    j.BeginObject().Key("seq").Int(w.seq).Key("end_unix_ms").Int(w.end_unix_ms);
+    j.BeginObject().Key("seq").Int(w.seq).Key("endUnixMs").Int(w.end_unix_ms);
     WriteFigures(w.snapshot, w.seconds, j);
     j.EndObject();
   }
@@ -161,7 +161,7 @@ HttpResponse RunJson(const runs::RunRegistry& registry, const HttpRequest& reque
     for (int64_t c : snapshot.counts) j.Int(c);
     j.EndArray();
   } else {
-    j.Null().Key("inexact_reason").String(kInexactTotalReason);
+    j.Null().Key("inexactReason").String(kInexactTotalReason);
   }
   j.EndObject().EndObject();
   return HttpResponse{200, j.str() + "\n", kJsonContentType};

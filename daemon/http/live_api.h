@@ -8,7 +8,8 @@
 //                        600; each with records/s, MB/s, avg/min/max and the
 //                        exact latency at each percent) and its total (exact
 //                        percentiles with the count at each, final or not).
-// Latencies are integers in the run's unit ("unit": ms, us or ns).
+// Latencies are integers in the run's unit ("unit": ms, us or ns). Keys are
+// camelCase, perlctl --json's vocabulary (endReason, recordsPerSecond, ...).
 // Unknown run: 404; a malformed id: 400; both with {"error": "..."}.
 //
 // Pure apart from the registry read; any thread.

@@ -83,6 +83,22 @@ def main():
             status, body = http_status(d.http, "/api/run?run=no-such-run")
             check(status == 404 and "error" in json.loads(body), "/api/run?run=unknown -> 404")
 
+            # One JSON vocabulary with perlctl --json: camelCase keys.
+            def keys(value):
+                if isinstance(value, dict):
+                    for k, v in value.items():
+                        yield k
+                        yield from keys(v)
+                elif isinstance(value, list):
+                    for v in value:
+                        yield from keys(v)
+            api = [json.loads(http_status(d.http, path)[1])
+                   for path in ("/api/runs", f"/api/run?id={run_id}")]
+            snake = sorted({k for doc in api for k in keys(doc) if "_" in k})
+            check(not snake and api[0].get("uptimeSeconds") is not None and
+                  "startUnixMs" in api[1]["run"] and "recordsPerSecond" in api[1]["run"],
+                  f"/api/* keys are camelCase like perlctl --json's (snake_case: {snake})")
+
             options = webdriver.ChromeOptions()
             options.binary_location = chromium
             for flag in ("--headless", "--no-sandbox", "--disable-gpu",
