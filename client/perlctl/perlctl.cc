@@ -31,6 +31,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/perlctl/cli_args.h"
 #include "client/perlctl/load_command.h"
@@ -495,7 +496,18 @@ int History(Cli& cli) {
   return 0;
 }
 
-// Streams a run's windows until its total; returns the final total.
+// A bench run's goal, read back from its parameters (perld writes them in
+// `perld bench` options); unknown for other runs.
+RunGoal GoalOf(const v1::RunInfo& run) {
+  if (run.source() != v1::RUN_SOURCE_BENCH) return {};
+  const std::vector<std::string> args = absl::StrSplit(run.parameters(), ' ', absl::SkipEmpty());
+  absl::StatusOr<bench::BenchOptions> o = bench::ParseBenchArgs(args);
+  if (!o.ok()) return {};
+  return RunGoal{o->records, o->seconds};
+}
+
+// Streams a run's windows until its total; returns the final total. Human
+// output follows each interval window of a bench run with its progress.
 int Watch(Cli& cli, const std::string& run, bool from_start, const WindowFormat& format,
           v1::Window* total) {
   v1::GetRunRequest get;
@@ -507,6 +519,10 @@ int Watch(Cli& cli, const std::string& run, bool from_start, const WindowFormat&
     if (grpc::Status s = cli.query->GetRun(&context, get, &info); !s.ok()) return ServerError(s);
   }
   const v1::TimeUnit unit = info.run().latency().time_unit();
+  const RunGoal goal = GoalOf(info.run());
+  // Records so far: the running total as the watch starts (its windows are
+  // not sent again), then each new interval window's.
+  int64_t done = from_start ? 0 : info.total().records();
   v1::WatchRunRequest request;
   request.set_run(std::to_string(info.run().id()));
   request.set_from_start(from_start);
@@ -523,7 +539,14 @@ int Watch(Cli& cli, const std::string& run, bool from_start, const WindowFormat&
       WriteWindowJson(event.window(), json, &info.run());
       PrintJson(json);
     } else {
-      std::cout << WindowText(event.window(), unit, format) << std::flush;
+      const v1::Window& w = event.window();
+      std::string text = WindowText(w, unit, format);
+      if (w.kind() == v1::Window::KIND_PERIODIC) {
+        done += w.records();
+        absl::StrAppend(
+            &text, ProgressText(goal, done, (w.end_unix_ms() - info.run().start_unix_ms()) / 1e3));
+      }
+      std::cout << text << std::flush;
     }
     if (event.window().kind() == v1::Window::KIND_TOTAL && total != nullptr) {
       *total = event.window();

@@ -255,6 +255,30 @@ std::string TotalPercentile(const v1::Window& total, double percent, const char*
 
 }  // namespace
 
+std::string ProgressText(const RunGoal& goal, int64_t records, double elapsed_s,
+                         const std::string& indent) {
+  if (!goal.known() || elapsed_s <= 0) return "";
+  if (goal.seconds > 0) {
+    const double left = std::max(0.0, goal.seconds - elapsed_s);
+    return absl::StrCat(indent, "progress: ", Format("%.1f", std::min(elapsed_s, goal.seconds)),
+                        " of ", ShortestDouble(goal.seconds), " s (",
+                        Format("%.0f", 100 * std::min(1.0, elapsed_s / goal.seconds)), "%), ETA ",
+                        Format("%.1f", left), " s\n");
+  }
+  const double rate = static_cast<double>(records) / elapsed_s;
+  const int64_t left = std::max<int64_t>(0, goal.records - records);
+  std::string eta = "-";
+  if (left == 0) {
+    eta = "0 s";
+  } else if (rate > 0) {
+    eta = absl::StrCat(Format("%.1f", static_cast<double>(left) / rate), " s");
+  }
+  return absl::StrCat(
+      indent, "progress: ", records, " of ", goal.records, " records (",
+      Format("%.0f", 100 * std::min(1.0, static_cast<double>(records) / goal.records)), "%), ETA ",
+      eta, "\n");
+}
+
 std::string RunsTable(const v1::ListRunsResponse& runs, bool wide) {
   std::string out;
   char line[1024];

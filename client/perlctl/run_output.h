@@ -36,6 +36,18 @@ struct WindowFormat {
   std::vector<double> percents;  // --p: only these (empty: every one the window has)
 };
 
+// What a run set out to do: -records N (exact mode) or -seconds S (timed).
+struct RunGoal {
+  int64_t records = 0;  // 0: not a records goal
+  double seconds = 0;   // 0: not a time goal (wins over records: then records cap)
+  bool known() const { return records > 0 || seconds > 0; }
+};
+// "progress: 1200000 of 3000000 records (40%), ETA 2.7 s" (or "of 60 s")
+// with a newline, after `records` done in `elapsed_s` since the run began;
+// "" when the goal is unknown.
+std::string ProgressText(const RunGoal& goal, int64_t records, double elapsed_s,
+                         const std::string& indent = "  ");
+
 // One line per run (header included) for `perlctl runs`: its result from
 // `runs.totals` (records, length, rate, p50, p99 and max with their unit;
 // "-" where a total has none); `wide` adds the source, end time and

@@ -5,7 +5,8 @@ columns with every value's unit -- `--p LIST` on show/history/watch/bench
 minimum, 100 the maximum), SBK's one-line form behind `--sbk`, times in UTC
 with their Z, a hint when every percentile reads 0 in the run's unit, and
 `runs` showing each run's result (parameters behind --wide), -interval in
-fractions of a second and a hint for SBK options perld does not take.
+fractions of a second, a hint for SBK options perld does not take, and a
+bench run's progress (N of M records or S of T seconds, ETA) in bench --wait.
 """
 import argparse
 import json
@@ -107,6 +108,18 @@ def main():
           all(abs(w["seconds"] - 0.25) < 0.1 for w in periodic[:-1]),
           f"bench -interval 0.25: quarter-second windows ({[w['seconds'] for w in periodic]}; "
           f"{err.strip()[-200:]})")
+    # Long exact runs show their progress after each interval window.
+    rc, out, err = ctl("bench", "-writers", "1", "-records", "3000000", "-time", "ns",
+                       "-interval", "0.05", "--wait", "--p", "50")
+    progress = re.findall(r"progress: (\d+) of 3000000 records \((\d+)%\), ETA ", out)
+    check(rc == 0 and progress and all(int(a) <= int(b) for (a, _), (b, _) in
+                                        zip(progress, progress[1:])),
+          f"bench --wait: 'progress: N of 3000000 records (P%), ETA' after each window "
+          f"({progress[:3]}; {err.strip()[-160:]})")
+    rc, out, _ = ctl("bench", "-writers", "1", "-seconds", "1", "-time", "ns", "-interval",
+                     "0.25", "--wait", "--p", "50")
+    check(rc == 0 and re.search(r"progress: [\d.]+ of 1 s \(\d+%\), ETA [\d.]+ s", out),
+          "bench --wait -seconds 1: progress in seconds")
     for cmd in ([args.perld, "bench"], [args.perlctl, "--target", d.grpc, "bench"]):
         p = subprocess.run(cmd + ["-writers", "1", "-seconds", "1", "-ram", "host"],
                            capture_output=True, text=True, timeout=30)
