@@ -9,6 +9,7 @@
 //     watch RUN [--from-start]
 //     bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
 //     stop RUN [--wait]
+//     check RUN --slo EXPR [--junit FILE]
 //     load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
 //     show/history/watch/bench --wait take [--p LIST] [--sbk]
 //
@@ -19,6 +20,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -36,6 +38,7 @@
 #include "client/perlctl/cli_args.h"
 #include "client/perlctl/load_command.h"
 #include "client/perlctl/run_output.h"
+#include "client/perlctl/slo.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/common/json_writer.h"
 #include "perld/v1/perld.grpc.pb.h"
@@ -61,6 +64,12 @@ const char* kUsage =
   bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait [--p LIST] [--sbk]]
                                                start an in-process PerlBench run
   stop RUN [--wait]                            stop a run (its total is kept)
+  check RUN --slo EXPR [--junit FILE]          an SLO gate on the run's exact total, e.g.
+                                               --slo 'p99<=2ms,p99.9<=5ms,invalid=0,
+                                               records>=1000000,rate>=50000' (a bare latency
+                                               is in the run's unit); exit 0 when every
+                                               term holds, 1 when one does not; --junit
+                                               writes a JUnit XML report
   load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
        [--name CLIENT] [--label KEY=VALUE]... [--spool DIR [--spool-mode batched|synced]]
        [--join | --new] [--connect-timeout SECONDS]
@@ -673,6 +682,112 @@ int Bench(Cli& cli) {
   return 0;
 }
 
+// `check RUN --slo EXPR [--junit FILE]`: the run's exact total against
+// each term (slo.h); exit 0 when every term holds, 1 when one does not (or
+// cannot be measured), 2 for a malformed expression.
+int Check(Cli& cli) {
+  const std::string run = TakeRun(&cli.args, "check");
+  const std::optional<std::string> expression = TakeOne(&cli.args, "slo");
+  const std::optional<std::string> junit = TakeOne(&cli.args, "junit");
+  NoMoreArgs(cli.args);
+  if (!expression) throw UsageError{"check: --slo EXPR is required (e.g. --slo 'p99<=2ms')"};
+  absl::StatusOr<std::vector<SloTerm>> terms = ParseSlo(*expression);
+  if (!terms.ok()) throw UsageError{std::string(terms.status().message())};
+
+  v1::GetRunRequest get;
+  get.set_run(run);
+  v1::GetRunResponse view;
+  {
+    grpc::ClientContext context;
+    cli.Deadline(&context);
+    if (grpc::Status s = cli.query->GetRun(&context, get, &view); !s.ok()) return ServerError(s);
+  }
+  const v1::Window& total = view.total();
+  SloFacts facts;
+  switch (view.run().latency().time_unit()) {
+    case v1::TIME_UNIT_MS:
+      facts.unit_ns = 1'000'000;
+      break;
+    case v1::TIME_UNIT_US:
+      facts.unit_ns = 1'000;
+      break;
+    default:
+      facts.unit_ns = 1;
+  }
+  facts.unit = TimeUnitText(view.run().latency().time_unit());
+  facts.records = total.records();
+  facts.valid = total.valid_latency_records();
+  facts.invalid = total.invalid_latency_records();
+  facts.min = total.min_latency();
+  facts.max = total.max_latency();
+  facts.avg = total.avg_latency();
+  facts.rate = total.records_per_second();
+  // Every percentile a term names, asked of the daemon: exact, any percent.
+  v1::GetPercentilesRequest ask;
+  ask.set_run(std::to_string(view.run().id()));
+  for (const SloTerm& t : *terms) {
+    if (t.metric == SloTerm::Metric::kPercentile) ask.add_percentiles(t.percent);
+  }
+  if (ask.percentiles_size() > 0) {
+    grpc::ClientContext context;
+    cli.Deadline(&context);
+    v1::GetPercentilesResponse answer;
+    if (grpc::Status s = cli.query->GetPercentiles(&context, ask, &answer); !s.ok()) {
+      facts.no_percentiles = s.error_message();
+    } else if (!answer.exact()) {
+      facts.no_percentiles = answer.inexact_reason();
+    } else if (answer.valid_latency_records() == 0) {
+      facts.no_percentiles = "the run has no latency yet";
+    } else {
+      for (const v1::Percentile& p : answer.percentiles())
+        facts.percentiles[p.percent()] = p.latency();
+    }
+  }
+  const std::vector<SloVerdict> verdicts = EvaluateSlo(*terms, facts);
+  bool held = true;
+  for (const SloVerdict& v : verdicts) held = held && v.held;
+  const std::string name = view.run().name();
+  if (cli.json) {
+    JsonWriter json;
+    json.BeginObject();
+    json.Key("runId").Uint(view.run().id());
+    json.Key("runName").String(name);
+    json.Key("state").String(StateText(view.run().state()));
+    json.Key("passed").Bool(held);
+    json.Key("timeUnit").String(facts.unit);
+    json.Key("terms").BeginArray();
+    for (const SloVerdict& v : verdicts) {
+      json.BeginObject();
+      json.Key("term").String(v.term->text);
+      json.Key("passed").Bool(v.held);
+      json.Key("measured");
+      if (v.measured) {
+        json.Double(*v.measured);
+      } else {
+        json.Null();
+      }
+      json.Key("threshold").Double(v.threshold);
+      json.Key("text").String(v.line);
+      json.EndObject();
+    }
+    json.EndArray().EndObject();
+    PrintJson(json);
+  } else {
+    std::cout << "run " << view.run().id() << " '" << name << "' (" << StateText(view.run().state())
+              << "): " << (held ? "every term holds" : "FAILED") << "\n";
+    for (const SloVerdict& v : verdicts) std::cout << "  " << v.line << "\n";
+  }
+  if (junit) {
+    std::ofstream out(*junit);
+    out << SloJunit(name, verdicts);
+    if (!out.good()) {
+      std::cerr << "perlctl: check: cannot write " << *junit << "\n";
+      return 1;
+    }
+  }
+  return held ? 0 : 1;
+}
+
 int Stop(Cli& cli) {
   v1::StopRunRequest request;
   request.set_wait(TakeFlag(&cli.args, "wait"));
@@ -780,6 +895,7 @@ int Main(std::vector<std::string> args) {
   if (cli.command == "watch") return WatchCommand(cli);
   if (cli.command == "bench") return Bench(cli);
   if (cli.command == "stop") return Stop(cli);
+  if (cli.command == "check") return Check(cli);
   throw UsageError{"unknown command '" + cli.command + "'"};
 }
 

@@ -6,7 +6,9 @@ minimum, 100 the maximum), SBK's one-line form behind `--sbk`, times in UTC
 with their Z, a hint when every percentile reads 0 in the run's unit, and
 `runs` showing each run's result (parameters behind --wide), -interval in
 fractions of a second, a hint for SBK options perld does not take, and a
-bench run's progress (N of M records or S of T seconds, ETA) in bench --wait.
+bench run's progress (N of M records or S of T seconds, ETA) in bench --wait,
+and `perlctl check RUN --slo` gates (exit codes, JUnit parsed by an XML
+parser).
 """
 import argparse
 import json
@@ -98,6 +100,33 @@ def main():
     listed = {r["name"]: r for r in json.loads(out)["runs"]} if rc == 0 else {}
     check(listed.get("out", {}).get("total", {}).get("records") == total.get("records"),
           "--json runs: each run carries its total")
+
+    # SLO gates: exit 0 when every term holds, 1 when one does not (each term
+    # with its measured value), 2 for a malformed expression; JUnit for CI.
+    junit = os.path.join(tmp, "slo.xml")
+    rc, out, err = ctl("check", "out", "--slo", "p99<=1s, invalid=0, records>=300000, "
+                       "max<=" + str(total.get("maxLatency")) + ",rate>=1", "--junit", junit)
+    check(rc == 0 and out.count("PASS ") == 5 and "every term holds" in out,
+          f"check: every term holds, exit 0 ({rc}; {out.strip()[-200:]} {err.strip()[-120:]})")
+    rc, out, _ = ctl("check", "out", "--slo", "p50<=1ns,records>=300001,invalid=0", "--junit",
+                     junit)
+    check(rc == 1 and re.search(r"FAIL p50<=1ns: \d+ ns \(", out) and
+          "FAIL records>=300001: 300000" in out and "PASS invalid=0: 0" in out,
+          f"check: failing terms exit 1, each with its measured value ({out.strip()[-240:]})")
+    import xml.etree.ElementTree as ET
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = suite.findall("testcase") if suite is not None else []
+    check(suite is not None and suite.get("tests") == "3" and suite.get("failures") == "2" and
+          [c.get("name") for c in cases] == ["p50<=1ns", "records>=300001", "invalid=0"] and
+          [c.find("failure") is not None for c in cases] == [True, True, False],
+          "check --junit: one testcase per term, a failure for each that did not hold")
+    rc, _, err = ctl("check", "out", "--slo", "p99<=2hours")
+    check(rc == 2 and "unknown unit 'hours'" in err, f"check: a malformed term exits 2 ({rc})")
+    rc, out, _ = ctl("--json", "check", "out", "--slo", "p99<=1s")
+    verdict = json.loads(out) if out.strip() else {}
+    check(rc == 0 and verdict.get("passed") is True and
+          verdict.get("terms", [{}])[0].get("term") == "p99<=1s",
+          "--json check: passed and each term")
 
     # SBK habits: -interval in fractions of a second; SBK options perld does
     # not take get perld's way (exit 2), in perld bench and perlctl alike.

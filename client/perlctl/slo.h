@@ -1,0 +1,80 @@
+// SLO gates for `perlctl check RUN --slo EXPR`: parse a comma-separated list
+// of terms, evaluate them against a run's exact total, render the verdicts
+// for people, scripts (JSON) and CI systems (JUnit XML).
+//
+//   EXPR  := TERM [, TERM]...
+//   TERM  := METRIC OP VALUE
+//   METRIC:= pN (an exact percentile, N in [0, 100]; p0 the minimum, p100
+//            the maximum) | min | max | avg   -- latencies
+//          | invalid | records                -- counts
+//          | rate                             -- records per second
+//   OP    := <= | < | >= | > | = (or ==)
+//   VALUE := a number; a latency may carry its unit (ns, us, mcs, ms, s),
+//            a bare number is in the run's unit.
+//
+// e.g. 'p99<=2ms,p99.9<=5ms,invalid=0,records>=1000000,rate>=50000'.
+//
+// Pure functions; any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace perld::perlctl {
+
+struct SloTerm {
+  enum class Metric { kPercentile, kMin, kMax, kAvg, kInvalid, kRecords, kRate };
+  enum class Op { kLe, kLt, kGe, kGt, kEq };
+  std::string text;  // as written, spaces removed: "p99<=2ms"
+  Metric metric = Metric::kPercentile;
+  double percent = 0;  // kPercentile
+  Op op = Op::kLe;
+  double value = 0;
+  int64_t value_unit_ns = 0;  // a latency's unit as written; 0: the run's unit
+
+  bool latency() const {
+    return metric == Metric::kPercentile || metric == Metric::kMin || metric == Metric::kMax ||
+           metric == Metric::kAvg;
+  }
+};
+
+// InvalidArgument naming the term and what is wrong with it.
+absl::StatusOr<std::vector<SloTerm>> ParseSlo(const std::string& expression);
+
+// A run's total as the terms read it; latencies in the run's unit.
+struct SloFacts {
+  int64_t unit_ns = 1;      // nanoseconds per unit of the run
+  const char* unit = "ns";  // its symbol
+  int64_t records = 0;
+  int64_t valid = 0;  // records with a latency in range
+  int64_t invalid = 0;
+  int64_t min = 0, max = 0;  // meaningful when valid > 0
+  double avg = 0;
+  double rate = 0;                        // records per second
+  std::map<double, int64_t> percentiles;  // exact, by percent
+  std::string no_percentiles;             // why none are known ("" when they are)
+};
+
+struct SloVerdict {
+  const SloTerm* term = nullptr;
+  bool held = false;
+  std::optional<double> measured;  // none: it could not be measured (why says so)
+  double threshold = 0;            // in the run's unit for latencies
+  std::string line;                // "PASS p99<=2ms: 1830423 ns (1.83 ms)"
+};
+
+std::vector<SloVerdict> EvaluateSlo(const std::vector<SloTerm>& terms, const SloFacts& facts);
+
+// JUnit XML: one testsuite named after the run, one testcase per term, a
+// <failure> for each that did not hold.
+std::string SloJunit(const std::string& run_name, const std::vector<SloVerdict>& verdicts);
+
+// A latency in a unit fit for people: "830 ns", "1.83 ms", "2.5 s".
+std::string HumanLatency(double value, int64_t unit_ns);
+
+}  // namespace perld::perlctl
