@@ -10,6 +10,7 @@
 //     bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
 //     stop RUN [--wait]
 //     check RUN --slo EXPR [--junit FILE]
+//     compare A B [--p LIST] [--fail-if TERMS]
 //     load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
 //     show/history/watch/bench --wait take [--p LIST] [--sbk]
 //
@@ -18,6 +19,8 @@
 // `bench --wait`, when the run failed; 2 on a usage error.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/perlctl/cli_args.h"
+#include "client/perlctl/compare.h"
 #include "client/perlctl/load_command.h"
 #include "client/perlctl/run_output.h"
 #include "client/perlctl/slo.h"
@@ -70,6 +74,9 @@ const char* kUsage =
                                                is in the run's unit); exit 0 when every
                                                term holds, 1 when one does not; --junit
                                                writes a JUnit XML report
+  compare A B [--p LIST] [--fail-if TERMS]     two runs' exact totals side by side (B-A and
+                                               %); --fail-if 'p99>+5%,max>+2ms,rate<-10%'
+                                               exits 1 when B passes a limit
   load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
        [--name CLIENT] [--label KEY=VALUE]... [--spool DIR [--spool-mode batched|synced]]
        [--join | --new] [--connect-timeout SECONDS]
@@ -682,6 +689,56 @@ int Bench(Cli& cli) {
   return 0;
 }
 
+// A run's exact total as SLO terms and compare read it, with `percents`
+// asked of the daemon (a total without them says why in no_percentiles).
+grpc::Status FetchFacts(Cli& cli, const std::string& run, const std::vector<double>& percents,
+                        v1::GetRunResponse* view, SloFacts* facts) {
+  v1::GetRunRequest get;
+  get.set_run(run);
+  {
+    grpc::ClientContext context;
+    cli.Deadline(&context);
+    if (grpc::Status s = cli.query->GetRun(&context, get, view); !s.ok()) return s;
+  }
+  const v1::Window& total = view->total();
+  switch (view->run().latency().time_unit()) {
+    case v1::TIME_UNIT_MS:
+      facts->unit_ns = 1'000'000;
+      break;
+    case v1::TIME_UNIT_US:
+      facts->unit_ns = 1'000;
+      break;
+    default:
+      facts->unit_ns = 1;
+  }
+  facts->unit = TimeUnitText(view->run().latency().time_unit());
+  facts->records = total.records();
+  facts->valid = total.valid_latency_records();
+  facts->invalid = total.invalid_latency_records();
+  facts->min = total.min_latency();
+  facts->max = total.max_latency();
+  facts->avg = total.avg_latency();
+  facts->rate = total.records_per_second();
+  if (percents.empty()) return grpc::Status::OK;
+  v1::GetPercentilesRequest ask;
+  ask.set_run(std::to_string(view->run().id()));
+  for (double p : percents) ask.add_percentiles(p);
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::GetPercentilesResponse answer;
+  if (grpc::Status s = cli.query->GetPercentiles(&context, ask, &answer); !s.ok()) {
+    facts->no_percentiles = s.error_message();
+  } else if (!answer.exact()) {
+    facts->no_percentiles = answer.inexact_reason();
+  } else if (answer.valid_latency_records() == 0) {
+    facts->no_percentiles = "the run has no latency yet";
+  } else {
+    for (const v1::Percentile& p : answer.percentiles())
+      facts->percentiles[p.percent()] = p.latency();
+  }
+  return grpc::Status::OK;
+}
+
 // `check RUN --slo EXPR [--junit FILE]`: the run's exact total against
 // each term (slo.h); exit 0 when every term holds, 1 when one does not (or
 // cannot be measured), 2 for a malformed expression.
@@ -694,54 +751,16 @@ int Check(Cli& cli) {
   absl::StatusOr<std::vector<SloTerm>> terms = ParseSlo(*expression);
   if (!terms.ok()) throw UsageError{std::string(terms.status().message())};
 
-  v1::GetRunRequest get;
-  get.set_run(run);
-  v1::GetRunResponse view;
-  {
-    grpc::ClientContext context;
-    cli.Deadline(&context);
-    if (grpc::Status s = cli.query->GetRun(&context, get, &view); !s.ok()) return ServerError(s);
-  }
-  const v1::Window& total = view.total();
-  SloFacts facts;
-  switch (view.run().latency().time_unit()) {
-    case v1::TIME_UNIT_MS:
-      facts.unit_ns = 1'000'000;
-      break;
-    case v1::TIME_UNIT_US:
-      facts.unit_ns = 1'000;
-      break;
-    default:
-      facts.unit_ns = 1;
-  }
-  facts.unit = TimeUnitText(view.run().latency().time_unit());
-  facts.records = total.records();
-  facts.valid = total.valid_latency_records();
-  facts.invalid = total.invalid_latency_records();
-  facts.min = total.min_latency();
-  facts.max = total.max_latency();
-  facts.avg = total.avg_latency();
-  facts.rate = total.records_per_second();
-  // Every percentile a term names, asked of the daemon: exact, any percent.
-  v1::GetPercentilesRequest ask;
-  ask.set_run(std::to_string(view.run().id()));
+  std::vector<double> percents;
   for (const SloTerm& t : *terms) {
-    if (t.metric == SloTerm::Metric::kPercentile) ask.add_percentiles(t.percent);
+    if (t.metric == SloTerm::Metric::kPercentile) percents.push_back(t.percent);
   }
-  if (ask.percentiles_size() > 0) {
-    grpc::ClientContext context;
-    cli.Deadline(&context);
-    v1::GetPercentilesResponse answer;
-    if (grpc::Status s = cli.query->GetPercentiles(&context, ask, &answer); !s.ok()) {
-      facts.no_percentiles = s.error_message();
-    } else if (!answer.exact()) {
-      facts.no_percentiles = answer.inexact_reason();
-    } else if (answer.valid_latency_records() == 0) {
-      facts.no_percentiles = "the run has no latency yet";
-    } else {
-      for (const v1::Percentile& p : answer.percentiles())
-        facts.percentiles[p.percent()] = p.latency();
-    }
+  std::sort(percents.begin(), percents.end());  // p99<=2ms,p99>=1ms asks p99 once
+  percents.erase(std::unique(percents.begin(), percents.end()), percents.end());
+  v1::GetRunResponse view;
+  SloFacts facts;
+  if (grpc::Status s = FetchFacts(cli, run, percents, &view, &facts); !s.ok()) {
+    return ServerError(s);
   }
   const std::vector<SloVerdict> verdicts = EvaluateSlo(*terms, facts);
   bool held = true;
@@ -786,6 +805,97 @@ int Check(Cli& cli) {
     }
   }
   return held ? 0 : 1;
+}
+
+// `compare A B [--p LIST] [--fail-if TERMS]` (compare.h): two runs' exact
+// totals side by side; exit 1 when a --fail-if term fails.
+int Compare(Cli& cli) {
+  std::vector<double> percents = TakePercentList(cli);
+  const std::optional<std::string> fail_if = TakeOne(&cli.args, "fail-if");
+  if (cli.args.size() != 2 || cli.args[0].rfind("--", 0) == 0 || cli.args[1].rfind("--", 0) == 0) {
+    throw UsageError{"compare needs two runs: compare A B [--p LIST] [--fail-if TERMS]"};
+  }
+  const std::string run_a = cli.args[0];
+  const std::string run_b = cli.args[1];
+  cli.args.clear();
+  std::vector<RegressionTerm> terms;
+  if (fail_if) {
+    absl::StatusOr<std::vector<RegressionTerm>> parsed = ParseFailIf(*fail_if);
+    if (!parsed.ok()) throw UsageError{std::string(parsed.status().message())};
+    terms = *std::move(parsed);
+  }
+  if (percents.empty()) percents = {50, 90, 99, 99.9, 99.99};
+  std::vector<double> asked = percents;  // and those the gate names
+  for (const RegressionTerm& t : terms) {
+    if (t.metric == SloTerm::Metric::kPercentile) asked.push_back(t.percent);
+  }
+  std::sort(asked.begin(), asked.end());  // the daemon refuses a percent asked twice
+  asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
+  v1::GetRunResponse view_a, view_b;
+  SloFacts a, b;
+  if (grpc::Status s = FetchFacts(cli, run_a, asked, &view_a, &a); !s.ok()) return ServerError(s);
+  if (grpc::Status s = FetchFacts(cli, run_b, asked, &view_b, &b); !s.ok()) return ServerError(s);
+  ToCommonUnit(&a, &b);
+  const std::vector<CompareRow> rows = CompareRows(a, b, percents);
+  const std::vector<RegressionVerdict> verdicts = EvaluateFailIf(terms, a, b);
+  bool failed = false;
+  for (const RegressionVerdict& v : verdicts) failed = failed || v.failed;
+  const auto describe = [](const v1::GetRunResponse& v) {
+    return absl::StrCat("run ", v.run().id(), " '", v.run().name(), "' (", StateWithReason(v.run()),
+                        ")");
+  };
+  if (cli.json) {
+    JsonWriter json;
+    json.BeginObject();
+    for (const auto& [key, view] : {std::pair{"a", &view_a}, std::pair{"b", &view_b}}) {
+      json.Key(key).BeginObject();
+      json.Key("runId").Uint(view->run().id());
+      json.Key("runName").String(view->run().name());
+      json.Key("state").String(StateText(view->run().state()));
+      json.EndObject();
+    }
+    json.Key("timeUnit").String(b.unit);
+    json.Key("rows").BeginArray();
+    for (const CompareRow& r : rows) {
+      json.BeginObject().Key("metric").String(r.metric);
+      for (const auto& [key, value] :
+           {std::pair{"a", r.a}, std::pair{"b", r.b}, std::pair{"delta", r.delta()},
+            std::pair{"relativePercent", r.relative()}}) {
+        json.Key(key);
+        if (!value) {
+          json.Null();
+        } else if (*value == std::floor(*value) && std::fabs(*value) < 9e15) {
+          json.Int(static_cast<int64_t>(*value));  // counts and latencies: exact integers
+        } else {
+          json.Double(*value);
+        }
+      }
+      json.EndObject();
+    }
+    json.EndArray();
+    json.Key("passed").Bool(!failed);
+    json.Key("failIf").BeginArray();
+    for (const RegressionVerdict& v : verdicts) {
+      json.BeginObject();
+      json.Key("term").String(v.term->text);
+      json.Key("failed").Bool(v.failed);
+      json.Key("text").String(v.line);
+      json.EndObject();
+    }
+    json.EndArray().EndObject();
+    PrintJson(json);
+  } else {
+    std::cout << "A: " << describe(view_a) << "\nB: " << describe(view_b) << "\n"
+              << CompareTable(rows, b.unit);
+    if (!a.no_percentiles.empty())
+      std::cout << "A has no percentiles: " << a.no_percentiles << "\n";
+    if (!b.no_percentiles.empty())
+      std::cout << "B has no percentiles: " << b.no_percentiles << "\n";
+    for (const RegressionVerdict& v : verdicts) std::cout << v.line << "\n";
+    if (!terms.empty())
+      std::cout << (failed ? "regression: B fails the gate\n" : "B passes the gate\n");
+  }
+  return failed ? 1 : 0;
 }
 
 int Stop(Cli& cli) {
@@ -896,6 +1006,7 @@ int Main(std::vector<std::string> args) {
   if (cli.command == "bench") return Bench(cli);
   if (cli.command == "stop") return Stop(cli);
   if (cli.command == "check") return Check(cli);
+  if (cli.command == "compare") return Compare(cli);
   throw UsageError{"unknown command '" + cli.command + "'"};
 }
 

@@ -45,15 +45,6 @@ bool Holds(double measured, Op op, double threshold) {
   return false;
 }
 
-// Nanoseconds per unit of a latency's suffix; 0 for an unknown one.
-int64_t UnitNs(absl::string_view unit) {
-  if (unit == "ns") return 1;
-  if (unit == "us" || unit == "mcs") return 1'000;
-  if (unit == "ms") return 1'000'000;
-  if (unit == "s") return 1'000'000'000;
-  return 0;
-}
-
 std::string Number(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrCat(static_cast<int64_t>(v));
   char buf[32];
@@ -111,43 +102,19 @@ absl::StatusOr<SloTerm> ParseTerm(const std::string& text) {
   if (two) op_len = 2;
   const std::string metric = absl::AsciiStrToLower(text.substr(0, at));
   absl::string_view value = absl::string_view(text).substr(at + op_len);
-  if (metric == "min") {
-    t.metric = Metric::kMin;
-  } else if (metric == "max") {
-    t.metric = Metric::kMax;
-  } else if (metric == "avg") {
-    t.metric = Metric::kAvg;
-  } else if (metric == "invalid") {
-    t.metric = Metric::kInvalid;
-  } else if (metric == "records") {
-    t.metric = Metric::kRecords;
-  } else if (metric == "rate") {
-    t.metric = Metric::kRate;
-  } else if (metric.size() > 1 && metric[0] == 'p' &&
-             absl::SimpleAtod(metric.substr(1), &t.percent) && t.percent >= 0 && t.percent <= 100) {
-    t.metric = Metric::kPercentile;
-  } else {
-    return Bad(text, absl::StrCat("unknown metric '", metric,
-                                  "' (pN with N in [0, 100], min, max, avg, invalid, records, "
-                                  "rate)"));
+  if (!ParseSloMetric(metric, &t.metric, &t.percent)) {
+    return Bad(text, absl::StrCat("unknown metric '", metric, "' (", kSloMetrics, ")"));
   }
   // The number, then a latency's optional unit.
-  size_t end = 0;
-  while (end < value.size() && (absl::ascii_isdigit(static_cast<unsigned char>(value[end])) ||
-                                value[end] == '.' || value[end] == 'e' || value[end] == 'E' ||
-                                ((value[end] == '-' || value[end] == '+') && end > 0 &&
-                                 (value[end - 1] == 'e' || value[end - 1] == 'E')))) {
-    ++end;
-  }
-  if (!absl::SimpleAtod(value.substr(0, end), &t.value) || !std::isfinite(t.value) || t.value < 0) {
+  std::string unit;
+  if (!SplitAmount(value, &t.value, &unit) || t.value < 0) {
     return Bad(text, "the value must be a number >= 0");
   }
-  const absl::string_view unit = value.substr(end);
   if (!unit.empty()) {
     if (!t.latency()) {
       return Bad(text, absl::StrCat("'", metric, "' takes a plain number, not '", unit, "'"));
     }
-    t.value_unit_ns = UnitNs(unit);
+    t.value_unit_ns = LatencyUnitNs(unit);
     if (t.value_unit_ns == 0) {
       return Bad(text, absl::StrCat("unknown unit '", unit, "' (ns, us, mcs, ms, s)"));
     }
@@ -156,6 +123,40 @@ absl::StatusOr<SloTerm> ParseTerm(const std::string& text) {
 }
 
 }  // namespace
+
+bool SplitAmount(absl::string_view text, double* number, std::string* suffix) {
+  size_t end = 0;
+  if (end < text.size() && (text[end] == '+' || text[end] == '-')) ++end;
+  while (end < text.size() && (absl::ascii_isdigit(static_cast<unsigned char>(text[end])) ||
+                               text[end] == '.' || text[end] == 'e' || text[end] == 'E' ||
+                               ((text[end] == '-' || text[end] == '+') &&
+                                (text[end - 1] == 'e' || text[end - 1] == 'E')))) {
+    ++end;
+  }
+  if (!absl::SimpleAtod(text.substr(0, end), number) || !std::isfinite(*number)) return false;
+  *suffix = std::string(text.substr(end));
+  return true;
+}
+
+bool ParseSloMetric(const std::string& name, SloTerm::Metric* metric, double* percent) {
+  const std::string m = absl::AsciiStrToLower(name);
+  static const std::pair<const char*, Metric> kNamed[] = {
+      {"min", Metric::kMin},         {"max", Metric::kMax},         {"avg", Metric::kAvg},
+      {"invalid", Metric::kInvalid}, {"records", Metric::kRecords}, {"rate", Metric::kRate}};
+  for (const auto& [text, named] : kNamed) {
+    if (m == text) {
+      *metric = named;
+      return true;
+    }
+  }
+  double p = 0;
+  if (m.size() < 2 || m[0] != 'p' || !absl::SimpleAtod(m.substr(1), &p) || !(p >= 0 && p <= 100)) {
+    return false;
+  }
+  *metric = Metric::kPercentile;
+  *percent = p;
+  return true;
+}
 
 absl::StatusOr<std::vector<SloTerm>> ParseSlo(const std::string& expression) {
   std::vector<SloTerm> terms;
@@ -170,6 +171,14 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(const std::string& expression) {
     terms.push_back(*std::move(term));
   }
   return terms;
+}
+
+int64_t LatencyUnitNs(absl::string_view unit) {
+  if (unit == "ns") return 1;
+  if (unit == "us" || unit == "mcs") return 1'000;
+  if (unit == "ms") return 1'000'000;
+  if (unit == "s") return 1'000'000'000;
+  return 0;
 }
 
 std::string HumanLatency(double value, int64_t unit_ns) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace perld::perlctl {
 
@@ -45,6 +46,15 @@ struct SloTerm {
 
 // InvalidArgument naming the term and what is wrong with it.
 absl::StatusOr<std::vector<SloTerm>> ParseSlo(const std::string& expression);
+// A metric's name (any case): pN with N in [0, 100], min, max, avg,
+// invalid, records or rate. False for anything else.
+bool ParseSloMetric(const std::string& name, SloTerm::Metric* metric, double* percent);
+// A number, optionally signed ("+5", "-2.5e3"), and what follows it ("%",
+// "ms", ""). False when it does not start with a finite number.
+bool SplitAmount(absl::string_view text, double* number, std::string* suffix);
+// What the metric names accept, for error messages.
+inline constexpr char kSloMetrics[] =
+    "pN with N in [0, 100], min, max, avg, invalid, records, rate";
 
 // A run's total as the terms read it; latencies in the run's unit.
 struct SloFacts {
@@ -76,5 +86,7 @@ std::string SloJunit(const std::string& run_name, const std::vector<SloVerdict>&
 
 // A latency in a unit fit for people: "830 ns", "1.83 ms", "2.5 s".
 std::string HumanLatency(double value, int64_t unit_ns);
+// Nanoseconds per unit of a latency suffix (ns, us, mcs, ms, s); 0 if unknown.
+int64_t LatencyUnitNs(absl::string_view unit);
 
 }  // namespace perld::perlctl

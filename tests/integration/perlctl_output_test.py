@@ -7,8 +7,8 @@ with their Z, a hint when every percentile reads 0 in the run's unit, and
 `runs` showing each run's result (parameters behind --wide), -interval in
 fractions of a second, a hint for SBK options perld does not take, and a
 bench run's progress (N of M records or S of T seconds, ETA) in bench --wait,
-and `perlctl check RUN --slo` gates (exit codes, JUnit parsed by an XML
-parser).
+`perlctl check RUN --slo` gates (exit codes, JUnit parsed by an XML
+parser) and `perlctl compare A B [--fail-if]`.
 """
 import argparse
 import json
@@ -127,6 +127,28 @@ def main():
     check(rc == 0 and verdict.get("passed") is True and
           verdict.get("terms", [{}])[0].get("term") == "p99<=1s",
           "--json check: passed and each term")
+
+    # compare: both totals side by side; runs of different units in the finer
+    # one (zero is an ms run: its latencies scale to ns exactly); --fail-if
+    # is a regression gate.
+    rc, out, err = ctl("compare", "zero", "out", "--p", "50,99")
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[3:] if line.strip()}
+    check(rc == 0 and rows.get("records", [""])[:2] == ["100000", "300000"] and
+          rows.get("max", [""])[2:4] == [str(total.get("maxLatency")), "ns"] and
+          "+200.0%" in rows.get("records", []),
+          f"compare zero out: records, B-A and % side by side, ms scaled to ns "
+          f"({rows.get('records')}, {rows.get('max')}; {err.strip()[-160:]})")
+    rc, out, _ = ctl("compare", "zero", "out", "--fail-if", "records>+100%,p99>+1s")
+    check(rc == 1 and "FAIL records>+100%: 100000 -> 300000 (+200.0%)" in out and
+          "PASS p99>+1s" in out and "regression: B fails the gate" in out,
+          f"compare --fail-if: a failed term exits 1 and is named ({out.strip()[-200:]})")
+    rc, out, _ = ctl("--json", "compare", "out", "out", "--fail-if", "p99>+0%")
+    cmp = json.loads(out) if out.strip() else {}
+    check(rc == 0 and cmp.get("passed") is True and
+          all(r["delta"] in (0, None) for r in cmp.get("rows", [{"delta": 1}])),
+          "--json compare of a run with itself: every delta 0, the gate passes")
+    rc, _, err = ctl("compare", "out", "--fail-if", "p99>+5%")
+    check(rc == 2 and "two runs" in err, f"compare with one run: usage error ({rc})")
 
     # SBK habits: -interval in fractions of a second; SBK options perld does
     # not take get perld's way (exit 2), in perld bench and perlctl alike.
