@@ -11,6 +11,7 @@
 //     stop RUN [--wait]
 //     check RUN --slo EXPR [--junit FILE]
 //     compare A B [--p LIST] [--fail-if TERMS]
+//     export RUN [--format json|csv|hgrm] [--out FILE]
 //     load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
 //     show/history/watch/bench --wait take [--p LIST] [--sbk]
 //
@@ -40,6 +41,7 @@
 #include "absl/strings/str_split.h"
 #include "client/perlctl/cli_args.h"
 #include "client/perlctl/compare.h"
+#include "client/perlctl/distribution_export.h"
 #include "client/perlctl/load_command.h"
 #include "client/perlctl/run_output.h"
 #include "client/perlctl/slo.h"
@@ -77,6 +79,10 @@ const char* kUsage =
   compare A B [--p LIST] [--fail-if TERMS]     two runs' exact totals side by side (B-A and
                                                %); --fail-if 'p99>+5%,max>+2ms,rate<-10%'
                                                exits 1 when B passes a limit
+  export RUN [--format json|csv|hgrm] [--out FILE]
+                                               an ended run's exact total distribution:
+                                               [latency, count] pairs or HdrHistogram's
+                                               percentile text
   load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
        [--name CLIENT] [--label KEY=VALUE]... [--spool DIR [--spool-mode batched|synced]]
        [--join | --new] [--connect-timeout SECONDS]
@@ -898,6 +904,68 @@ int Compare(Cli& cli) {
   return failed ? 1 : 0;
 }
 
+// `export RUN [--format json|csv|hgrm] [--out FILE]`: an ended run's exact
+// total distribution (distribution_export.h), read page by page.
+int Export(Cli& cli) {
+  const std::string run = TakeRun(&cli.args, "export");
+  const std::string format = TakeOne(&cli.args, "format").value_or("json");
+  const std::optional<std::string> out_path = TakeOne(&cli.args, "out");
+  if (std::optional<std::string> scope = TakeOne(&cli.args, "scope"); scope && *scope != "total") {
+    throw UsageError{"export: --scope " + *scope +
+                     ": only the run's total is exported (windows keep no distribution yet)"};
+  }
+  NoMoreArgs(cli.args);
+  if (format != "json" && format != "csv" && format != "hgrm") {
+    throw UsageError{"export: --format must be json, csv or hgrm"};
+  }
+  ExportedDistribution d;
+  v1::GetDistributionRequest request;
+  request.set_run(run);
+  for (;;) {
+    grpc::ClientContext context;
+    cli.Deadline(&context);
+    v1::GetDistributionResponse page;
+    if (grpc::Status s = cli.query->GetDistribution(&context, request, &page); !s.ok()) {
+      return ServerError(s);
+    }
+    if (request.page_token().empty()) {
+      request.set_run(std::to_string(page.run_id()));  // the same run on every page
+      d.run_id = page.run_id();
+      d.unit = TimeUnitText(page.time_unit());
+      d.total = page.total();
+    }
+    for (int i = 0; i < page.latency_size() && i < page.count_size(); ++i) {
+      d.buckets.emplace_back(page.latency(i), page.count(i));
+    }
+    // A token that does not move on would repeat the page: stop there.
+    if (page.next_page_token().empty() || page.next_page_token() == request.page_token()) break;
+    request.set_page_token(page.next_page_token());
+  }
+  {
+    v1::GetRunRequest get;
+    get.set_run(std::to_string(d.run_id));
+    v1::GetRunResponse view;
+    grpc::ClientContext context;
+    cli.Deadline(&context);
+    if (grpc::Status s = cli.query->GetRun(&context, get, &view); !s.ok()) return ServerError(s);
+    d.run_name = view.run().name();
+  }
+  const std::string text = format == "json"  ? DistributionJson(d)
+                           : format == "csv" ? DistributionCsv(d)
+                                             : DistributionHgrm(d);
+  if (!out_path) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(*out_path);
+  out << text;
+  if (!out.good()) {
+    std::cerr << "perlctl: export: cannot write " << *out_path << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int Stop(Cli& cli) {
   v1::StopRunRequest request;
   request.set_wait(TakeFlag(&cli.args, "wait"));
@@ -1007,6 +1075,7 @@ int Main(std::vector<std::string> args) {
   if (cli.command == "stop") return Stop(cli);
   if (cli.command == "check") return Check(cli);
   if (cli.command == "compare") return Compare(cli);
+  if (cli.command == "export") return Export(cli);
   throw UsageError{"unknown command '" + cli.command + "'"};
 }
 

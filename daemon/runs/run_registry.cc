@@ -533,6 +533,37 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
   return answer;
 }
 
+absl::StatusOr<RunRegistry::DistributionPage> RunRegistry::Distribution(
+    RunId id, std::optional<int64_t> after, size_t max) const {
+  ReaderLock lock(mu_);
+  const Entry* e = Find(id);
+  if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
+  if (!e->final_total) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", id, " is running: its total distribution is exported once it ends"));
+  }
+  if (!e->final_total->snapshot.percentiles_exact || !e->final_total->exact_total) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", id, "'s total is not exact: ", kInexactTotalReason));
+  }
+  const std::vector<LatencyBucket>& all = e->final_index.buckets();
+  if (all.empty() && e->final_total->snapshot.valid > 0) {  // never answer from less
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", id, "'s total distribution was not kept"));
+  }
+  DistributionPage page;
+  page.total = *e->final_total;
+  auto it = all.begin();
+  if (after) {
+    it = std::upper_bound(all.begin(), all.end(), *after,
+                          [](int64_t v, const LatencyBucket& b) { return v < b.latency; });
+  }
+  const size_t left = static_cast<size_t>(all.end() - it);
+  page.buckets.assign(it, it + static_cast<std::ptrdiff_t>(std::min(left, max)));
+  page.more = left > max;
+  return page;
+}
+
 absl::StatusOr<std::vector<WindowRecord>> RunRegistry::History(RunId id, int64_t from) const {
   ReaderLock lock(mu_);
   const Entry* e = Find(id);

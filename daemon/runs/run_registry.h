@@ -132,6 +132,17 @@ class RunRegistry {
   // FailedPrecondition for kLatest before the run's first closed window.
   absl::StatusOr<PercentileAnswer> Percentiles(RunId id, PercentileScope scope,
                                                std::vector<double> percents) const;
+  // An ended run's exact total distribution from the first latency above
+  // `after` (none: from the lowest), at most `max` buckets; `more` when
+  // some are left. FailedPrecondition while the run runs or when its total
+  // is not exact.
+  struct DistributionPage {
+    WindowRecord total;  // its final total, without the distribution
+    std::vector<LatencyBucket> buckets;
+    bool more = false;
+  };
+  absl::StatusOr<DistributionPage> Distribution(RunId id, std::optional<int64_t> after,
+                                                size_t max) const;
   // History entries with event numbers >= from (oldest retained first).
   absl::StatusOr<std::vector<WindowRecord>> History(RunId id, int64_t from = 0) const;
 

@@ -1,11 +1,14 @@
 #include "daemon/service/query_service.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/common/mutex.h"
 #include "daemon/core/run_total.h"
@@ -165,6 +168,12 @@ grpc::ServerUnaryReactor* QueryService::GetWindowHistory(grpc::CallbackServerCon
   return Reply(context, [&] { return DoGetWindowHistory(*request, response); });
 }
 
+grpc::ServerUnaryReactor* QueryService::GetDistribution(grpc::CallbackServerContext* context,
+                                                        const v1::GetDistributionRequest* request,
+                                                        v1::GetDistributionResponse* response) {
+  return Reply(context, [&] { return DoGetDistribution(*request, response); });
+}
+
 grpc::ServerUnaryReactor* QueryService::GetClients(grpc::CallbackServerContext* context,
                                                    const v1::GetClientsRequest* request,
                                                    v1::GetClientsResponse* response) {
@@ -299,6 +308,44 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
   response->set_median_latency(s.median);
   response->set_time_unit(ToProto(info->spec.latency.time_unit));
   if (!s.percentiles_exact) response->set_inexact_reason(kInexactTotalReason);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::DoGetDistribution(const v1::GetDistributionRequest& request,
+                                             v1::GetDistributionResponse* response) {
+  constexpr int32_t kDefaultPage = 100'000;
+  constexpr int32_t kMaxPage = 1'000'000;
+  if (request.page_size() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "page_size: must be >= 0");
+  }
+  const int32_t size =
+      request.page_size() == 0 ? kDefaultPage : std::min(request.page_size(), kMaxPage);
+  std::optional<int64_t> after;
+  if (!request.page_token().empty()) {
+    int64_t last = 0;
+    if (!absl::SimpleAtoi(request.page_token(), &last)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "page_token: not a token this call returned");
+    }
+    after = last;
+  }
+  absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
+  if (!id.ok()) return ToGrpcStatus(id.status());
+  absl::StatusOr<runs::RunInfo> info = registry_.Info(*id);
+  if (!info.ok()) return ToGrpcStatus(info.status());
+  absl::StatusOr<runs::RunRegistry::DistributionPage> page =
+      registry_.Distribution(*id, after, static_cast<size_t>(size));
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  response->set_run_id(*id);
+  response->set_time_unit(ToProto(info->spec.latency.time_unit));
+  ToProto(page->total, true, response->mutable_total());
+  response->mutable_latency()->Reserve(static_cast<int>(page->buckets.size()));
+  response->mutable_count()->Reserve(static_cast<int>(page->buckets.size()));
+  for (const LatencyBucket& b : page->buckets) {
+    response->add_latency(b.latency);
+    response->add_count(b.count);
+  }
+  if (page->more) response->set_next_page_token(absl::StrCat(page->buckets.back().latency));
   return grpc::Status::OK;
 }
 

@@ -61,6 +61,9 @@ class QueryService final : public v1::Query::CallbackService {
   grpc::ServerUnaryReactor* GetWindowHistory(grpc::CallbackServerContext* context,
                                              const v1::GetWindowHistoryRequest* request,
                                              v1::GetWindowHistoryResponse* response) override;
+  grpc::ServerUnaryReactor* GetDistribution(grpc::CallbackServerContext* context,
+                                            const v1::GetDistributionRequest* request,
+                                            v1::GetDistributionResponse* response) override;
   grpc::ServerUnaryReactor* GetClients(grpc::CallbackServerContext* context,
                                        const v1::GetClientsRequest* request,
                                        v1::GetClientsResponse* response) override;
@@ -77,6 +80,8 @@ class QueryService final : public v1::Query::CallbackService {
   grpc::Status DoGetWindowHistory(const v1::GetWindowHistoryRequest& request,
                                   v1::GetWindowHistoryResponse* response);
   grpc::Status DoGetClients(const v1::GetClientsRequest& request, v1::GetClientsResponse* response);
+  grpc::Status DoGetDistribution(const v1::GetDistributionRequest& request,
+                                 v1::GetDistributionResponse* response);
   // The call's reactor, finished with auth's verdict, else with what
   // `answer()` returns (it fills the response).
   template <typename F>

@@ -8,7 +8,8 @@ with their Z, a hint when every percentile reads 0 in the run's unit, and
 fractions of a second, a hint for SBK options perld does not take, and a
 bench run's progress (N of M records or S of T seconds, ETA) in bench --wait,
 `perlctl check RUN --slo` gates (exit codes, JUnit parsed by an XML
-parser) and `perlctl compare A B [--fail-if]`.
+parser), `perlctl compare A B [--fail-if]` and `perlctl export` (JSON, CSV,
+.hgrm read back and checked against the daemon's exact percentiles).
 """
 import argparse
 import json
@@ -19,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perld_it import Daemon, check, finish  # noqa: E402
+from perld_it import Daemon, check, exact_percentiles, finish  # noqa: E402
 
 
 def main():
@@ -149,6 +150,46 @@ def main():
           "--json compare of a run with itself: every delta 0, the gate passes")
     rc, _, err = ctl("compare", "out", "--fail-if", "p99>+5%")
     check(rc == 2 and "two runs" in err, f"compare with one run: usage error ({rc})")
+
+    # export: the exact total distribution as JSON, CSV and HdrHistogram's
+    # percentile text; each read back and checked against the daemon's own
+    # exact percentiles and counters.
+    rc, out, err = ctl("export", "out")
+    exported = json.loads(out) if rc == 0 else {}
+    pairs = [tuple(p) for p in exported.get("latencies", [])]
+    rc_p, ladder, _ = ctl("--json", "percentiles", "out", "--p", "50,99,99.9,99.99")
+    want = json.loads(ladder)["percentiles"] if rc_p == 0 else {}
+    check(rc == 0 and sum(c for _, c in pairs) == total.get("validLatencyRecords") and
+          pairs == sorted(pairs) and exported.get("maxLatency") == total.get("maxLatency") and
+          exact_percentiles(pairs, [50, 99, 99.9, 99.99]) ==
+          [want.get(k) for k in ("50", "99", "99.9", "99.99")],
+          f"export --format json: the exact distribution, its percentiles the daemon's "
+          f"({len(pairs)} latencies; {err.strip()[-160:]})")
+    csv_path = os.path.join(tmp, "out.csv")
+    rc, _, _ = ctl("export", "out", "--format", "csv", "--out", csv_path)
+    with open(csv_path) as f:
+        rows = f.read().splitlines()
+    check(rc == 0 and rows[0] == "latency_ns,count" and
+          [tuple(map(int, r.split(","))) for r in rows[1:]] == pairs,
+          "export --format csv --out: the same pairs under latency_ns,count")
+    rc, out, _ = ctl("export", "out", "--format", "hgrm")
+    lines = out.splitlines()
+    body = [line.split() for line in lines[2:] if line.strip() and not line.startswith("#")]
+    cumulative, ok = 0, rc == 0 and lines[0].split() == ["Value", "Percentile", "TotalCount",
+                                                         "1/(1-Percentile)"]
+    for (latency, count), row in zip(pairs, body):
+        cumulative += count
+        ok = ok and float(row[0]) == latency and int(row[2]) == cumulative and \
+            abs(float(row[1]) - cumulative / total.get("validLatencyRecords")) < 1e-12
+    footer = [line for line in lines if line.startswith("#[Max")]
+    check(ok and len(body) == len(pairs) and len(body[-1]) == 3 and footer and
+          f"Total count    = {total.get('validLatencyRecords'):>12}" in footer[0],
+          f"export --format hgrm: one row per latency, exact cumulative counts ({lines[:3]})")
+    ctl("bench", "-writers", "1", "-seconds", "30", "-time", "ns", "--name", "long")
+    rc, _, err = ctl("export", "long")
+    check(rc == 1 and "FAILED_PRECONDITION" in err and "is running" in err,
+          f"export of a running run: refused until it ends ({err.strip()[-120:]})")
+    ctl("stop", "long")
 
     # SBK habits: -interval in fractions of a second; SBK options perld does
     # not take get perld's way (exit 2), in perld bench and perlctl alike.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,6 +122,48 @@ TEST(RunRegistryTest, AnInexactTotalAnswersNoPercentile) {
   registry.Restore(Info(7, "crashed", RunState::kFailed), {}, rebuilt);
   EXPECT_EQ(registry.Percentiles(7, PercentileScope::kTotal, {50}).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// perlctl export reads an ended run's exact total distribution in pages;
+// a running run, an inexact total or one whose distribution was not kept
+// is refused rather than answered from less.
+TEST(RunRegistryTest, AnEndedRunsDistributionInPages) {
+  RunRegistry registry(config::RetentionConfig{});
+  WindowRecord total = Window(3, 1, 10, 6);
+  total.kind = WindowRecord::Kind::kTotal;
+  total.distribution = {{10, 1}, {20, 2}, {30, 1}, {40, 1}, {50, 1}};
+  total.snapshot.valid = total.snapshot.records = 6;
+  registry.Restore(Info(3, "done", RunState::kFinished), {}, total);
+  std::vector<LatencyBucket> read;
+  std::optional<int64_t> after;
+  int pages = 0;
+  for (;;) {
+    absl::StatusOr<RunRegistry::DistributionPage> page = registry.Distribution(3, after, 2);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ++pages;
+    EXPECT_EQ(page->total.snapshot.valid, 6);
+    read.insert(read.end(), page->buckets.begin(), page->buckets.end());
+    if (!page->more) break;
+    after = page->buckets.back().latency;
+  }
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(read, total.distribution);
+
+  registry.AddRunning(Info(4, "running"));
+  EXPECT_EQ(registry.Distribution(4, std::nullopt, 10).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  WindowRecord inexact = total;
+  inexact.exact_total = false;
+  registry.Restore(Info(5, "wide", RunState::kFinished), {}, inexact);
+  EXPECT_EQ(registry.Distribution(5, std::nullopt, 10).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  WindowRecord lost = total;
+  lost.distribution.clear();
+  registry.Restore(Info(6, "lost", RunState::kFinished), {}, lost);
+  EXPECT_EQ(registry.Distribution(6, std::nullopt, 10).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(registry.Distribution(99, std::nullopt, 10).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(RunRegistryTest, RestoredWindowsAnswerOnlyTheirStoredPercentiles) {

@@ -1,0 +1,38 @@
+// `perlctl export RUN --format json|csv|hgrm`: an ended run's exact total
+// distribution for other tools, every value exact.
+//
+//   json  {"runId", "runName", "timeUnit", the total's counters, "latencies":
+//         [[latency, count], ...]} -- the shape of `perlctl load
+//         --distribution-out`
+//   csv   latency_<unit>,count rows, ascending
+//   hgrm  HdrHistogram's percentile-distribution text (Value, Percentile,
+//         TotalCount, 1/(1-Percentile), then the #[Mean/Max/Buckets]
+//         footer), one row per distinct latency: the percentile is the exact
+//         fraction of records at or below it (no bucketing; "Buckets" counts
+//         the distinct latencies)
+//
+// Pure functions; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "perld/v1/perld.pb.h"
+
+namespace perld::perlctl {
+
+struct ExportedDistribution {
+  uint64_t run_id = 0;
+  std::string run_name;
+  const char* unit = "ns";
+  v1::Window total;                                  // the run's final total
+  std::vector<std::pair<int64_t, int64_t>> buckets;  // ascending latency -> count
+};
+
+std::string DistributionJson(const ExportedDistribution& d);
+std::string DistributionCsv(const ExportedDistribution& d);
+std::string DistributionHgrm(const ExportedDistribution& d);
+
+}  // namespace perld::perlctl
