@@ -46,13 +46,23 @@ void WriteRun(const runs::RunView& view, JsonWriter& j) {
       .Int(info.end_unix_ms)
       .Key("records")
       .Int(view.total.snapshot.records)
+      .Key("seconds")
+      .Double(view.total.seconds)
+      // An ended run's own rate (its total); a running one's latest window.
       .Key("recordsPerSecond")
-      .Double(view.latest
+      .Double(view.total_final ? Rate(static_cast<double>(view.total.snapshot.records),
+                                      view.total.seconds)
+              : view.latest
                   ? Rate(static_cast<double>(view.latest->snapshot.records), view.latest->seconds)
                   : 0.0)
       .Key("windows")
       .Int(view.latest ? view.latest->seq : 0)
-      .EndObject();
+      .Key("parameters")
+      .String(info.spec.parameters)
+      .Key("labels")
+      .BeginObject();
+  for (const auto& [k, v] : info.spec.labels) j.Key(k).String(v);
+  j.EndObject().EndObject();
 }
 
 // The figures every window and the total share.

@@ -8,6 +8,7 @@ errors (bad id, unknown run). Run by Debian's /usr/bin/python3.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -131,6 +132,36 @@ def main():
             check(len(rows) >= 4, f"the total's percentile table has rows ({len(rows)})")
             lines = driver.find_elements(By.CSS_SELECTOR, "#chart-latency path")
             check(len(lines) >= 1, f"the latency chart has lines ({len(lines)})")
+            # What a reader needs beside the charts (issue 26).
+            # Read in one script: the page re-renders every second (stale elements).
+            def texts(selector):
+                return driver.execute_script(
+                    f"return [...document.querySelectorAll({json.dumps(selector)})]"
+                    ".map(e => e.textContent)")
+            header = " ".join(texts("#runs thead th"))
+            cells = texts("#runs tbody td")
+            check("started (UTC)" in header and "duration" in header and
+                  any(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", c) for c in cells),
+                  f"the runs list shows start (UTC) and duration ({header!r})")
+            facts = texts("#run-facts")[0]
+            check(facts.startswith("started ") and "Z" in facts and
+                  "parameters: -writers 1" in facts,
+                  f"the run shows its start, duration and parameters ({facts[:120]!r})")
+            names = texts("#total-table tbody tr td:first-child")
+            check(names[:1] == ["min"] and names[-2:] == ["max", "avg"] and "99.99" in names,
+                  f"the total table shows min, the percentiles (p99.99 too), max and avg "
+                  f"({names})")
+            ticks = texts("#chart-rate .tick")
+            check(len(ticks) == 5 and all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in ticks),
+                  f"the time axis: five 24-hour UTC ticks ({ticks})")
+            tips = texts("#chart-latency circle title")
+            check(tips and re.fullmatch(r"p\S+ at \d\d:\d\d:\d\d UTC: \d+ ns", tips[0]),
+                  f"every latency point has its exact value as a tooltip ({tips[:1]})")
+            strokes = driver.execute_script(
+                "return [...document.querySelectorAll('#chart-latency path')]"
+                ".map(p => p.getAttribute('stroke'))")
+            check("#d98a00" in strokes and "#2f6fdf" in strokes,
+                  f"p50 and p99 keep their colours from run to run ({strokes})")
             shot = os.path.join(args.artifacts, "live_page.png")
             driver.save_screenshot(shot)
             check(os.path.getsize(shot) > 10_000, f"screenshot saved: {shot}")
