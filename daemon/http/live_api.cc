@@ -50,8 +50,8 @@ void WriteRun(const runs::RunView& view, JsonWriter& j) {
       .Double(view.total.seconds)
       // An ended run's own rate (its total); a running one's latest window.
       .Key("recordsPerSecond")
-      .Double(view.total_final ? Rate(static_cast<double>(view.total.snapshot.records),
-                                      view.total.seconds)
+      .Double(view.total_final
+                  ? Rate(static_cast<double>(view.total.snapshot.records), view.total.seconds)
               : view.latest
                   ? Rate(static_cast<double>(view.latest->snapshot.records), view.latest->seconds)
                   : 0.0)
