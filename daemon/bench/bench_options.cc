@@ -89,10 +89,10 @@ const char* SbkOptionHint(const std::string& name) {
        "perld prints SBK's window lines itself; -csvfile PATH writes CSV, -context PORT/PATH "
        "serves Prometheus metrics, and the daemon keeps every run (perlctl show, history)"},
       {"ram",
-       "perld is the aggregator (SBM, SBK-RAM): point SBK clients' -ram at perld's gRPC port "
-       "(9717), or stream this host's load into it with perlctl load --target HOST:9717"},
+       "perld is the aggregator (SBM, once SBK-RAM): run SBK clients with -out GrpcLogger -sbm "
+       "HOST -sbmport 9717, or stream this host's load with perlctl load --target HOST:9717"},
       {"ramport",
-       "perld's gRPC port is --grpc-listen (default 9717), the one SBK's -ramport names"},
+       "perld's gRPC port is --grpc-listen (default 9717): SBK clients name it with -sbmport"},
       {"sync",
        "PerlBench's writes complete at once: there is nothing to flush; -size sets the bytes "
        "per record"},

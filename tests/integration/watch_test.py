@@ -46,7 +46,7 @@ class Watcher:
     received and the status it ended with."""
 
     def __init__(self, query, pb, run, from_start=True):
-        self.windows, self.code = [], None
+        self.windows, self.code, self.details = [], None, ""
         self.first = threading.Event()
         self.call = query.WatchRun(pb.WatchRunRequest(run=run, from_start=from_start),
                                    timeout=120)
@@ -61,6 +61,7 @@ class Watcher:
             self.code = grpc.StatusCode.OK
         except grpc.RpcError as e:
             self.code = e.code()
+            self.details = e.details() or ""
         self.first.set()
 
     def join(self, seconds):
@@ -123,7 +124,8 @@ def main():
         config = os.path.join(tmp, "perld.yaml")
         with open(config, "w") as f:
             f.write(f"limits:\n  maxWatchers: {WATCHERS}\n")
-        d = Daemon(args.perld, os.path.join(tmp, "state"), config)
+        log = os.path.join(tmp, "perld.log")
+        d = Daemon(args.perld, os.path.join(tmp, "state"), config, log=log)
         pid = d.proc.pid
         channel = grpc.insecure_channel(d.grpc)
         query, control = rpc.QueryStub(channel), rpc.ControlStub(channel)
@@ -195,6 +197,13 @@ def main():
         good = sum(1 for w in second
                    if w.code == grpc.StatusCode.OK and in_order_then_total(pb, w, 0))
         codes = Counter(str(w.code) for w in second)
+        if not (all(ended) and good == WATCHERS):
+            # What the watchers and the daemon saw, for the failure's reader.
+            bad = next(w for w in second if w.code != grpc.StatusCode.OK or
+                       not in_order_then_total(pb, w, 0))
+            print(f"a watcher that failed: {bad.code} {bad.details!r}, "
+                  f"{len(bad.windows)} windows received; perld's log:\n"
+                  f"{open(log).read()[-4000:]}", flush=True)
         check(all(ended) and good == WATCHERS,
               f"at shutdown {good} of {WATCHERS} watchers got the stopped run's total and ended OK "
               f"({dict(codes)})")
