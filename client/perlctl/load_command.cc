@@ -47,7 +47,7 @@ std::optional<std::string> Take(std::vector<std::string>* args, const std::strin
 
 // How long an interrupted load waits for perld's last acknowledgements: the
 // command ends within about this after SIGINT/SIGTERM, perld away or not.
-constexpr std::chrono::milliseconds kInterruptGrace(1500);
+constexpr std::chrono::milliseconds kInterruptGrace(1000);
 
 constexpr char kLoadUsage[] =
     R"(usage: perlctl [--target HOST:PORT] [--json] [--timeout SECONDS] [security] load
@@ -71,7 +71,7 @@ acknowledged every record.
   --connect-timeout S     without --spool: how long to wait for perld to open the run
                           before giving up with exit 1 (default 5)
   --timeout S             (before load) how long to wait for the last acknowledgements
-SIGINT or SIGTERM stops the load and ends the command within about 1.5 s, perld away or
+SIGINT or SIGTERM stops the load and ends the command within about 1 s, perld away or
 not (exit 1); it says how many records perld acknowledged and where the others are.
 )";
 
