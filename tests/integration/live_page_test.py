@@ -166,6 +166,30 @@ def main():
             driver.save_screenshot(shot)
             check(os.path.getsize(shot) > 10_000, f"screenshot saved: {shot}")
 
+            # Beyond 50 runs: pages of 50, newest first, and a filter.
+            for i in range(55):
+                rc, _, _ = ctl("bench", "-writers", "1", "-records", "100", "-time", "ns",
+                               "--name", f"many-{i}")
+            deadline = time.time() + 20
+            while time.time() < deadline and "of 56" not in texts("#runs-page")[0]:
+                time.sleep(0.2)
+            rows = texts("#runs tbody tr td:first-child")
+            check(texts("#runs-page")[0] == "1\u201350 of 56" and len(rows) == 50 and
+                  rows[0] == "56",
+                  f"56 runs: the newest 50 on the first page ({texts('#runs-page')}, "
+                  f"{len(rows)} rows)")
+            driver.find_element(By.ID, "runs-next").click()
+            rows = texts("#runs tbody tr td:first-child")
+            check(texts("#runs-page")[0] == "51\u201356 of 56" and
+                  rows == [str(i) for i in range(6, 0, -1)],
+                  f"the next page: the oldest 6 ({rows})")
+            box = driver.find_element(By.ID, "runs-filter")
+            box.send_keys("many-4")
+            rows = texts("#runs tbody tr td:nth-child(2)")
+            check(sorted(rows) == sorted(["many-4"] + [f"many-4{i}" for i in range(10)]) and
+                  "(of 56 runs)" in texts("#runs-page")[0],
+                  f"the filter shows the matching runs only ({rows})")
+
             # The page notices a daemon that went away.
             rc, _, _ = ctl("stop", str(run_id), "--wait")
             check(rc == 0, "run stopped")
