@@ -8,7 +8,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "daemon/common/json_writer.h"
 
 namespace perld::perlctl {
 namespace {
@@ -17,10 +16,6 @@ using Metric = SloTerm::Metric;
 
 absl::Status Bad(const std::string& term, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("--fail-if: '", term, "': ", why));
-}
-
-bool IsLatency(Metric m) {
-  return m == Metric::kPercentile || m == Metric::kMin || m == Metric::kMax || m == Metric::kAvg;
 }
 
 std::string Number(double v) {
@@ -40,50 +35,6 @@ std::string Signed(double v, const char* fmt) {
 }
 
 std::string SignedNumber(double v) { return v > 0 ? absl::StrCat("+", Number(v)) : Number(v); }
-
-// The metric's value in `f`; none when not measured.
-std::optional<double> ValueOf(const SloFacts& f, Metric metric, double percent) {
-  switch (metric) {
-    case Metric::kPercentile: {
-      const auto it = f.percentiles.find(percent);
-      if (it == f.percentiles.end()) return std::nullopt;
-      return static_cast<double>(it->second);
-    }
-    case Metric::kMin:
-      return f.valid > 0 ? std::optional<double>(static_cast<double>(f.min)) : std::nullopt;
-    case Metric::kMax:
-      return f.valid > 0 ? std::optional<double>(static_cast<double>(f.max)) : std::nullopt;
-    case Metric::kAvg:
-      return f.valid > 0 ? std::optional<double>(f.avg) : std::nullopt;
-    case Metric::kInvalid:
-      return static_cast<double>(f.invalid);
-    case Metric::kRecords:
-      return static_cast<double>(f.records);
-    case Metric::kRate:
-      return f.rate;
-  }
-  return std::nullopt;
-}
-
-std::string MetricName(Metric metric, double percent) {
-  switch (metric) {
-    case Metric::kPercentile:
-      return absl::StrCat("p", json::ShortestDouble(percent));
-    case Metric::kMin:
-      return "min";
-    case Metric::kMax:
-      return "max";
-    case Metric::kAvg:
-      return "avg";
-    case Metric::kInvalid:
-      return "invalid";
-    case Metric::kRecords:
-      return "records";
-    case Metric::kRate:
-      return "rate";
-  }
-  return "?";
-}
 
 void Scale(SloFacts* f, int64_t factor, int64_t unit_ns, const char* unit) {
   f->min *= factor;
@@ -123,7 +74,7 @@ absl::StatusOr<std::vector<RegressionTerm>> ParseFailIf(const std::string& expre
     if (suffix == "%") {
       t.relative = true;
     } else if (!suffix.empty()) {
-      if (!IsLatency(t.metric)) {
+      if (!SloTerm::IsLatency(t.metric)) {
         return Bad(t.text,
                    absl::StrCat("'", metric, "' changes by a number or a %, not '", suffix, "'"));
       }
@@ -166,10 +117,10 @@ std::vector<CompareRow> CompareRows(const SloFacts& a, const SloFacts& b,
   std::vector<CompareRow> rows;
   for (const auto& [metric, percent] : metrics) {
     CompareRow r;
-    r.metric = MetricName(metric, percent);
-    r.latency = IsLatency(metric);
-    r.a = ValueOf(a, metric, percent);
-    r.b = ValueOf(b, metric, percent);
+    r.metric = SloMetricName(metric, percent);
+    r.latency = SloTerm::IsLatency(metric);
+    r.a = SloValue(a, metric, percent);
+    r.b = SloValue(b, metric, percent);
     rows.push_back(std::move(r));
   }
   return rows;
@@ -181,9 +132,9 @@ std::vector<RegressionVerdict> EvaluateFailIf(const std::vector<RegressionTerm>&
   for (const RegressionTerm& t : terms) {
     RegressionVerdict v;
     v.term = &t;
-    const std::optional<double> va = ValueOf(a, t.metric, t.percent);
-    const std::optional<double> vb = ValueOf(b, t.metric, t.percent);
-    const char* unit = IsLatency(t.metric) ? b.unit : "";
+    const std::optional<double> va = SloValue(a, t.metric, t.percent);
+    const std::optional<double> vb = SloValue(b, t.metric, t.percent);
+    const char* unit = SloTerm::IsLatency(t.metric) ? b.unit : "";
     if (!va || !vb) {
       v.failed = true;  // a gate that cannot look does not pass
       v.line = absl::StrCat("FAIL ", t.text, ": not measured in ", !va ? "A" : "B");

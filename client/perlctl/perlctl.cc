@@ -707,16 +707,10 @@ grpc::Status FetchFacts(Cli& cli, const std::string& run, const std::vector<doub
     if (grpc::Status s = cli.query->GetRun(&context, get, view); !s.ok()) return s;
   }
   const v1::Window& total = view->total();
-  switch (view->run().latency().time_unit()) {
-    case v1::TIME_UNIT_MS:
-      facts->unit_ns = 1'000'000;
-      break;
-    case v1::TIME_UNIT_US:
-      facts->unit_ns = 1'000;
-      break;
-    default:
-      facts->unit_ns = 1;
-  }
+  const v1::TimeUnit unit = view->run().latency().time_unit();
+  facts->unit_ns = NanosPerUnit(unit == v1::TIME_UNIT_MS   ? TimeUnit::kMs
+                                : unit == v1::TIME_UNIT_US ? TimeUnit::kUs
+                                                           : TimeUnit::kNs);
   facts->unit = TimeUnitText(view->run().latency().time_unit());
   facts->records = total.records();
   facts->valid = total.valid_latency_records();

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "daemon/common/json_writer.h"
 
 namespace perld::perlctl {
 namespace {
@@ -138,12 +139,18 @@ bool SplitAmount(absl::string_view text, double* number, std::string* suffix) {
   return true;
 }
 
+namespace {
+
+// Every metric named by a word (pN is the other).
+constexpr std::pair<const char*, Metric> kNamedMetrics[] = {
+    {"min", Metric::kMin},         {"max", Metric::kMax},         {"avg", Metric::kAvg},
+    {"invalid", Metric::kInvalid}, {"records", Metric::kRecords}, {"rate", Metric::kRate}};
+
+}  // namespace
+
 bool ParseSloMetric(const std::string& name, SloTerm::Metric* metric, double* percent) {
   const std::string m = absl::AsciiStrToLower(name);
-  static const std::pair<const char*, Metric> kNamed[] = {
-      {"min", Metric::kMin},         {"max", Metric::kMax},         {"avg", Metric::kAvg},
-      {"invalid", Metric::kInvalid}, {"records", Metric::kRecords}, {"rate", Metric::kRate}};
-  for (const auto& [text, named] : kNamed) {
+  for (const auto& [text, named] : kNamedMetrics) {
     if (m == text) {
       *metric = named;
       return true;
@@ -156,6 +163,44 @@ bool ParseSloMetric(const std::string& name, SloTerm::Metric* metric, double* pe
   *metric = Metric::kPercentile;
   *percent = p;
   return true;
+}
+
+std::string SloMetricName(SloTerm::Metric metric, double percent) {
+  for (const auto& [text, named] : kNamedMetrics) {
+    if (metric == named) return text;
+  }
+  return absl::StrCat("p", json::ShortestDouble(percent));
+}
+
+std::optional<double> SloValue(const SloFacts& f, SloTerm::Metric metric, double percent,
+                               std::string* why) {
+  std::string missing;
+  switch (metric) {
+    case Metric::kPercentile:
+      if (const auto it = f.percentiles.find(percent); it != f.percentiles.end()) {
+        return static_cast<double>(it->second);
+      }
+      missing = f.no_percentiles.empty() ? "not measured" : f.no_percentiles;
+      break;
+    case Metric::kMin:
+    case Metric::kMax:
+    case Metric::kAvg:
+      if (f.valid > 0) {
+        return metric == Metric::kMin   ? static_cast<double>(f.min)
+               : metric == Metric::kMax ? static_cast<double>(f.max)
+                                        : f.avg;
+      }
+      missing = "the run has no latency yet";
+      break;
+    case Metric::kInvalid:
+      return static_cast<double>(f.invalid);
+    case Metric::kRecords:
+      return static_cast<double>(f.records);
+    case Metric::kRate:
+      return f.rate;
+  }
+  if (why != nullptr) *why = missing;
+  return std::nullopt;
 }
 
 absl::StatusOr<std::vector<SloTerm>> ParseSlo(const std::string& expression) {
@@ -207,35 +252,7 @@ std::vector<SloVerdict> EvaluateSlo(const std::vector<SloTerm>& terms, const Slo
           t.value * static_cast<double>(t.value_unit_ns) / static_cast<double>(facts.unit_ns);
     }
     std::string missing;
-    switch (t.metric) {
-      case Metric::kPercentile:
-        if (const auto it = facts.percentiles.find(t.percent); it != facts.percentiles.end()) {
-          v.measured = static_cast<double>(it->second);
-        } else {
-          missing = facts.no_percentiles.empty() ? "not measured" : facts.no_percentiles;
-        }
-        break;
-      case Metric::kMin:
-      case Metric::kMax:
-      case Metric::kAvg:
-        if (facts.valid > 0) {
-          v.measured = t.metric == Metric::kMin   ? static_cast<double>(facts.min)
-                       : t.metric == Metric::kMax ? static_cast<double>(facts.max)
-                                                  : facts.avg;
-        } else {
-          missing = "the run has no latency yet";
-        }
-        break;
-      case Metric::kInvalid:
-        v.measured = static_cast<double>(facts.invalid);
-        break;
-      case Metric::kRecords:
-        v.measured = static_cast<double>(facts.records);
-        break;
-      case Metric::kRate:
-        v.measured = facts.rate;
-        break;
-    }
+    v.measured = SloValue(facts, t.metric, t.percent, &missing);
     v.held = v.measured && Holds(*v.measured, t.op, v.threshold);
     std::string shown;
     if (!v.measured) {

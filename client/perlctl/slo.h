@@ -38,9 +38,10 @@ struct SloTerm {
   double value = 0;
   int64_t value_unit_ns = 0;  // a latency's unit as written; 0: the run's unit
 
-  bool latency() const {
-    return metric == Metric::kPercentile || metric == Metric::kMin || metric == Metric::kMax ||
-           metric == Metric::kAvg;
+  bool latency() const { return IsLatency(metric); }
+  // pN, min, max and avg are latencies (in a unit); the rest counts or rates.
+  static bool IsLatency(Metric m) {
+    return m == Metric::kPercentile || m == Metric::kMin || m == Metric::kMax || m == Metric::kAvg;
   }
 };
 
@@ -52,6 +53,8 @@ bool ParseSloMetric(const std::string& name, SloTerm::Metric* metric, double* pe
 // A number, optionally signed ("+5", "-2.5e3"), and what follows it ("%",
 // "ms", ""). False when it does not start with a finite number.
 bool SplitAmount(absl::string_view text, double* number, std::string* suffix);
+// The metric's name as ParseSloMetric reads it ("p99.9", "max").
+std::string SloMetricName(SloTerm::Metric metric, double percent);
 // What the metric names accept, for error messages.
 inline constexpr char kSloMetrics[] =
     "pN with N in [0, 100], min, max, avg, invalid, records, rate";
@@ -77,6 +80,11 @@ struct SloVerdict {
   double threshold = 0;            // in the run's unit for latencies
   std::string line;                // "PASS p99<=2ms: 1830423 ns (1.83 ms)"
 };
+
+// The metric's value in `facts`; none when not measured (then `why` says
+// why, if given).
+std::optional<double> SloValue(const SloFacts& facts, SloTerm::Metric metric, double percent,
+                               std::string* why = nullptr);
 
 std::vector<SloVerdict> EvaluateSlo(const std::vector<SloTerm>& terms, const SloFacts& facts);
 

@@ -52,32 +52,30 @@ uint64_t ClientSession::TakeOver() {
 }
 
 void ClientSession::CancelParked(uint64_t generation) {
-  OnApplied on_applied;
-  uint64_t token = 0;
-  {
-    MutexLock lock(apply_mu_);
-    if (!parked_ || parked_->generation != generation) return;
-    on_applied = std::move(parked_->on_applied);
-    parked_.reset();
-    token = room_token_;
-  }
-  // Waits for a retry in progress (it finds nothing parked now).
-  if (token != 0) shared_.room->Remove(token);
+  OnApplied on_applied = DropParked(generation);
+  if (!on_applied) return;  // nothing parked: a retry took it and answers it
   on_applied(
       Superseded(generation)
           ? Refuse(shared_.stats, Refusal::kSuperseded, absl::AbortedError(kTookOver))
           : absl::CancelledError("the stream was cancelled with a message waiting for room"));
 }
 
-void ClientSession::Detach(uint64_t generation) {
+void ClientSession::Detach(uint64_t generation) { DropParked(generation); }
+
+OnApplied ClientSession::DropParked(uint64_t generation) {
+  OnApplied on_applied;
   uint64_t token = 0;
   {
     MutexLock lock(apply_mu_);
-    if (parked_ && parked_->generation == generation) parked_.reset();
+    if (parked_ && parked_->generation == generation) {
+      on_applied = std::move(parked_->on_applied);
+      parked_.reset();
+    }
     token = room_token_;
   }
   // Also when nothing is parked: a retry may be calling its on_applied now.
   if (token != 0) shared_.room->Remove(token);
+  return on_applied;
 }
 
 absl::Status ClientSession::CheckOffer(uint64_t generation, uint64_t sequence, ClientMode mode,

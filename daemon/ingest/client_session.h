@@ -175,6 +175,10 @@ class ClientSession {
   absl::StatusOr<bool> PushIfRoom(Parked& p, int64_t max_memory_bytes,
                                   const config::DaemonConfig& config)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Takes the message `generation` parked off the notifier and waits for a
+  // retry in progress: its `on_applied` (empty when none was parked), for
+  // the caller to call or drop. No retry runs its `on_applied` after this.
+  OnApplied DropParked(uint64_t generation) ABSL_LOCKS_EXCLUDED(apply_mu_);
   // Pushes, counts and advances for a message that fits.
   void Push(Parked& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Fills a message's body (its window, its counts); a refusal is final.
