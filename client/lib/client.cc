@@ -340,6 +340,8 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   open.set_reporting_interval_ms(o.reporting_interval_ms);
   open.set_client_id(impl->options.client_id);
   open.set_client_name(impl->options.client_name);
+  open.set_clock(o.clock);
+  open.set_clock_resolution_ns(o.clock_resolution_ns);
   open.set_mode(o.mode == IngestMode::kRaw ? v1::IngestOpen::MODE_RAW
                                            : v1::IngestOpen::MODE_WINDOWS);
   std::unique_ptr<client::Spool> spool;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -193,6 +194,8 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   options.max_latency = o.max_latency;
   options.reporting_interval_ms = o.interval_ms;
   if (client_name) options.client_name = *client_name;
+  options.clock = clock.info().description;
+  options.clock_resolution_ns = static_cast<int64_t>(std::ceil(clock.info().resolution_ns));
   if (spool_dir) {
     options.spool_dir = *spool_dir;
     options.spool_synced = spool_mode == "synced";

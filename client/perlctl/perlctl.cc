@@ -296,6 +296,39 @@ grpc::Status AskPercentiles(Cli& cli, uint64_t run, v1::GetPercentilesRequest::S
   return grpc::Status::OK;
 }
 
+// A remote run's clients each time their records with their own clock: the
+// run's clock line lists them, with how many clients use each, while the
+// daemon keeps the run's client breakdown (running and recently ended runs).
+void DescribeClientClocks(Cli& cli, v1::RunInfo* run) {
+  if (run->source() != v1::RUN_SOURCE_INGEST && run->source() != v1::RUN_SOURCE_SBP) return;
+  v1::GetClientsRequest request;
+  request.set_run(std::to_string(run->id()));
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::GetClientsResponse response;
+  if (!cli.query->GetClients(&context, request, &response).ok() || response.clients().empty()) {
+    return;  // the run's own line (its first client's clock) stands
+  }
+  std::vector<std::pair<std::string, int>> clocks;  // in the order clients joined
+  for (const v1::RemoteClient& c : response.clients()) {
+    const std::string clock = c.clock().empty() ? "not reported" : c.clock();
+    auto it = std::find_if(clocks.begin(), clocks.end(),
+                           [&](const auto& seen) { return seen.first == clock; });
+    if (it == clocks.end()) {
+      clocks.emplace_back(clock, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::string text = "the clients' own: ";
+  for (size_t i = 0; i < clocks.size(); ++i) {
+    absl::StrAppend(&text, i == 0 ? "" : "; ", clocks[i].first, " (", clocks[i].second,
+                    clocks[i].second == 1 ? " client)" : " clients)");
+  }
+  run->set_clock(text);
+  run->set_clock_resolution_ns(0);  // each clock above carries its own
+}
+
 int Show(Cli& cli) {
   v1::GetRunRequest request;
   WindowFormat format = TakeFormat(cli);
@@ -321,6 +354,7 @@ int Show(Cli& cli) {
       return ServerError(s);
     }
   }
+  DescribeClientClocks(cli, response.mutable_run());
   if (cli.json) {
     JsonWriter json;
     json.BeginObject();
@@ -434,6 +468,7 @@ int Clients(Cli& cli) {
       json.BeginObject();
       json.Key("clientId").String(c.client_id());
       json.Key("clientName").String(c.client_name());
+      json.Key("clock").String(c.clock());
       json.Key("mode").String(c.mode());
       json.Key("state").String(c.state());
       json.Key("ackedSequence").Uint(c.acked_sequence());
@@ -480,6 +515,7 @@ int Clients(Cli& cli) {
                 c.client_name().c_str(), c.mode().c_str(), c.state().c_str(),
                 static_cast<long long>(c.reports()), static_cast<long long>(c.records()),
                 percentiles.c_str());
+    std::printf("  clock: %s\n", c.clock().empty() ? "not reported" : c.clock().c_str());
   }
   return 0;
 }

@@ -197,6 +197,8 @@ void WriteWindowJson(const v1::Window& w, JsonWriter& json, const v1::RunInfo* r
   json.Key("startUnixMs").Int(w.start_unix_ms());
   json.Key("endUnixMs").Int(w.end_unix_ms());
   json.Key("seconds").Double(w.seconds());
+  // What the rates divide by (a daemon before rate_seconds sent 0: seconds).
+  json.Key("rateSeconds").Double(w.rate_seconds() > 0 ? w.rate_seconds() : w.seconds());
   json.Key("records").Int(w.records());
   json.Key("bytes").Int(w.bytes());
   json.Key("validLatencyRecords").Int(w.valid_latency_records());

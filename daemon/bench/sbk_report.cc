@@ -16,13 +16,14 @@ std::string PercentText(double percent) { return absl::StrFormat("%g", percent);
 
 }  // namespace
 
-ReportRow MakeReportRow(const LatencySnapshot& s, double seconds) {
+ReportRow MakeReportRow(const LatencySnapshot& s, double seconds, double rate_seconds) {
   ReportRow r;
   r.seconds = seconds;
   r.bytes = s.bytes;
   r.records = s.records;
-  r.records_per_sec = seconds > 0 ? static_cast<double>(s.records) / seconds : 0;
-  r.mb_per_sec = seconds > 0 ? static_cast<double>(s.bytes) / kBytesPerMb / seconds : 0;
+  const double per = rate_seconds > 0 ? rate_seconds : seconds;
+  r.records_per_sec = per > 0 ? static_cast<double>(s.records) / per : 0;
+  r.mb_per_sec = per > 0 ? static_cast<double>(s.bytes) / kBytesPerMb / per : 0;
   r.avg_latency = s.AvgLatency();
   r.min_latency = s.min_latency;
   r.max_latency = s.max_latency;

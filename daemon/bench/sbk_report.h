@@ -43,7 +43,9 @@ struct ReportRow {
   bool percentiles_exact = true;  // false: a total without percentiles (run_total.h)
 };
 
-ReportRow MakeReportRow(const LatencySnapshot& snapshot, double seconds);
+// `seconds` is the window's length; its rates divide by `rate_seconds`
+// (WindowRecord::RateSeconds; 0: `seconds`).
+ReportRow MakeReportRow(const LatencySnapshot& snapshot, double seconds, double rate_seconds = 0);
 
 // "5th", "92.5th", "99.99th".
 std::string PercentileName(double percent);

@@ -52,9 +52,9 @@ void WriteRun(const runs::RunView& view, JsonWriter& j) {
       .Key("recordsPerSecond")
       .Double(view.total_final
                   ? Rate(static_cast<double>(view.total.snapshot.records), view.total.seconds)
-              : view.latest
-                  ? Rate(static_cast<double>(view.latest->snapshot.records), view.latest->seconds)
-                  : 0.0)
+              : view.latest ? Rate(static_cast<double>(view.latest->snapshot.records),
+                                   view.latest->RateSeconds())
+                            : 0.0)
       .Key("windows")
       .Int(view.latest ? view.latest->seq : 0)
       .Key("parameters")
@@ -66,15 +66,18 @@ void WriteRun(const runs::RunView& view, JsonWriter& j) {
 }
 
 // The figures every window and the total share.
-void WriteFigures(const LatencySnapshot& s, double seconds, JsonWriter& j) {
+// `rate_seconds`: what the rates divide by (WindowRecord::RateSeconds).
+void WriteFigures(const LatencySnapshot& s, double seconds, double rate_seconds, JsonWriter& j) {
   j.Key("records")
       .Int(s.records)
       .Key("seconds")
       .Double(seconds)
+      .Key("rateSeconds")
+      .Double(rate_seconds)
       .Key("recordsPerSecond")
-      .Double(Rate(static_cast<double>(s.records), seconds))
+      .Double(Rate(static_cast<double>(s.records), rate_seconds))
       .Key("mbPerSecond")
-      .Double(Rate(static_cast<double>(s.bytes) / kBytesPerMebibyte, seconds))
+      .Double(Rate(static_cast<double>(s.bytes) / kBytesPerMebibyte, rate_seconds))
       .Key("avg")
       .Double(s.AvgLatency())
       .Key("min")
@@ -156,7 +159,7 @@ HttpResponse RunJson(const runs::RunRegistry& registry, const HttpRequest& reque
   j.EndArray().Key("windows").BeginArray();
   for (const runs::WindowRecord& w : windows) {
     j.BeginObject().Key("seq").Int(w.seq).Key("endUnixMs").Int(w.end_unix_ms);
-    WriteFigures(w.snapshot, w.seconds, j);
+    WriteFigures(w.snapshot, w.seconds, w.RateSeconds(), j);
     j.EndObject();
   }
   j.EndArray().Key("total").BeginObject();
@@ -164,7 +167,7 @@ HttpResponse RunJson(const runs::RunRegistry& registry, const HttpRequest& reque
       registry.Percentiles(id, runs::PercentileScope::kTotal, percents);
   const LatencySnapshot& snapshot = total.ok() ? total->snapshot : view->total.snapshot;
   j.Key("final").Bool(view->total_final).Key("exact").Bool(total.ok() && total->exact);
-  WriteFigures(snapshot, view->total.seconds, j);
+  WriteFigures(snapshot, view->total.seconds, view->total.RateSeconds(), j);
   j.Key("counts");
   if (snapshot.percentiles_exact) {
     j.BeginArray();

@@ -134,14 +134,15 @@ std::vector<prometheus::MetricFamily> RunsCollectable::Collect() const {
     if (run.latest) {
       const LatencySnapshot& s = run.latest->snapshot;
       const double seconds = run.latest->seconds;
+      const double rate_seconds = run.latest->RateSeconds();
       for (size_t k = 0; k < std::min(s.percents.size(), s.counts.size()); ++k) {
         prometheus::ClientMetric& m = c.Metric(kQuantileRecords);
         m.label.push_back({"percentile", FormatSampleValue(s.percents[k])});
         m.gauge.value = static_cast<double>(s.counts[k]);
       }
       c.Value(kWindowSeconds, seconds);
-      c.Value(kRecordsPerSecond, Rate(static_cast<double>(s.records), seconds));
-      c.Value(kBytesPerSecond, Rate(static_cast<double>(s.bytes), seconds));
+      c.Value(kRecordsPerSecond, Rate(static_cast<double>(s.records), rate_seconds));
+      c.Value(kBytesPerSecond, Rate(static_cast<double>(s.bytes), rate_seconds));
       c.Value(kAverage, s.AvgLatency() * static_cast<double>(NanosPerUnit(run.unit)) / 1e9);
       c.Value(kMin, Seconds(s.min_latency, run.unit));
       c.Value(kMax, Seconds(s.max_latency, run.unit));

@@ -270,14 +270,15 @@ void RenderPerldRun(const RunMetrics& run, RunFragments* fragments) {
   if (run.latest) {
     const LatencySnapshot& s = run.latest->snapshot;
     const double seconds = run.latest->seconds;
+    const double rate_seconds = run.latest->RateSeconds();
     std::string count;
     for (size_t k = 0; k < std::min(s.percents.size(), s.counts.size()); ++k) {
       SetInt(&count, s.counts[k]);
       w.Line(kQuantileRecords, count, PercentLabel(s.percents[k], /*quantile=*/false));
     }
     w.Double(kWindowSeconds, seconds);
-    w.Double(kRecordsPerSecond, Rate(static_cast<double>(s.records), seconds));
-    w.Double(kBytesPerSecond, Rate(static_cast<double>(s.bytes), seconds));
+    w.Double(kRecordsPerSecond, Rate(static_cast<double>(s.records), rate_seconds));
+    w.Double(kBytesPerSecond, Rate(static_cast<double>(s.bytes), rate_seconds));
     w.Double(kAverage, AverageSeconds(s, run.unit));
     w.Seconds(kMin, s.min_latency);
     w.Seconds(kMax, s.max_latency);
@@ -360,12 +361,12 @@ void SbkActionFamilies(const Scope& scope, const std::string& prefix, Prometheus
   }
   LatestFamily(scope, out, prefix + "_MBPerSec", "MB (2^20 bytes) per second of the latest window.",
                [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
-                 SetDouble(
-                     v, Rate(static_cast<double>(w.snapshot.bytes) / kBytesPerMebibyte, w.seconds));
+                 SetDouble(v, Rate(static_cast<double>(w.snapshot.bytes) / kBytesPerMebibyte,
+                                   w.RateSeconds()));
                });
   LatestFamily(scope, out, prefix + "_RecordsPerSec", "Records per second of the latest window.",
                [](const RunMetrics&, const ExpositionWindow& w, std::string* v) {
-                 SetDouble(v, Rate(static_cast<double>(w.snapshot.records), w.seconds));
+                 SetDouble(v, Rate(static_cast<double>(w.snapshot.records), w.RateSeconds()));
                });
   LatestFamily(scope, out, prefix + "_ns_AvgLatency", "Average latency of the latest window, ns.",
                [](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
@@ -465,8 +466,9 @@ void WriteSbkRunFamilies(std::span<const RunMetrics> runs, PrometheusText& out) 
             [&](const RunMetrics& r) { return mine(r) ? r.total.snapshot.bytes : 0; });
     LatestFamily(all, out, side + "_RecordsPerSec", "Requested records per second, latest window.",
                  [&](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
-                   SetDouble(
-                       v, mine(r) ? Rate(static_cast<double>(w.snapshot.records), w.seconds) : 0.0);
+                   SetDouble(v, mine(r)
+                                    ? Rate(static_cast<double>(w.snapshot.records), w.RateSeconds())
+                                    : 0.0);
                  });
     // SBK's own spelling differs by side (_Write_Request_Bytes_MBPerSec,
     // _Read_Request_MBPerSec); SBK's dashboard queries _Read_Request_Bytes_MBPerSec
@@ -478,7 +480,7 @@ void WriteSbkRunFamilies(std::span<const RunMetrics> runs, PrometheusText& out) 
           all, out, mb_name, "Requested MB (2^20 bytes) per second, latest window.",
           [&](const RunMetrics& r, const ExpositionWindow& w, std::string* v) {
             SetDouble(v, mine(r) ? Rate(static_cast<double>(w.snapshot.bytes) / kBytesPerMebibyte,
-                                        w.seconds)
+                                        w.RateSeconds())
                                  : 0.0);
           });
     }

@@ -80,7 +80,9 @@ namespace perld::http {
 // it; 0 gives rate 0, as on the console).
 struct ExpositionWindow {
   LatencySnapshot snapshot;
-  double seconds = 0;
+  double seconds = 0;       // the window's length
+  double rate_seconds = 0;  // what its rates divide by (WindowRecord::RateSeconds); 0: seconds
+  double RateSeconds() const { return rate_seconds > 0 ? rate_seconds : seconds; }
 };
 
 struct RunMetrics {

@@ -42,7 +42,8 @@ RunMetrics Describe(const runs::RunInfo& info, const runs::RunView& view,
   }
   m.start_unix_seconds = static_cast<double>(info.start_unix_ms) / 1e3;
   if (view.latest) {
-    m.latest = ExpositionWindow{view.latest->snapshot, view.latest->seconds};
+    m.latest =
+        ExpositionWindow{view.latest->snapshot, view.latest->seconds, view.latest->RateSeconds()};
     m.recorder_bytes = view.latest->recorder_bytes;
     m.window_clients = view.latest->remote.clients;
   }

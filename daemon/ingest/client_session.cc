@@ -22,10 +22,11 @@ const char* ClientModeName(ClientMode mode) {
   return mode == ClientMode::kRaw ? "MODE_RAW" : "MODE_WINDOWS";
 }
 
-ClientSession::ClientSession(std::string id, std::string name, ClientMode mode, int index,
-                             const RunContext& run, Shared shared)
+ClientSession::ClientSession(std::string id, std::string name, std::string clock, ClientMode mode,
+                             int index, const RunContext& run, Shared shared)
     : id_(std::move(id)),
       name_(std::move(name)),
+      clock_(std::move(clock)),
       mode_(mode),
       index_(index),
       run_(run),
@@ -360,6 +361,7 @@ ClientView ClientSession::View(const PercentileSet& set) const {
   ClientView v;
   v.id = id_;
   v.name = name_;
+  v.clock = clock_;
   v.mode = mode_;
   MutexLock lock(apply_mu_);
   v.acked_sequence = applied_;

@@ -93,8 +93,9 @@ struct Offered {
 
 class ClientSession {
  public:
-  ClientSession(std::string id, std::string name, ClientMode mode, int index, const RunContext& run,
-                Shared shared);
+  // `clock`: the client's timestamp clock as people read it ("": not reported).
+  ClientSession(std::string id, std::string name, std::string clock, ClientMode mode, int index,
+                const RunContext& run, Shared shared);
   ~ClientSession();  // REQUIRES: no message parked (Detach ran)
   ClientSession(const ClientSession&) = delete;
   ClientSession& operator=(const ClientSession&) = delete;
@@ -202,6 +203,7 @@ class ClientSession {
 
   const std::string id_;
   const std::string name_;
+  const std::string clock_;
   const ClientMode mode_;
   const int index_;
   const RunContext& run_;

@@ -37,6 +37,8 @@ struct OpenRequest {
   std::optional<int64_t> reporting_interval_ms;
   std::string client_id;  // stable across the client's reconnects
   std::string client_name;
+  std::string clock;                // the client's timestamp clock; "": not reported
+  int64_t clock_resolution_ns = 0;  // 0: not reported
   ClientMode mode = ClientMode::kRaw;
   bool must_exist = false;        // join only
   bool must_create = false;       // create only (ALREADY_EXISTS)
@@ -64,6 +66,7 @@ struct Progress {
 struct ClientView {
   std::string id;
   std::string name;
+  std::string clock;  // the client's timestamp clock and resolution; "": not reported
   ClientMode mode = ClientMode::kRaw;
   const char* state = "";  // "streaming", "detached", "closed", "gone"
   uint64_t acked_sequence = 0;

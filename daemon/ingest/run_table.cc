@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/common/log.h"
@@ -52,6 +53,15 @@ struct RunTable::Run {
 
 namespace {
 
+// The client's clock as people read it: "tsc, 2.99 GHz (resolution 1 ns)".
+std::string ClockText(const OpenRequest& open) {
+  if (open.clock.empty() || open.clock_resolution_ns <= 0 ||
+      absl::StrContains(open.clock, "resolution")) {
+    return open.clock;
+  }
+  return absl::StrCat(open.clock, " (resolution ", open.clock_resolution_ns, " ns)");
+}
+
 std::string Describe(const ClientSession& c) {
   return absl::StrCat("'", c.name(), "' (", c.id(), ")");
 }
@@ -94,6 +104,7 @@ absl::Status CheckOpenLimits(const OpenRequest& open, const config::LimitsConfig
   if (absl::Status s = config::CheckName("open: client_name", open.client_name, limits); !s.ok()) {
     return s;
   }
+  if (absl::Status s = config::CheckName("open: clock", open.clock, limits); !s.ok()) return s;
   if (absl::Status s = config::CheckLabels("open: labels", open.labels, limits); !s.ok()) return s;
   return config::CheckPercentileCount("open: percentiles",
                                       static_cast<int64_t>(open.percentiles.size()), limits);
@@ -138,10 +149,10 @@ runs::RunSetup RunTable::SetupFor(const std::shared_ptr<Run>& run) {
 }
 
 std::unique_ptr<ClientSession> RunTable::NewClient(const Run& run, std::string id, std::string name,
-                                                   ClientMode mode, int index) {
+                                                   std::string clock, ClientMode mode, int index) {
   shared_.budget->SetLimit(config_.Get()->ingest.client_breakdown_max_memory_mb << 20);
-  return std::make_unique<ClientSession>(std::move(id), std::move(name), mode, index, run.context,
-                                         shared_);
+  return std::make_unique<ClientSession>(std::move(id), std::move(name), std::move(clock), mode,
+                                         index, run.context, shared_);
 }
 
 absl::StatusOr<std::shared_ptr<RunTable::Run>> RunTable::CreateLocked(
@@ -167,6 +178,13 @@ absl::StatusOr<std::shared_ptr<RunTable::Run>> RunTable::CreateLocked(
   setup.spec.checkpointed = run->context.checkpointed;
   setup.spec.parameters = absl::StrCat("ingest: up to ", run->max_clients, " clients; created by '",
                                        open.client_name, "' (", open.client_id, ")");
+  // Every client times its records with its own clock (perlctl clients
+  // lists each); the run names the first.
+  setup.spec.clock = source == runs::RunSource::kSbp
+                         ? "the SBK clients' own (SBP does not report them)"
+                         : absl::StrCat("the clients' own; the first, '", open.client_name,
+                                        "': ", open.clock.empty() ? "not reported" : open.clock);
+  setup.spec.clock_resolution_ns = open.clock_resolution_ns;
   absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
   if (!created.ok()) return created.status();
   run->context.id = created->id;
@@ -315,7 +333,7 @@ absl::StatusOr<RunTable::Session> RunTable::AttachLocked(const OpenRequest& open
                                                               " clients already")));
     }
     auto m = std::make_unique<Member>();
-    m->session = NewClient(*run, open.client_id, open.client_name, open.mode,
+    m->session = NewClient(*run, open.client_id, open.client_name, ClockText(open), open.mode,
                            static_cast<int>(run->clients.size()));
     member = m.get();
     run->clients[open.client_id] = std::move(m);
@@ -392,7 +410,7 @@ absl::StatusOr<RunTable::Session> RunTable::JoinEnded(const OpenRequest& open) {
     run->name = info->spec.name;
     run->stored.store(true, std::memory_order_relaxed);
     auto m = std::make_unique<Member>();
-    m->session = NewClient(*run, row.id, row.name,
+    m->session = NewClient(*run, row.id, row.name, /*clock=*/"",
                            row.raw ? ClientMode::kRaw : ClientMode::kWindows, row.index);
     m->session->SetApplied(row.applied);
     m->closed = true;
@@ -517,7 +535,8 @@ absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord
   const int64_t deadline = MonotonicNanos() + config->ingest.client_timeout_ms * 1'000'000 + 1;
   for (const state::CheckpointClient& cut : checkpoint.clients) {
     auto m = std::make_unique<Member>();
-    m->session = NewClient(*run, cut.id, cut.name,
+    // Checkpoints do not keep a client's clock: "not reported" after a crash.
+    m->session = NewClient(*run, cut.id, cut.name, /*clock=*/"",
                            cut.raw ? ClientMode::kRaw : ClientMode::kWindows, cut.index);
     m->session->SetApplied(cut.applied);
     m->session->SetProgress(Progress{cut.applied, cut.applied, 0, cut.closed});

@@ -250,7 +250,7 @@ class RunTable {
   // The run's setup shared by new and resumed runs.
   runs::RunSetup SetupFor(const std::shared_ptr<Run>& run);
   std::unique_ptr<ClientSession> NewClient(const Run& run, std::string id, std::string name,
-                                           ClientMode mode, int index);
+                                           std::string clock, ClientMode mode, int index);
 
   runs::RunManager& manager_;
   const config::CurrentConfig& config_;

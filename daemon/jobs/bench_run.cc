@@ -67,7 +67,7 @@ class BenchConsole final : public runs::RunObserver {
       err_ << "\r\033[K" << std::flush;
       progress_shown_ = false;
     }
-    const bench::ReportRow row = bench::MakeReportRow(w.snapshot, w.seconds);
+    const bench::ReportRow row = bench::MakeReportRow(w.snapshot, w.seconds, w.RateSeconds());
     out_ << bench::FormatConsoleLine(ctx_, row, total) << "\n" << std::flush;
     if (csv_ != nullptr) {
       *csv_ << bench::CsvRow(ctx_, row, ++csv_id_, total,

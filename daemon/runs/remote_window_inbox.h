@@ -60,8 +60,9 @@ struct RemoteWindow {
   std::shared_ptr<std::atomic<int64_t>> charge;        // the client's queued bytes; may be null
   std::shared_ptr<std::atomic<int64_t>> total_charge;  // every client's; may be null
   std::shared_ptr<RoomSignal> room;                    // poked after the release; may be null
-  int32_t client = -1;      // the client's index in its run (>= 0), for per-window client counts
-  int64_t end_unix_ms = 0;  // the client's own window end (wall clock); 0: unknown, never late
+  int32_t client = -1;        // the client's index in its run (>= 0), for per-window client counts
+  int64_t start_unix_ms = 0;  // the client's own window start (wall clock); 0: unknown
+  int64_t end_unix_ms = 0;    // the client's own window end (wall clock); 0: unknown, never late
   // The client's message sequence this window carries (0: none). The
   // recorder notes, per client, the last sequence merged into each periodic
   // window it closes (WindowRecord::applied): a consistent cut for

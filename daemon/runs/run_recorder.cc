@@ -69,6 +69,7 @@ void RunRecorder::CountRemote(const RemoteWindow& w) {
     ++window_remote_.late;
     ++run_remote_.late;
   }
+  window_rate_.Add(w.client, w.counters.records, w.start_unix_ms, w.end_unix_ms);
   if (w.client < 0) return;
   const auto index = static_cast<size_t>(w.client);
   if (index >= client_last_window_.size()) client_last_window_.resize(index + 1, 0);
@@ -156,6 +157,9 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
   w.start_unix_ms = UnixMs(start_ns);
   w.end_unix_ms = UnixMs(end_ns);
   w.seconds = static_cast<double>(end_ns - start_ns) / 1e9;
+  if (w.kind == WindowRecord::Kind::kPeriodic) {
+    w.rate_seconds = window_rate_.TakeRateSeconds(report.snapshot.records, w.seconds);
+  }
   w.snapshot = std::move(report.snapshot);
   w.distribution = std::move(report.distribution);
   w.segments = report.segments;

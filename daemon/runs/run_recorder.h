@@ -24,6 +24,7 @@
 #include "daemon/runs/recorder_event.h"
 #include "daemon/runs/remote_window_inbox.h"
 #include "daemon/runs/run_info.h"
+#include "daemon/runs/window_rate.h"
 
 namespace perld::runs {
 
@@ -96,6 +97,7 @@ class RunRecorder final : public TimeStampSink {
   WindowRecord::Remote window_remote_;
   WindowRecord::Remote run_remote_;
   std::vector<int64_t> client_last_window_;
+  WindowRate window_rate_;  // the periodic window's rate seconds (remote windows' spans)
   // Per client index, the last message sequence merged (inbox runs only).
   std::vector<uint64_t> client_applied_;
   bool mid_message_ = false;  // recording a raw message's timestamps

@@ -33,7 +33,11 @@ struct WindowRecord {
   int64_t seq = 0;  // 1, 2, ... per run and kind, in closing order
   int64_t start_unix_ms = 0;
   int64_t end_unix_ms = 0;
-  double seconds = 0;  // window length as reports print it (rates divide by it)
+  double seconds = 0;  // window length on the daemon's clock, as reports print it
+  // The seconds its rates (records/s, MB/s) divide by: for a periodic window
+  // that merged remote clients' windows, the clients' own spans
+  // (window_rate.h); 0: `seconds` (local windows, totals, older history).
+  double rate_seconds = 0;
   LatencySnapshot snapshot;
   // The window's exact distribution, ascending by latency, counts >= 1; its
   // counts sum to snapshot.valid. May be empty for history loaded without it.
@@ -68,6 +72,8 @@ struct WindowRecord {
   // `applied` is a consistent cut: false for a window the IsFull policy
   // closed in the middle of a raw message (it holds part of it).
   bool cut = false;
+
+  double RateSeconds() const { return rate_seconds > 0 ? rate_seconds : seconds; }
 
   bool operator==(const WindowRecord&) const = default;
 };

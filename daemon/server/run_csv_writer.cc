@@ -40,7 +40,7 @@ void RunCsvWriter::Row(runs::RunId id, const runs::WindowRecord& w, bool total) 
   auto it = files_.find(id);
   if (it == files_.end()) return;
   File& f = *it->second;
-  const bench::ReportRow row = bench::MakeReportRow(w.snapshot, w.seconds);
+  const bench::ReportRow row = bench::MakeReportRow(w.snapshot, w.seconds, w.RateSeconds());
   f.out << bench::CsvRow(f.context, row, ++f.rows, total,
                          static_cast<std::time_t>(w.end_unix_ms / 1000))
         << "\n";

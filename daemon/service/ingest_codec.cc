@@ -32,6 +32,11 @@ absl::StatusOr<ingest::OpenRequest> DecodeOpen(const v1::IngestOpen& open) {
   if (open.has_reporting_interval_ms()) out.reporting_interval_ms = open.reporting_interval_ms();
   out.client_id = open.client_id();
   out.client_name = open.client_name();
+  if (open.clock_resolution_ns() < 0) {
+    return absl::InvalidArgumentError("open: clock_resolution_ns must not be negative");
+  }
+  out.clock = open.clock();
+  out.clock_resolution_ns = open.clock_resolution_ns();
   out.must_exist = open.must_exist();
   out.must_create = open.must_create();
   out.run_id = open.run_id();
@@ -144,6 +149,7 @@ absl::StatusOr<runs::RemoteWindow> DecodeWindow(const v1::WindowReport& report, 
     c.min_latency = report.min_latency();
     c.max_latency = report.max_latency();
   }
+  w.start_unix_ms = report.start_unix_ms();
   w.end_unix_ms = report.end_unix_ms();
   w.buckets.resize(static_cast<size_t>(n));
   uint64_t latency = 0;

@@ -131,12 +131,13 @@ void AddPercentiles(const LatencySnapshot& s,
 
 void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {
   const LatencySnapshot& s = w.snapshot;
-  const bench::ReportRow row = bench::MakeReportRow(s, w.seconds);
+  const bench::ReportRow row = bench::MakeReportRow(s, w.seconds, w.RateSeconds());
   out->set_kind(ToProto(w.kind));
   out->set_seq(w.seq);
   out->set_start_unix_ms(w.start_unix_ms);
   out->set_end_unix_ms(w.end_unix_ms);
   out->set_seconds(w.seconds);
+  out->set_rate_seconds(w.RateSeconds());
   out->set_records(s.records);
   out->set_bytes(s.bytes);
   out->set_valid_latency_records(s.valid);
@@ -265,6 +266,7 @@ absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions
 void ToProto(const ingest::ClientView& c, v1::RemoteClient* out) {
   out->set_client_id(c.id);
   out->set_client_name(c.name);
+  out->set_clock(c.clock);
   out->set_mode(c.mode == ingest::ClientMode::kWindows ? "windows" : "raw");
   out->set_state(c.state);
   out->set_acked_sequence(c.acked_sequence);

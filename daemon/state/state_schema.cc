@@ -46,11 +46,12 @@ constexpr std::array<const char*, 29> kRunColumns = {
 };
 
 // The columns windows and totals share, after their key.
-constexpr std::array<const char*, 21> kWindowColumns = {
-    "seq",           "start_unix_ms",  "end_unix_ms",   "seconds",     "start_time",  "end_time",
-    "records",       "bytes",          "total_latency", "min_latency", "max_latency", "invalid",
-    "lower_discard", "higher_discard", "valid",         "rejected",    "overflow",    "closed_full",
-    "full_closes",   "median",         "percentiles",
+constexpr std::array<const char*, 22> kWindowColumns = {
+    "seq",         "start_unix_ms", "end_unix_ms",   "seconds",        "start_time",
+    "end_time",    "records",       "bytes",         "total_latency",  "min_latency",
+    "max_latency", "invalid",       "lower_discard", "higher_discard", "valid",
+    "rejected",    "overflow",      "closed_full",   "full_closes",    "median",
+    "percentiles", "rate_seconds",
 };
 
 constexpr std::array<const char*, 2> kWindowKey = {"run_id", "kind"};
@@ -138,6 +139,7 @@ absl::Status BindWindowColumns(const runs::WindowRecord& w, int index, SqliteSta
   s->BindInt64(index++, n.full_closes);
   s->BindInt64(index++, n.median);
   s->BindText(index++, *percentiles);
+  s->BindDouble(index++, w.rate_seconds);
   return absl::OkStatus();
 }
 
@@ -168,6 +170,7 @@ absl::Status ReadWindowColumns(const SqliteStatement& s, int index, absl::string
   if (absl::Status st = PercentilesFromJson(s.ColumnText(index++), &n); !st.ok()) {
     return Unreadable(table, w->run_id, "percentiles", st.message());
   }
+  w->rate_seconds = s.ColumnDouble(index++);
   return absl::OkStatus();
 }
 
@@ -190,7 +193,8 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
   if (tables->empty()) {  // a new database
     if (absl::Status s = db.Exec((std::string(kSchemaV1) + std::string(kSchemaV2Upgrade) +
                                   std::string(kSchemaV3Upgrade) + std::string(kSchemaV4Upgrade) +
-                                  std::string(kSchemaV5Upgrade) + std::string(kSchemaV6Upgrade))
+                                  std::string(kSchemaV5Upgrade) + std::string(kSchemaV6Upgrade) +
+                                  std::string(kSchemaV7Upgrade))
                                      .c_str());
         !s.ok()) {
       return fail(s);
@@ -245,6 +249,11 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
   }
   if (v <= 5) {
     if (absl::Status s = db.Exec(std::string(kSchemaV6Upgrade).c_str()); !s.ok()) {
+      return fail(s);
+    }
+  }
+  if (v <= 6) {
+    if (absl::Status s = db.Exec(std::string(kSchemaV7Upgrade).c_str()); !s.ok()) {
       return fail(s);
     }
   }

@@ -1,5 +1,5 @@
 // StateSchema: the tables of the state database DIR/perld.db (schema
-// version 6) and the mapping between their rows and the runs vocabulary
+// version 7) and the mapping between their rows and the runs vocabulary
 // (RunInfo, WindowRecord). One place maps a run or a window to a row.
 //
 // kSchemaV1 and its upgrades below are the schema, verbatim: SQLite keeps
@@ -28,6 +28,8 @@
 //    kSchemaV5Upgrade.
 //  - Version 6 adds runs.end_reason (why an ended run ended: completed,
 //    stopped, shutdown, failed; RunInfo::end_reason), kSchemaV6Upgrade.
+//  - Version 7 adds rate_seconds to windows, totals and checkpoints (what a
+//    window's rates divide by, WindowRecord::rate_seconds), kSchemaV7Upgrade.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +45,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 6;
+inline constexpr int64_t kSchemaVersion = 7;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -265,6 +267,19 @@ inline constexpr std::string_view kSchemaV6Upgrade = R"sql(
 ALTER TABLE runs ADD COLUMN end_reason TEXT NOT NULL DEFAULT '';
 
 UPDATE meta SET value = 6 WHERE key = 'schema_version';
+)sql";
+
+inline constexpr std::string_view kSchemaV7Upgrade = R"sql(
+-- The seconds a window's rates divide by: its length (seconds), except for
+-- a periodic window that merged remote clients' windows, whose rate is the
+-- sum of each client's records over the span of its own windows
+-- (daemon/runs/window_rate.h). 0: the same as seconds (rows written before
+-- version 7).
+ALTER TABLE windows ADD COLUMN rate_seconds REAL NOT NULL DEFAULT 0;
+ALTER TABLE totals ADD COLUMN rate_seconds REAL NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN rate_seconds REAL NOT NULL DEFAULT 0;
+
+UPDATE meta SET value = 7 WHERE key = 'schema_version';
 )sql";
 
 // Creates the schema in an empty database, or checks an existing one, in one

@@ -765,6 +765,7 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
       window.start_unix_ms,
       window.end_unix_ms,
       window.seconds,
+      window.rate_seconds,
       window.snapshot,
       {},
       window.segments,

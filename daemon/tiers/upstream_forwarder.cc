@@ -1,6 +1,7 @@
 #include "daemon/tiers/upstream_forwarder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -148,9 +149,14 @@ void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRe
   }
   // Encoded outside the lock: only this (the dispatcher) thread moves a
   // lane's next_sequence once it started.
+  // The window's start as the parent reads it: the span its records cover
+  // (its rate seconds, window_rate.h), so the parent rates it as this perld
+  // did -- a short window holding clients' longer windows is no spike there.
+  const int64_t span_start =
+      window.end_unix_ms - std::max<int64_t>(1, std::llround(window.RateSeconds() * 1000));
   std::vector<v1::WindowReport> parts =
       client::EncodeWindowParts(window.snapshot, window.distribution, config_.max_pairs_per_report,
-                                first, window.start_unix_ms, window.end_unix_ms);
+                                first, span_start, window.end_unix_ms);
   std::vector<Message> messages;
   messages.reserve(parts.size());
   for (v1::WindowReport& part : parts) {

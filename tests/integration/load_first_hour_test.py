@@ -11,7 +11,8 @@ takes p99; an unnamed bench is named bench-<id>.
      unit is refused within seconds (exit 1, "refused run"), -seconds 3600
      notwithstanding; --new on a running name is ALREADY_EXISTS, --join on
      a name no ingest run has is NOT_FOUND (exit 1 both), --join --new is
-     a usage error (exit 2), --new on a free name creates the run.
+     a usage error (exit 2), --new on a free name creates the run; the run
+     shows its clients' clocks (`clients`, `show`).
   D. No daemon, --spool: recording goes on into the spool past the
      in-flight bound (more than 256 messages), the command ends after
      -seconds and --timeout saying the records are kept in the spool; a
@@ -126,6 +127,23 @@ def main():
     check(made_new.returncode == 0 and json.loads(made_new.stdout)["runCreated"] is True and
           "created run" in made_new.stderr,
           f"C: --new with a free name creates the run ({made_new.stderr.strip()[-200:]})")
+
+    # An ingest run shows its clients' clocks: each client's in `clients`,
+    # every distinct one with its client count in `show`.
+    clients = subprocess.run([args.perlctl, "--target", listen, "--json", "clients", "u"],
+                             capture_output=True, text=True, timeout=30)
+    clocks = [c["clock"] for c in json.loads(clients.stdout)["clients"]] \
+        if clients.returncode == 0 else []
+    check(len(clocks) == 2 and all("resolution" in c and c.count("resolution") == 1
+                                   for c in clocks),
+          f"C: perlctl clients shows each client's clock and resolution ({clocks})")
+    shown = subprocess.run([args.perlctl, "--target", listen, "--json", "show", "u"],
+                           capture_output=True, text=True, timeout=30)
+    clock_line = json.loads(shown.stdout)["clock"] if shown.returncode == 0 else ""
+    check(shown.returncode == 0 and "the clients' own: " in clock_line and
+          (f"{clocks[0]} (2 clients)" in clock_line if len(set(clocks)) == 1 else
+           all(c in clock_line for c in clocks)),
+          f"C: perlctl show lists the clients' clocks ({clock_line.strip()})")
 
     # --p accepts SBK-style p99; an unnamed bench is bench-<id>.
     ctl = [args.perlctl, "--target", listen, "--json"]

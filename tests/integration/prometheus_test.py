@@ -11,7 +11,10 @@
   * the cardinality cap leaves the oldest runs out and counts them;
   * a real `prometheus` server on loopback scrapes perld, and the quantile it
     stored for a finished run's latest window equals perld's own
-    GetPercentiles answer for that window, exactly;
+    GetPercentiles answer for that window, exactly; every query of perld's
+    Grafana dashboard (its variables and panels, as Grafana substitutes them)
+    is valid PromQL there and has series for a run (Grafana itself is not a
+    Debian package: its JSON model is checked by these queries only);
   * gRPC calls are counted by method and code.
 Run by Debian's /usr/bin/python3.
 """
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -77,6 +81,74 @@ def dashboard_names(path):
                 walk(item)
     walk(board)
     return names
+
+
+def dashboard_queries(path):
+    """(panel title, expr) of every target, and the template variables' queries."""
+    with open(path) as f:
+        board = json.load(f)
+    targets = []
+
+    def walk(panel):
+        for t in panel.get("targets", []):
+            targets.append((panel.get("title", ""), t["expr"]))
+        for inner in panel.get("panels", []):
+            walk(inner)
+    for panel in board["panels"]:
+        walk(panel)
+    variables = {v["name"]: v["query"]["query"] for v in board["templating"]["list"]
+                 if v.get("type") == "query"}
+    return targets, variables
+
+
+# Panels whose series exist only after an event this test does not cause.
+MAY_BE_EMPTY = {"gRPC errors by method and code", "Ingest"}
+
+
+def grafana_regex_escape(value):
+    """A variable's value as Grafana's Prometheus data source puts it into a
+    =~"..." matcher: regex metacharacters escaped with a backslash that is
+    itself escaped for the PromQL string."""
+    return re.sub(r"([$^*{}\[\]'+?.()|])", r"\\\\\1", value)
+
+
+def check_dashboard_in_prometheus(prom, instance, run_id):
+    """Every variable and panel query of perld's dashboard, as Grafana sends
+    it (variables substituted), evaluated by the real Prometheus scraping
+    perld: valid PromQL with series for the selected run."""
+    targets, variables = dashboard_queries(os.path.join(ROOT, "deploy", "grafana",
+                                                        "perld-dashboard.json"))
+
+    def label_values(query):
+        m = re.fullmatch(r"label_values\((.*), (\w+)\)", query)
+        selector = m.group(1).replace("$instance", grafana_regex_escape(instance))
+        _, _, body = http_get(prom, f"/api/v1/label/{m.group(2)}/values?match[]=" +
+                              urllib.parse.quote(selector))
+        return json.loads(body)["data"]
+    instances = label_values(variables["instance"])
+    run_ids = label_values(variables["run_id"])
+    check(instance in instances and str(run_id) in run_ids,
+          f"the dashboard's variables list this perld ({instances}) and the run ({run_ids})")
+    empty = []
+    for title, expr in targets:
+        q = expr.replace("$instance", grafana_regex_escape(instance)).replace(
+            "$run_id", grafana_regex_escape(str(run_id)))
+        result, deadline = [], time.time() + 20
+        while True:
+            try:
+                _, _, body = http_get(prom, "/api/v1/query?query=" + urllib.parse.quote(q))
+                answer = json.loads(body)
+            except urllib.error.HTTPError as e:  # 400: Prometheus refused the PromQL
+                answer = {"status": "error", "error": e.read().decode()[:200]}
+            check(answer["status"] == "success", f"Prometheus evaluates {q} ({answer.get('error')})")
+            result = answer["data"]["result"]
+            if result or title in MAY_BE_EMPTY or time.time() > deadline:
+                break
+            time.sleep(0.5)  # rate() needs two scrapes
+        if not result and title not in MAY_BE_EMPTY:
+            empty.append(f"{title}: {q}")
+    check(empty == [], f"every panel of the dashboard ({len(targets)} queries) has series "
+                       f"in Prometheus (empty: {empty[:3]})")
 
 
 def main():
@@ -240,6 +312,7 @@ def main():
                 _, _, body = http_get(f"127.0.0.1:{prom_port}", "/api/v1/targets")
                 health = [t["health"] for t in json.loads(body)["data"]["activeTargets"]]
                 check(health == ["up"], f"the perld target is up ({health})")
+                check_dashboard_in_prometheus(f"127.0.0.1:{prom_port}", d.http, writing)
             finally:
                 prom.terminate()
                 prom.wait(timeout=30)

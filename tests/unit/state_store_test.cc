@@ -81,7 +81,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "6");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "7");
   EXPECT_EQ(Sql(store->path(), "PRAGMA synchronous"), "2");  // FULL on the store's connection
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
@@ -447,18 +447,21 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 7 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 8 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 7 is newer than this perld supports (6)"));
+              HasSubstr("schema version 8 is newer than this perld supports (7)"));
 }
 
 // Turns a current database back into one of `version`: drops the tables
 // later versions added and sets meta.schema_version.
 void DowngradeTo(const std::string& db, int version) {
-  Sql(db, "ALTER TABLE runs DROP COLUMN end_reason");
+  for (const char* table : {"windows", "totals", "checkpoints"}) {
+    Sql(db, absl::StrCat("ALTER TABLE ", table, " DROP COLUMN rate_seconds").c_str());
+  }
+  if (version < 6) Sql(db, "ALTER TABLE runs DROP COLUMN end_reason");
   if (version < 5) Sql(db, "ALTER TABLE runs DROP COLUMN checkpointed");
   if (version < 4) {
     Sql(db, "DROP TABLE run_clients");
@@ -476,18 +479,19 @@ void DowngradeTo(const std::string& db, int version) {
       absl::StrCat("UPDATE meta SET value = ", version, " WHERE key = 'schema_version'").c_str());
 }
 
-TEST(StateStoreTest, UpgradesVersion1To5Databases) {
-  for (int version : {1, 2, 3, 4, 5}) {
+TEST(StateStoreTest, UpgradesVersion1To6Databases) {
+  for (int version : {1, 2, 3, 4, 5, 6}) {
     SCOPED_TRACE(version);
     ScratchDir tmp;
     {
       auto store = OpenOrDie(tmp.path());
       store->SaveRun(MakeRun(3));
+      store->SaveWindow(MakeWindow(3, Kind::kPeriodic, 1));
     }
     DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "6");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "7");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM run_clients"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE end_reason = ''"), "1");
     if (version < 5) {
@@ -499,7 +503,12 @@ TEST(StateStoreTest, UpgradesVersion1To5Databases) {
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM checkpoints"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_streams"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_messages"), "0");
-    EXPECT_EQ(LoadOrDie(*store).size(), 1u);  // the runs stay
+    const std::vector<StoredRun> runs = LoadOrDie(*store);
+    ASSERT_EQ(runs.size(), 1u);  // the runs stay
+    // A window written before version 7 rates over its own seconds.
+    ASSERT_EQ(runs[0].windows.size(), 1u);
+    EXPECT_EQ(runs[0].windows[0].rate_seconds, 0);
+    EXPECT_EQ(runs[0].windows[0].RateSeconds(), runs[0].windows[0].seconds);
   }
 }
 

@@ -82,6 +82,7 @@ inline runs::WindowRecord MakeWindow(runs::RunId run_id, runs::WindowRecord::Kin
   w.start_unix_ms = 1'700'000'000'000 + seq * 1000;
   w.end_unix_ms = w.start_unix_ms + 999;
   w.seconds = 0.999 + static_cast<double>(seq) / 3.0;
+  w.rate_seconds = w.seconds * 7.0 / 3.0;  // clients' spans (window_rate.h), bit exact
   LatencySnapshot& s = w.snapshot;
   s.start_time = seq * 1'000'000'000;
   s.end_time = s.start_time + 999'999'999;

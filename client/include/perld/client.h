@@ -78,13 +78,17 @@ struct ClientOptions {
   LatencyUnit time_unit = LatencyUnit::kNs;  // unit of Record's start and end
   std::optional<int64_t> min_latency;        // default: perld's default for the unit
   std::optional<int64_t> max_latency;
-  std::vector<double> percentiles;             // default: SBK's set
-  int64_t reporting_interval_ms = 1000;        // windows mode: local window length (>= 10)
-  std::string client_id;                       // stable across reconnects; default host/pid/random
-  std::string client_name;                     // default: the host name
-  int max_recorders = 64;                      // NewRecorder calls allowed
-  int64_t max_pending_per_recorder = 1 << 16;  // timestamps in flight per Recorder
-  int64_t max_unacked_messages = 256;          // messages awaiting their ack
+  std::vector<double> percentiles;       // default: SBK's set
+  int64_t reporting_interval_ms = 1000;  // windows mode: local window length (>= 10)
+  std::string client_id;                 // stable across reconnects; default host/pid/random
+  std::string client_name;               // default: the host name
+  // The clock Record's start and end come from, for people reading the run
+  // (perlctl clients / show), e.g. "CLOCK_MONOTONIC"; "" and 0: not reported.
+  std::string clock;
+  int64_t clock_resolution_ns = 0;
+  int max_recorders = 64;                            // NewRecorder calls allowed
+  int64_t max_pending_per_recorder = 1 << 16;        // timestamps in flight per Recorder
+  int64_t max_unacked_messages = 256;                // messages awaiting their ack
   int64_t max_undurable_bytes = int64_t{256} << 20;  // messages kept until durable
   int batch_length = 4096;                           // raw: timestamps per message (upper bound)
   // Security (see README "Security"): TLS when `tls` or any of ca_file /
