@@ -26,6 +26,10 @@ std::string DistributionJson(const ExportedDistribution& d) {
   j.Key("runId").Uint(d.run_id);
   j.Key("runName").String(d.run_name);
   j.Key("timeUnit").String(d.unit);
+  if (d.first_window > 0) {
+    j.Key("firstWindow").Int(d.first_window);
+    j.Key("lastWindow").Int(d.last_window);
+  }
   const v1::Window& t = d.total;
   j.Key("records").Int(t.records());
   j.Key("bytes").Int(t.bytes());

@@ -1,7 +1,8 @@
 // `perlctl export RUN --format json|csv|hgrm`: an ended run's exact total
 // distribution for other tools, every value exact.
 //
-//   json  {"runId", "runName", "timeUnit", the total's counters, "latencies":
+//   json  {"runId", "runName", "timeUnit", a range's "firstWindow" and
+//         "lastWindow", the total's (range's) counters, "latencies":
 //         [[latency, count], ...]} -- the shape of `perlctl load
 //         --distribution-out`
 //   csv   latency_<unit>,count rows, ascending
@@ -27,7 +28,10 @@ struct ExportedDistribution {
   uint64_t run_id = 0;
   std::string run_name;
   const char* unit = "ns";
-  v1::Window total;                                  // the run's final total
+  v1::Window total;  // the run's final total, or the range's counters
+  // A range's first and last window (0: the run's total).
+  int64_t first_window = 0;
+  int64_t last_window = 0;
   std::vector<std::pair<int64_t, int64_t>> buckets;  // ascending latency -> count
 };
 

@@ -45,6 +45,7 @@
 #include "client/perlctl/load_command.h"
 #include "client/perlctl/run_output.h"
 #include "client/perlctl/slo.h"
+#include "client/perlctl/window_range.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/common/json_writer.h"
 #include "perld/v1/perld.grpc.pb.h"
@@ -63,26 +64,34 @@ const char* kUsage =
                                                time, parameters
   show RUN [--p LIST] [--sbk]                  a run, its latest window and its total
   percentiles RUN [--p 50,99,99.9] [--scope total|latest]
-                                               exact percentiles of any set
+              [--windows A-B] [--from T] [--to T] [--warmup D]
+                                               exact percentiles of any set; over a range
+                                               of windows (T: RFC 3339 or an offset from
+                                               the run's start, 30s, 2m; --warmup D drops
+                                               the first D) from their stored distributions
   history RUN [--p LIST] [--sbk]               the run's retained windows
   clients RUN [--p 50,99,99.9]                 each remote client's share of the run
   watch RUN [--from-start] [--p LIST] [--sbk]  each window as it closes, then the total
   bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait [--p LIST] [--sbk]]
                                                start an in-process PerlBench run
   stop RUN [--wait]                            stop a run (its total is kept)
-  check RUN --slo EXPR [--junit FILE]          an SLO gate on the run's exact total, e.g.
+  check RUN --slo EXPR [--junit FILE] [range]  an SLO gate on the run's exact total, e.g.
                                                --slo 'p99<=2ms,p99.9<=5ms,invalid=0,
                                                records>=1000000,rate>=50000' (a bare latency
                                                is in the run's unit); exit 0 when every
                                                term holds, 1 when one does not; --junit
                                                writes a JUnit XML report
-  compare A B [--p LIST] [--fail-if TERMS]     two runs' exact totals side by side (B-A and
+  compare A B [--p LIST] [--fail-if TERMS] [range]
+                                               two runs' exact totals side by side (B-A and
                                                %); --fail-if 'p99>+5%,max>+2ms,rate<-10%'
                                                exits 1 when B passes a limit
-  export RUN [--format json|csv|hgrm] [--out FILE]
-                                               an ended run's exact total distribution:
-                                               [latency, count] pairs or HdrHistogram's
-                                               percentile text
+                                               [range]: --windows/--from/--to/--warmup as
+                                               for percentiles (each run's own windows)
+  export RUN [--format json|csv|hgrm] [--out FILE] [range]
+                                               an ended run's exact total distribution (or
+                                               a range's, running runs too): [latency,
+                                               count] pairs or HdrHistogram's percentile
+                                               text
   load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
        [--name CLIENT] [--label KEY=VALUE]... [--spool DIR [--spool-mode batched|synced]]
        [--join | --new] [--connect-timeout SECONDS]
@@ -375,10 +384,66 @@ int Show(Cli& cli) {
   return 0;
 }
 
+// --windows, --from, --to, --warmup (window_range.h); nullopt when none given.
+std::optional<WindowRangeOptions> TakeWindowRange(Cli& cli) {
+  const auto usage = [](const absl::Status& s) { return UsageError{std::string(s.message())}; };
+  std::optional<WindowRangeOptions> range;
+  if (std::optional<std::string> numbers = TakeOne(&cli.args, "windows")) {
+    absl::StatusOr<WindowRangeOptions> parsed = ParseWindowNumbers(*numbers);
+    if (!parsed.ok()) throw usage(parsed.status());
+    range = *parsed;
+  }
+  std::optional<std::string> from = TakeOne(&cli.args, "from");
+  const std::optional<std::string> warmup = TakeOne(&cli.args, "warmup");
+  if (from && warmup) throw UsageError{"--warmup D is --from D: give one of them"};
+  if (warmup) {
+    absl::StatusOr<int64_t> offset = ParseOffsetMs(*warmup);
+    if (!offset.ok()) throw UsageError{absl::StrCat("--warmup: ", offset.status().message())};
+    from = absl::StrCat(*offset, "ms");
+  }
+  for (auto [name, text] : {std::pair<const char*, std::optional<std::string>>{"from", from},
+                            {"to", TakeOne(&cli.args, "to")}}) {
+    if (!text) continue;
+    absl::StatusOr<RangeTime> t = ParseRangeTime(*text);
+    if (!t.ok()) throw UsageError{absl::StrCat("--", name, ": ", t.status().message())};
+    if (!range) range = WindowRangeOptions{};
+    (std::string_view(name) == "from" ? range->from : range->to) = *t;
+  }
+  return range;
+}
+
+// The range as the daemon takes it: offsets resolved against the run's start.
+v1::WindowRange ToWindowRange(const WindowRangeOptions& r, int64_t run_start_unix_ms) {
+  v1::WindowRange out;
+  out.set_first_window(r.first_window);
+  out.set_last_window(r.last_window);
+  // A bound of 0 is open: an instant at the epoch is 1 ms after it.
+  if (r.from) out.set_from_unix_ms(std::max<int64_t>(1, r.from->Resolve(run_start_unix_ms)));
+  if (r.to) out.set_to_unix_ms(std::max<int64_t>(1, r.to->Resolve(run_start_unix_ms)));
+  return out;
+}
+
+grpc::Status ResolveRange(Cli& cli, const std::string& run, const WindowRangeOptions& r,
+                          v1::WindowRange* out) {
+  int64_t start = 0;
+  if (r.from || r.to) {  // offsets count from the run's start
+    grpc::ClientContext context;
+    cli.Deadline(&context);
+    v1::GetRunRequest get;
+    get.set_run(run);
+    v1::GetRunResponse got;
+    if (grpc::Status s = cli.query->GetRun(&context, get, &got); !s.ok()) return s;
+    start = got.run().start_unix_ms();
+  }
+  *out = ToWindowRange(r, start);
+  return grpc::Status::OK;
+}
+
 int Percentiles(Cli& cli) {
   v1::GetPercentilesRequest request;
   request.set_run(TakeRun(&cli.args, "percentiles"));
   TakePercents(cli, &request);
+  const std::optional<WindowRangeOptions> range = TakeWindowRange(cli);
   if (std::optional<std::string> scope = TakeOne(&cli.args, "scope")) {
     if (*scope == "total") {
       request.set_scope(v1::GetPercentilesRequest::SCOPE_TOTAL);
@@ -389,6 +454,17 @@ int Percentiles(Cli& cli) {
     }
   }
   NoMoreArgs(cli.args);
+  if (range) {
+    if (request.scope() == v1::GetPercentilesRequest::SCOPE_LATEST) {
+      throw UsageError{
+          "--scope latest and a range (--windows/--from/--to/--warmup) exclude "
+          "each other"};
+    }
+    if (grpc::Status s = ResolveRange(cli, request.run(), *range, request.mutable_range());
+        !s.ok()) {
+      return ServerError(s);
+    }
+  }
   grpc::ClientContext context;
   cli.Deadline(&context);
   v1::GetPercentilesResponse response;
@@ -400,7 +476,15 @@ int Percentiles(Cli& cli) {
     JsonWriter json;
     json.BeginObject();
     json.Key("run").Uint(response.run_id());
-    json.Key("scope").String(latest ? "latest" : "total");
+    json.Key("scope").String(range ? "range" : latest ? "latest" : "total");
+    if (range) {
+      // The windows merged and their counters (records, min, max, avg, ...).
+      json.Key("firstWindow").Int(response.range().seq());
+      json.Key("lastWindow").Int(response.last_window());
+      json.Key("windows").Int(response.windows());
+      json.Key("range");
+      WriteWindowJson(response.range(), json);
+    }
     json.Key("final").Bool(response.final());
     json.Key("exact").Bool(response.exact());
     json.Key("validLatencyRecords").Int(response.valid_latency_records());
@@ -426,6 +510,23 @@ int Percentiles(Cli& cli) {
     }
     json.EndObject().EndObject();
     PrintJson(json);
+  } else if (range) {
+    const v1::Window& w = response.range();
+    std::printf("run %llu, windows %lld-%lld (%s; %s to %s, %.2f s): %lld records, %lld valid\n",
+                static_cast<unsigned long long>(response.run_id()), static_cast<long long>(w.seq()),
+                static_cast<long long>(response.last_window()), DescribeRange(*range).c_str(),
+                UtcTime(w.start_unix_ms()).c_str(), UtcTime(w.end_unix_ms()).c_str(), w.seconds(),
+                static_cast<long long>(w.records()),
+                static_cast<long long>(response.valid_latency_records()));
+    const char* unit = TimeUnitText(response.time_unit());
+    std::printf("  latency: min %lld %s, avg %.1f %s, max %lld %s\n",
+                static_cast<long long>(w.min_latency()), unit, w.avg_latency(), unit,
+                static_cast<long long>(w.max_latency()), unit);
+    for (const v1::Percentile& p : response.percentiles()) {
+      std::printf("  %9s  %s  (%lld records at exactly this latency)\n",
+                  ("p" + ShortestDouble(p.percent())).c_str(),
+                  absl::StrCat(p.latency(), " ", unit).c_str(), static_cast<long long>(p.count()));
+    }
   } else {
     std::printf("run %llu, %s%s, %lld valid latency records\n",
                 static_cast<unsigned long long>(response.run_id()),
@@ -731,10 +832,24 @@ int Bench(Cli& cli) {
   return 0;
 }
 
-// A run's exact total as SLO terms and compare read it, with `percents`
-// asked of the daemon (a total without them says why in no_percentiles).
+// The facts SLO terms and compare read from a total or a range's window.
+void SetCounterFacts(const v1::Window& w, SloFacts* facts) {
+  facts->records = w.records();
+  facts->valid = w.valid_latency_records();
+  facts->invalid = w.invalid_latency_records();
+  facts->min = w.min_latency();
+  facts->max = w.max_latency();
+  facts->avg = w.avg_latency();
+  facts->rate = w.records_per_second();
+}
+
+// A run's exact total -- or, with `range`, the exact answer over those
+// windows (a range that cannot be answered exactly is an error) -- as SLO
+// terms and compare read it, with `percents` asked of the daemon (a total
+// without them says why in no_percentiles).
 grpc::Status FetchFacts(Cli& cli, const std::string& run, const std::vector<double>& percents,
-                        v1::GetRunResponse* view, SloFacts* facts) {
+                        const std::optional<WindowRangeOptions>& range, v1::GetRunResponse* view,
+                        SloFacts* facts) {
   v1::GetRunRequest get;
   get.set_run(run);
   {
@@ -742,27 +857,28 @@ grpc::Status FetchFacts(Cli& cli, const std::string& run, const std::vector<doub
     cli.Deadline(&context);
     if (grpc::Status s = cli.query->GetRun(&context, get, view); !s.ok()) return s;
   }
-  const v1::Window& total = view->total();
   const v1::TimeUnit unit = view->run().latency().time_unit();
   facts->unit_ns = NanosPerUnit(unit == v1::TIME_UNIT_MS   ? TimeUnit::kMs
                                 : unit == v1::TIME_UNIT_US ? TimeUnit::kUs
                                                            : TimeUnit::kNs);
   facts->unit = TimeUnitText(view->run().latency().time_unit());
-  facts->records = total.records();
-  facts->valid = total.valid_latency_records();
-  facts->invalid = total.invalid_latency_records();
-  facts->min = total.min_latency();
-  facts->max = total.max_latency();
-  facts->avg = total.avg_latency();
-  facts->rate = total.records_per_second();
-  if (percents.empty()) return grpc::Status::OK;
+  SetCounterFacts(view->total(), facts);
+  if (percents.empty() && !range) return grpc::Status::OK;
   v1::GetPercentilesRequest ask;
   ask.set_run(std::to_string(view->run().id()));
   for (double p : percents) ask.add_percentiles(p);
+  if (range) *ask.mutable_range() = ToWindowRange(*range, view->run().start_unix_ms());
   grpc::ClientContext context;
   cli.Deadline(&context);
   v1::GetPercentilesResponse answer;
-  if (grpc::Status s = cli.query->GetPercentiles(&context, ask, &answer); !s.ok()) {
+  grpc::Status asked = cli.query->GetPercentiles(&context, ask, &answer);
+  if (range) {
+    if (!asked.ok()) return asked;
+    SetCounterFacts(answer.range(), facts);
+    *view->mutable_total() = answer.range();  // what the caller shows as the total
+  }
+  if (percents.empty()) return grpc::Status::OK;
+  if (grpc::Status s = asked; !s.ok()) {
     facts->no_percentiles = s.error_message();
   } else if (!answer.exact()) {
     facts->no_percentiles = answer.inexact_reason();
@@ -782,6 +898,7 @@ int Check(Cli& cli) {
   const std::string run = TakeRun(&cli.args, "check");
   const std::optional<std::string> expression = TakeOne(&cli.args, "slo");
   const std::optional<std::string> junit = TakeOne(&cli.args, "junit");
+  const std::optional<WindowRangeOptions> range = TakeWindowRange(cli);
   NoMoreArgs(cli.args);
   if (!expression) throw UsageError{"check: --slo EXPR is required (e.g. --slo 'p99<=2ms')"};
   absl::StatusOr<std::vector<SloTerm>> terms = ParseSlo(*expression);
@@ -795,7 +912,7 @@ int Check(Cli& cli) {
   percents.erase(std::unique(percents.begin(), percents.end()), percents.end());
   v1::GetRunResponse view;
   SloFacts facts;
-  if (grpc::Status s = FetchFacts(cli, run, percents, &view, &facts); !s.ok()) {
+  if (grpc::Status s = FetchFacts(cli, run, percents, range, &view, &facts); !s.ok()) {
     return ServerError(s);
   }
   const std::vector<SloVerdict> verdicts = EvaluateSlo(*terms, facts);
@@ -848,6 +965,8 @@ int Check(Cli& cli) {
 int Compare(Cli& cli) {
   std::vector<double> percents = TakePercentList(cli);
   const std::optional<std::string> fail_if = TakeOne(&cli.args, "fail-if");
+  // The same range of each run (offsets from each run's own start).
+  const std::optional<WindowRangeOptions> range = TakeWindowRange(cli);
   if (cli.args.size() != 2 || cli.args[0].rfind("--", 0) == 0 || cli.args[1].rfind("--", 0) == 0) {
     throw UsageError{"compare needs two runs: compare A B [--p LIST] [--fail-if TERMS]"};
   }
@@ -869,8 +988,12 @@ int Compare(Cli& cli) {
   asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
   v1::GetRunResponse view_a, view_b;
   SloFacts a, b;
-  if (grpc::Status s = FetchFacts(cli, run_a, asked, &view_a, &a); !s.ok()) return ServerError(s);
-  if (grpc::Status s = FetchFacts(cli, run_b, asked, &view_b, &b); !s.ok()) return ServerError(s);
+  if (grpc::Status s = FetchFacts(cli, run_a, asked, range, &view_a, &a); !s.ok()) {
+    return ServerError(s);
+  }
+  if (grpc::Status s = FetchFacts(cli, run_b, asked, range, &view_b, &b); !s.ok()) {
+    return ServerError(s);
+  }
   ToCommonUnit(&a, &b);
   const std::vector<CompareRow> rows = CompareRows(a, b, percents);
   const std::vector<RegressionVerdict> verdicts = EvaluateFailIf(terms, a, b);
@@ -942,8 +1065,9 @@ int Export(Cli& cli) {
   const std::optional<std::string> out_path = TakeOne(&cli.args, "out");
   if (std::optional<std::string> scope = TakeOne(&cli.args, "scope"); scope && *scope != "total") {
     throw UsageError{"export: --scope " + *scope +
-                     ": only the run's total is exported (windows keep no distribution yet)"};
+                     ": the run's total, or a range (--windows/--from/--to/--warmup)"};
   }
+  const std::optional<WindowRangeOptions> range = TakeWindowRange(cli);
   NoMoreArgs(cli.args);
   if (format != "json" && format != "csv" && format != "hgrm") {
     throw UsageError{"export: --format must be json, csv or hgrm"};
@@ -951,6 +1075,11 @@ int Export(Cli& cli) {
   ExportedDistribution d;
   v1::GetDistributionRequest request;
   request.set_run(run);
+  if (range) {
+    if (grpc::Status s = ResolveRange(cli, run, *range, request.mutable_range()); !s.ok()) {
+      return ServerError(s);
+    }
+  }
   for (;;) {
     grpc::ClientContext context;
     cli.Deadline(&context);
@@ -963,6 +1092,10 @@ int Export(Cli& cli) {
       d.run_id = page.run_id();
       d.unit = TimeUnitText(page.time_unit());
       d.total = page.total();
+      if (range) {
+        d.first_window = page.total().seq();
+        d.last_window = page.last_window();
+      }
     }
     for (int i = 0; i < page.latency_size() && i < page.count_size(); ++i) {
       d.buckets.emplace_back(page.latency(i), page.count(i));

@@ -53,8 +53,8 @@ std::string Format(const char* fmt, double v) {
   return buf;
 }
 
-// One rule for times everywhere people read them, as the daemon's log: UTC,
-// ISO 8601 with its Z (2026-12-05T12:47:26Z).
+}  // namespace
+
 std::string UtcTime(int64_t unix_ms) {
   if (unix_ms <= 0) return "-";
   const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
@@ -64,8 +64,6 @@ std::string UtcTime(int64_t unix_ms) {
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
-
-}  // namespace
 
 const char* TimeUnitText(v1::TimeUnit unit) {
   switch (unit) {

@@ -56,6 +56,10 @@ std::string RunsTable(const v1::ListRunsResponse& runs, bool wide = false);
 // `perlctl show`: the run, then its latest window and total.
 std::string ShowText(const v1::GetRunResponse& run, const WindowFormat& format = {});
 // One window as one SBK-style line, latencies in `unit`.
+// One rule for times everywhere people read them, as the daemon's log: UTC,
+// ISO 8601 with its Z (2026-12-05T12:47:26Z); "-" for 0.
+std::string UtcTime(int64_t unix_ms);
+
 std::string WindowLine(const v1::Window& window, v1::TimeUnit unit);
 // One window for people: a header line (kind, length, records, rates), the
 // latency line (min, avg, max, invalid, discarded, with the unit), then a

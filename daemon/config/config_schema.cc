@@ -322,6 +322,9 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "retention.maxBytes", kLive, int64_t{1} << 20, kTiB,
       [](auto& c) -> auto& { return c.retention.max_bytes; }));
+  keys.push_back(IntKey(
+      "retention.maxWindowDistributionBytesPerRun", kLive, 0, kTiB,
+      [](auto& c) -> auto& { return c.retention.max_window_distribution_bytes_per_run; }));
   // limits:
   keys.push_back(IntKey(
       "limits.maxRunningRuns", kLive, 1, 4096,

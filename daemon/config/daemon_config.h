@@ -24,6 +24,11 @@ struct RetentionConfig {
   int64_t max_finished_runs = 1000;        // key retention.maxFinishedRuns, >= 1
   int64_t max_windows_per_run = 2048;      // key retention.maxWindowsPerRun, >= 1
   int64_t max_bytes = int64_t{256} << 20;  // key retention.maxBytes: history bytes, >= 1 MiB
+  // key retention.maxWindowDistributionBytesPerRun: the stored exact
+  // distributions of one run's periodic windows (what range queries merge),
+  // >= 0 (0: none kept). A window past it is stored without its distribution
+  // and a range that includes it is refused, never answered from part of it.
+  int64_t max_window_distribution_bytes_per_run = int64_t{1} << 30;
 
   bool operator==(const RetentionConfig&) const = default;
 };

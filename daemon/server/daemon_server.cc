@@ -342,7 +342,7 @@ absl::Status StartRecorder(Parts* p) {
 absl::Status BuildServices(Parts* p) {
   p->jobs = std::make_unique<jobs::BenchJobs>(*p->manager, *p->clock, p->current);
   p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current, *p->auth,
-                                                     p->ingest_runs.get());
+                                                     p->ingest_runs.get(), &p->history->store());
   p->control = std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs,
                                                          p->current, *p->auth);
   p->ingest = std::make_unique<service::IngestService>(*p->ingest_runs, p->ingest_stats, p->current,

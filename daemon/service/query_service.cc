@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/common/mutex.h"
 #include "daemon/core/run_total.h"
+#include "daemon/runs/range_percentiles.h"
 #include "daemon/service/change_pump.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/request_limits.h"
@@ -293,6 +294,9 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
                         absl::StrCat("scope: unknown scope ", request.scope(),
                                      " (SCOPE_TOTAL = 0, SCOPE_LATEST = 1)"));
   }
+  if (request.has_range()) {
+    return DoRangePercentiles(*id, *info, request.range(), std::move(percents), response);
+  }
   const runs::PercentileScope scope = request.scope() == v1::GetPercentilesRequest::SCOPE_LATEST
                                           ? runs::PercentileScope::kLatest
                                           : runs::PercentileScope::kTotal;
@@ -308,6 +312,75 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
   response->set_median_latency(s.median);
   response->set_time_unit(ToProto(info->spec.latency.time_unit));
   if (!s.percentiles_exact) response->set_inexact_reason(kInexactTotalReason);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::AnswerRange(runs::RunId id, const v1::WindowRange& range,
+                                       std::vector<double> percents, runs::RangeAnswer* answer,
+                                       v1::Window* window, std::vector<LatencyBucket>* merged) {
+  const auto bad = [](const std::string& what) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "range: " + what);
+  };
+  if (range.first_window() < 0 || range.last_window() < 0 || range.from_unix_ms() < 0 ||
+      range.to_unix_ms() < 0) {
+    return bad("bounds must not be negative (0 leaves one open)");
+  }
+  if (range.last_window() > 0 && range.first_window() > range.last_window()) {
+    return bad(absl::StrCat("first_window ", range.first_window(), " is after last_window ",
+                            range.last_window()));
+  }
+  if (range.to_unix_ms() > 0 && range.from_unix_ms() > range.to_unix_ms()) {
+    return bad("from_unix_ms is after to_unix_ms");
+  }
+  if (store_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "ranges are answered from the state directory, which this perld has not");
+  }
+  absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents));
+  if (!set.ok()) return ToGrpcStatus(set.status());
+  state::StateStore::WindowRange asked;
+  if (range.first_window() > 0) asked.first_seq = range.first_window();
+  if (range.last_window() > 0) asked.last_seq = range.last_window();
+  if (range.from_unix_ms() > 0) asked.from_unix_ms = range.from_unix_ms();
+  if (range.to_unix_ms() > 0) asked.to_unix_ms = range.to_unix_ms();
+  absl::StatusOr<std::vector<runs::WindowRecord>> windows = store_->ReadWindowRange(id, asked);
+  if (!windows.ok()) return ToGrpcStatus(windows.status());
+  absl::StatusOr<runs::RangeAnswer> answered =
+      runs::RangePercentiles(id, *windows, range.first_window(), *set, merged);
+  if (!answered.ok()) return ToGrpcStatus(answered.status());
+  *answer = *std::move(answered);
+  runs::WindowRecord w;
+  w.run_id = id;
+  w.kind = runs::WindowRecord::Kind::kPeriodic;
+  w.seq = answer->first_window;
+  w.start_unix_ms = answer->start_unix_ms;
+  w.end_unix_ms = answer->end_unix_ms;
+  w.seconds = answer->seconds;
+  w.snapshot = answer->snapshot;
+  ToProto(w, /*final_total=*/false, window);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::DoRangePercentiles(runs::RunId id, const runs::RunInfo& info,
+                                              const v1::WindowRange& range,
+                                              std::vector<double> percents,
+                                              v1::GetPercentilesResponse* response) {
+  runs::RangeAnswer answer;
+  if (grpc::Status s =
+          AnswerRange(id, range, std::move(percents), &answer, response->mutable_range(), nullptr);
+      !s.ok()) {
+    return s;
+  }
+  const LatencySnapshot& s = answer.snapshot;
+  response->set_run_id(id);
+  AddPercentiles(s, response->mutable_percentiles());
+  response->set_valid_latency_records(s.valid);
+  response->set_exact(true);
+  response->set_final(info.state != runs::RunState::kRunning);
+  response->set_median_latency(s.median);
+  response->set_time_unit(ToProto(info.spec.latency.time_unit));
+  response->set_last_window(answer.last_window);
+  response->set_windows(answer.windows);
   return grpc::Status::OK;
 }
 
@@ -333,6 +406,30 @@ grpc::Status QueryService::DoGetDistribution(const v1::GetDistributionRequest& r
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<runs::RunInfo> info = registry_.Info(*id);
   if (!info.ok()) return ToGrpcStatus(info.status());
+  if (request.has_range()) {
+    runs::RangeAnswer answer;
+    std::vector<LatencyBucket> merged;
+    if (grpc::Status s = AnswerRange(*id, request.range(), info->spec.latency.percentiles, &answer,
+                                     response->mutable_total(), &merged);
+        !s.ok()) {
+      return s;
+    }
+    response->set_run_id(*id);
+    response->set_time_unit(ToProto(info->spec.latency.time_unit));
+    response->set_last_window(answer.last_window);
+    auto from = merged.begin();
+    if (after) {
+      from = std::upper_bound(merged.begin(), merged.end(), *after,
+                              [](int64_t v, const LatencyBucket& b) { return v < b.latency; });
+    }
+    const auto to = merged.end() - from > size ? from + size : merged.end();
+    for (auto b = from; b != to; ++b) {
+      response->add_latency(b->latency);
+      response->add_count(b->count);
+    }
+    if (to != merged.end()) response->set_next_page_token(absl::StrCat((to - 1)->latency));
+    return grpc::Status::OK;
+  }
   absl::StatusOr<runs::RunRegistry::DistributionPage> page =
       registry_.Distribution(*id, after, static_cast<size_t>(size));
   if (!page.ok()) return ToGrpcStatus(page.status());

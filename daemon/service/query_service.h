@@ -28,8 +28,10 @@
 #include "daemon/common/mutex.h"
 #include "daemon/config/current_config.h"
 #include "daemon/ingest/run_table.h"
+#include "daemon/runs/range_percentiles.h"
 #include "daemon/runs/run_registry.h"
 #include "daemon/service/call_auth.h"
+#include "daemon/state/state_store.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
@@ -39,9 +41,16 @@ class QueryService final : public v1::Query::CallbackService {
   // `ingest_runs` answers GetClients (null: UNIMPLEMENTED).
   // Every call needs Access::kRead from `auth`. REQUIRES: the registry
   // outlives every call (the gRPC server's Shutdown waits for them).
+  // `store` (may be null: no ranges) holds the runs' window distributions
+  // that range queries merge.
   QueryService(const runs::RunRegistry& registry, const config::CurrentConfig& config,
-               const CallAuth& auth, const ingest::RunTable* ingest_runs = nullptr)
-      : registry_(registry), config_(config), auth_(auth), ingest_runs_(ingest_runs) {}
+               const CallAuth& auth, const ingest::RunTable* ingest_runs = nullptr,
+               const state::StateStore* store = nullptr)
+      : registry_(registry),
+        config_(config),
+        auth_(auth),
+        ingest_runs_(ingest_runs),
+        store_(store) {}
 
   // Finishes every open watch UNAVAILABLE ("perld is shutting down") and
   // refuses new ones from now on (shutdown after the drain).
@@ -75,6 +84,16 @@ class QueryService final : public v1::Query::CallbackService {
 
   grpc::Status DoListRuns(const v1::ListRunsRequest& request, v1::ListRunsResponse* response);
   grpc::Status DoGetRun(const v1::GetRunRequest& request, v1::GetRunResponse* response);
+  // The exact answer over a range of the run's stored windows: `answer`,
+  // its counters and percentiles as `window`, its distribution in `merged`
+  // (may be null). INVALID_ARGUMENT for a malformed range; RangePercentiles'
+  // refusals.
+  grpc::Status AnswerRange(runs::RunId id, const v1::WindowRange& range,
+                           std::vector<double> percents, runs::RangeAnswer* answer,
+                           v1::Window* window, std::vector<LatencyBucket>* merged);
+  grpc::Status DoRangePercentiles(runs::RunId id, const runs::RunInfo& info,
+                                  const v1::WindowRange& range, std::vector<double> percents,
+                                  v1::GetPercentilesResponse* response);
   grpc::Status DoGetPercentiles(const v1::GetPercentilesRequest& request,
                                 v1::GetPercentilesResponse* response);
   grpc::Status DoGetWindowHistory(const v1::GetWindowHistoryRequest& request,
@@ -92,6 +111,7 @@ class QueryService final : public v1::Query::CallbackService {
   const config::CurrentConfig& config_;
   const CallAuth& auth_;
   const ingest::RunTable* const ingest_runs_;
+  const state::StateStore* const store_;
   std::atomic<int> watchers_{0};  // watches_.size(), readable without watches_mu_
   Mutex watches_mu_;
   std::set<Watch*> watches_ ABSL_GUARDED_BY(watches_mu_);  // open, until their OnDone

@@ -55,6 +55,7 @@ constexpr std::array<const char*, 22> kWindowColumns = {
 };
 
 constexpr std::array<const char*, 2> kWindowKey = {"run_id", "kind"};
+constexpr std::array<const char*, 1> kWindowExtra = {"distribution"};
 constexpr std::array<const char*, 1> kTotalKey = {"run_id"};
 constexpr std::array<const char*, 3> kTotalExtra = {"segments", "exact_total", "distribution"};
 constexpr std::array<const char*, 2> kCheckpointCut = {"periodic_seq", "segment_seq"};
@@ -191,12 +192,9 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
     return fail(tables.status());
   }
   if (tables->empty()) {  // a new database
-    if (absl::Status s = db.Exec((std::string(kSchemaV1) + std::string(kSchemaV2Upgrade) +
-                                  std::string(kSchemaV3Upgrade) + std::string(kSchemaV4Upgrade) +
-                                  std::string(kSchemaV5Upgrade) + std::string(kSchemaV6Upgrade) +
-                                  std::string(kSchemaV7Upgrade))
-                                     .c_str());
-        !s.ok()) {
+    std::string all(kSchemaV1);
+    for (const std::string_view upgrade : kSchemaUpgrades) all += upgrade;
+    if (absl::Status s = db.Exec(all.c_str()); !s.ok()) {
       return fail(s);
     }
     return db.Exec("COMMIT");
@@ -227,33 +225,10 @@ absl::Status CreateOrCheckSchema(SqliteDb& db) {
         absl::StrCat(where, ": schema version ", v, " is newer than this perld supports (",
                      kSchemaVersion, "); run a newer perld or choose another state directory")));
   }
-  if (v == 1) {
-    if (absl::Status s = db.Exec(std::string(kSchemaV2Upgrade).c_str()); !s.ok()) {
-      return fail(s);
-    }
-  }
-  if (v <= 2) {
-    if (absl::Status s = db.Exec(std::string(kSchemaV3Upgrade).c_str()); !s.ok()) {
-      return fail(s);
-    }
-  }
-  if (v <= 3) {
-    if (absl::Status s = db.Exec(std::string(kSchemaV4Upgrade).c_str()); !s.ok()) {
-      return fail(s);
-    }
-  }
-  if (v <= 4) {
-    if (absl::Status s = db.Exec(std::string(kSchemaV5Upgrade).c_str()); !s.ok()) {
-      return fail(s);
-    }
-  }
-  if (v <= 5) {
-    if (absl::Status s = db.Exec(std::string(kSchemaV6Upgrade).c_str()); !s.ok()) {
-      return fail(s);
-    }
-  }
-  if (v <= 6) {
-    if (absl::Status s = db.Exec(std::string(kSchemaV7Upgrade).c_str()); !s.ok()) {
+  // Version v upgrades through every later one, in order.
+  for (int64_t from = v; from < kSchemaVersion; ++from) {
+    const std::string upgrade(kSchemaUpgrades[static_cast<size_t>(from - 1)]);
+    if (absl::Status s = db.Exec(upgrade.c_str()); !s.ok()) {
       return fail(s);
     }
   }
@@ -287,7 +262,7 @@ std::string UpsertRunSql() {
 }
 
 std::string InsertWindowSql() {
-  const std::string columns = Columns({kWindowKey, kWindowColumns});
+  const std::string columns = Columns({kWindowKey, kWindowColumns, kWindowExtra});
   return absl::StrCat("INSERT OR REPLACE INTO windows (", columns, ") VALUES (",
                       Placeholders(CountColumns(columns)), ")");
 }
@@ -350,6 +325,14 @@ std::string SelectWindowsSql() {
                       " FROM windows ORDER BY run_id, kind, seq");
 }
 
+int WindowBlobColumn() { return static_cast<int>(kWindowKey.size() + kWindowColumns.size()); }
+
+std::string SelectWindowRangeSql() {
+  return absl::StrCat("SELECT ", Columns({kWindowKey, kWindowColumns, kWindowExtra}),
+                      " FROM windows WHERE run_id = ?1 AND kind = 'periodic' AND seq BETWEEN ?2 "
+                      "AND ?3 AND start_unix_ms >= ?4 AND end_unix_ms <= ?5 ORDER BY seq");
+}
+
 std::string SelectTotalsSql() {
   return absl::StrCat("SELECT ", Columns({kTotalKey, kWindowColumns, kTotalExtra}),
                       " FROM totals ORDER BY run_id");
@@ -390,14 +373,17 @@ void BindRun(const runs::RunInfo& run, SqliteStatement* s) {
   s->BindText(i++, runs::EndReasonName(run.end_reason));
 }
 
-absl::Status BindWindow(const runs::WindowRecord& window, SqliteStatement* s) {
+absl::Status BindWindow(const runs::WindowRecord& window, std::string_view distribution,
+                        SqliteStatement* s) {
   if (window.kind == runs::WindowRecord::Kind::kTotal) {
     return absl::InvalidArgumentError(
         absl::StrCat("run ", window.run_id, ": a total window belongs to SaveFinalTotal"));
   }
   s->BindInt64(1, static_cast<int64_t>(window.run_id));
   s->BindText(2, runs::WindowKindName(window.kind));
-  return BindWindowColumns(window, 3, s);
+  if (absl::Status st = BindWindowColumns(window, 3, s); !st.ok()) return st;
+  s->BindBlob(3 + static_cast<int>(kWindowColumns.size()), distribution);
+  return absl::OkStatus();
 }
 
 absl::Status BindTotal(const runs::WindowRecord& total, std::string_view blob, SqliteStatement* s) {

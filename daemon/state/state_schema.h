@@ -1,5 +1,5 @@
 // StateSchema: the tables of the state database DIR/perld.db (schema
-// version 7) and the mapping between their rows and the runs vocabulary
+// version 8) and the mapping between their rows and the runs vocabulary
 // (RunInfo, WindowRecord). One place maps a run or a window to a row.
 //
 // kSchemaV1 and its upgrades below are the schema, verbatim: SQLite keeps
@@ -30,9 +30,12 @@
 //    stopped, shutdown, failed; RunInfo::end_reason), kSchemaV6Upgrade.
 //  - Version 7 adds rate_seconds to windows, totals and checkpoints (what a
 //    window's rates divide by, WindowRecord::rate_seconds), kSchemaV7Upgrade.
+//  - Version 8 adds windows.distribution: a periodic window's exact
+//    distribution, merged by range queries, kSchemaV8Upgrade.
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -45,7 +48,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 7;
+inline constexpr int64_t kSchemaVersion = 8;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -282,6 +285,22 @@ ALTER TABLE checkpoints ADD COLUMN rate_seconds REAL NOT NULL DEFAULT 0;
 UPDATE meta SET value = 7 WHERE key = 'schema_version';
 )sql";
 
+inline constexpr std::string_view kSchemaV8Upgrade = R"sql(
+-- A periodic window's exact distribution ("PDST" v1, as totals.distribution):
+-- what range queries (GetPercentiles with a range) merge. Empty: not kept
+-- (total segments, rows before version 8, or a run past
+-- retention.maxWindowDistributionBytesPerRun).
+ALTER TABLE windows ADD COLUMN distribution BLOB NOT NULL DEFAULT x'';
+
+UPDATE meta SET value = 8 WHERE key = 'schema_version';
+)sql";
+
+// kSchemaUpgrades[v - 1] turns version v into v + 1.
+inline constexpr std::string_view kSchemaUpgrades[] = {
+    kSchemaV2Upgrade, kSchemaV3Upgrade, kSchemaV4Upgrade, kSchemaV5Upgrade,
+    kSchemaV6Upgrade, kSchemaV7Upgrade, kSchemaV8Upgrade};
+static_assert(std::size(kSchemaUpgrades) == kSchemaVersion - 1, "one upgrade per version");
+
 // Creates the schema in an empty database, or checks an existing one, in one
 // IMMEDIATE transaction. Errors name db.path(): FailedPrecondition for a
 // newer schema version or an SQLite file that is not a perld state database,
@@ -300,8 +319,13 @@ std::string UpsertRunSql();
 std::string InsertWindowSql();
 std::string InsertTotalSql();
 std::string SelectRunsSql();     // ORDER BY id
-std::string SelectWindowsSql();  // ORDER BY run_id, kind, seq
-std::string SelectTotalsSql();   // ORDER BY run_id
+std::string SelectWindowsSql();  // ORDER BY run_id, kind, seq; without distributions
+// ?1 run, periodic windows with ?2 <= seq <= ?3, start_unix_ms >= ?4 and
+// end_unix_ms <= ?5, with their distribution blobs (ReadWindow, then
+// column WindowBlobColumn()); ORDER BY seq.
+std::string SelectWindowRangeSql();
+int WindowBlobColumn();
+std::string SelectTotalsSql();  // ORDER BY run_id
 std::string InsertCheckpointSql();
 std::string InsertCheckpointClientSql();
 std::string SelectCheckpointsSql();        // ORDER BY run_id
@@ -316,7 +340,9 @@ std::string SelectUpstreamMessagesSql();  // ?1 run, ?2 from sequence, ?3 limit;
 void BindRun(const runs::RunInfo& run, SqliteStatement* stmt);
 // InvalidArgument for a kind other than periodic/total_segment or
 // percentile vectors of different lengths.
-[[nodiscard]] absl::Status BindWindow(const runs::WindowRecord& window, SqliteStatement* stmt);
+// `distribution`: the window's DistributionCodec blob, or empty (not kept).
+[[nodiscard]] absl::Status BindWindow(const runs::WindowRecord& window,
+                                      std::string_view distribution, SqliteStatement* stmt);
 // InvalidArgument for percentile vectors of different lengths.
 [[nodiscard]] absl::Status BindTotal(const runs::WindowRecord& total, std::string_view blob,
                                      SqliteStatement* stmt);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -381,8 +382,26 @@ class StateStore::Writer {
   }
 
   absl::Status Apply(const WindowItem& item, Touched* touched) {
+    // The window's distribution, while the run's stored distributions fit
+    // retention.maxWindowDistributionBytesPerRun; past it, none (a range
+    // over this window is refused, never answered from part of it).
+    std::string blob;
+    if (!item.window.distribution.empty()) {
+      absl::StatusOr<std::string> encoded = EncodeDistribution(item.window.distribution);
+      if (!encoded.ok()) {
+        return absl::Status(
+            encoded.status().code(),
+            absl::StrCat("saving ", Describe(item.window), ": ", encoded.status().message()));
+      }
+      int64_t& stored = window_distribution_bytes_[item.window.run_id];
+      const auto size = static_cast<int64_t>(encoded->size());
+      if (stored + size <= retention_.max_window_distribution_bytes_per_run) {
+        stored += size;
+        blob = *std::move(encoded);
+      }
+    }
     insert_window_.Reset();
-    absl::Status s = BindWindow(item.window, &insert_window_);
+    absl::Status s = BindWindow(item.window, blob, &insert_window_);
     if (s.ok()) {
       s = insert_window_.Run();
     }
@@ -645,6 +664,9 @@ class StateStore::Writer {
   SqliteStatement upsert_upstream_stream_, insert_upstream_message_, release_upstream_,
       delete_upstream_stream_;
   config::RetentionConfig retention_;
+  // Per run: bytes of window distributions stored by this process (a run
+  // resumed after a restart starts from 0 again).
+  std::map<runs::RunId, int64_t> window_distribution_bytes_;
 };
 
 // --- StateStore --------------------------------------------------------------
@@ -756,8 +778,10 @@ void StateStore::SaveRun(runs::RunInfo run) {
 }
 
 void StateStore::SaveWindow(const runs::WindowRecord& window) {
-  // Every member but the distribution. Positional on purpose: a member added
-  // to WindowRecord makes -Wmissing-field-initializers fail the build here.
+  // Every stored member: the distribution of a periodic window only (range
+  // queries merge them; a total segment's is in its total). Positional on
+  // purpose: a member added to WindowRecord makes
+  // -Wmissing-field-initializers fail the build here.
   runs::WindowRecord copy{
       window.run_id,
       window.kind,
@@ -767,7 +791,8 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
       window.seconds,
       window.rate_seconds,
       window.snapshot,
-      {},
+      window.kind == runs::WindowRecord::Kind::kPeriodic ? window.distribution
+                                                         : std::vector<LatencyBucket>{},
       window.segments,
       window.exact_total,
       0,
@@ -1073,6 +1098,44 @@ absl::StatusOr<std::vector<UpstreamMessage>> StateStore::LoadUpstreamMessages(
     messages.push_back(UpstreamMessage{static_cast<uint64_t>(select->ColumnInt64(0)),
                                        std::string(select->ColumnBlob(1))});
   }
+}
+
+absl::StatusOr<std::vector<runs::WindowRecord>> StateStore::ReadWindowRange(
+    runs::RunId run, const WindowRange& range) const {
+  {
+    MutexLock lock(mu_);  // what was queued before the call is committed
+    const uint64_t target = enqueued_;
+    done_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return written_ >= target; });
+  }
+  absl::StatusOr<SqliteDb> db = OpenReader();
+  if (!db.ok()) return db.status();
+  absl::StatusOr<SqliteStatement> select = db->Prepare(SelectWindowRangeSql());
+  if (!select.ok()) return select.status();
+  select->BindInt64(1, static_cast<int64_t>(run));
+  select->BindInt64(2, range.first_seq);
+  select->BindInt64(3, range.last_seq);
+  select->BindInt64(4, range.from_unix_ms);
+  select->BindInt64(5, range.to_unix_ms);
+  std::vector<runs::WindowRecord> out;
+  for (;;) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) return Annotate(row.status(), path_);
+    if (!*row) break;
+    absl::StatusOr<runs::WindowRecord> w = ReadWindow(*select);
+    if (!w.ok()) return Annotate(w.status(), path_);
+    const std::string_view blob = select->ColumnBlob(WindowBlobColumn());
+    if (!blob.empty()) {
+      absl::StatusOr<std::vector<LatencyBucket>> d = DecodeDistribution(blob);
+      if (!d.ok()) {
+        return Annotate(absl::DataLossError(absl::StrCat("run ", run, " window ", w->seq,
+                                                         ": distribution: ", d.status().message())),
+                        path_);
+      }
+      w->distribution = *std::move(d);
+    }
+    out.push_back(*std::move(w));
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<StoredRun>> StateStore::LoadRuns() const {

@@ -192,6 +192,20 @@ class StateStore {
   // windows were dropped since then, else OK.
   [[nodiscard]] absl::Status Flush();
 
+  // A run's stored periodic windows in a range, with their distributions
+  // (empty when not kept: a window of no valid latency, or one past
+  // retention.maxWindowDistributionBytesPerRun), ascending seq. Waits until
+  // what was queued before the call is committed, then reads on a fresh
+  // connection. DataLoss for a corrupt row or blob. Any thread.
+  struct WindowRange {
+    int64_t first_seq = 1;
+    int64_t last_seq = INT64_MAX;
+    int64_t from_unix_ms = 0;        // window start >= this
+    int64_t to_unix_ms = INT64_MAX;  // window end <= this
+  };
+  [[nodiscard]] absl::StatusOr<std::vector<runs::WindowRecord>> ReadWindowRange(
+      runs::RunId run, const WindowRange& range) const;
+
   // Every stored run in id order, read on a fresh connection in one read
   // transaction (a consistent snapshot of what is committed). DataLoss
   // naming the run and column for a row this perld cannot read (except a
@@ -283,8 +297,8 @@ class StateStore {
   std::unique_ptr<Writer> writer_;  // the writer thread's alone
 
   mutable Mutex mu_;
-  CondVar wake_;  // writer: work queued or stopping
-  CondVar done_;  // Flush: a batch was committed
+  CondVar wake_;          // writer: work queued or stopping
+  mutable CondVar done_;  // Flush, ReadWindowRange: a batch was committed
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queue_ plus the batch being written
   uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;    // items ever queued

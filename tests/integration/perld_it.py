@@ -208,6 +208,13 @@ def load_stubs(tmp):
             {n: importlib.import_module(n) for n in names})
 
 
+def ingest_stubs(tmp):
+    """Generates the stubs into tmp and returns (perld.v1 ingest pb, its rpc module)."""
+    load_stubs(tmp)
+    return (importlib.import_module("perld.v1.ingest_pb2"),
+            importlib.import_module("perld.v1.ingest_pb2_grpc"))
+
+
 def merged_distributions(files):
     """(ascending (latency, count) pairs, records) of `perlctl load
     --distribution-out` files merged."""

@@ -37,6 +37,7 @@ retention:
   maxFinishedRuns: 10
   maxWindowsPerRun: 100
   maxBytes: 2097152
+  maxWindowDistributionBytesPerRun: 4096
 limits:
   maxRunningRuns: 2
   maxBenchWorkers: 8
@@ -132,6 +133,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.retention.max_finished_runs = 10;
   c.retention.max_windows_per_run = 100;
   c.retention.max_bytes = 2'097'152;
+  c.retention.max_window_distribution_bytes_per_run = 4096;
   c.limits.max_running_runs = 2;
   c.limits.max_bench_workers = 8;
   c.limits.max_bench_payload_bytes = 4096;

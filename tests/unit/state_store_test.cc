@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/state/distribution_codec.h"
 #include "daemon/state/sqlite_db.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -81,7 +82,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "7");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "8");
   EXPECT_EQ(Sql(store->path(), "PRAGMA synchronous"), "2");  // FULL on the store's connection
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
@@ -143,6 +144,46 @@ TEST(StateStoreTest, RoundTripsEveryFieldBitExact) {
             "[[5,5001,6],[50,50001,51],[99.9,99901,100],[99.99,99991,100],[100,100001,101]]");
   EXPECT_EQ(Sql(store->path(), "SELECT json_extract(labels, '$.host') FROM runs WHERE id = 1"),
             "node-7");
+}
+
+// Periodic windows keep their exact distributions (what range queries
+// merge) while the run's stored blobs fit
+// retention.maxWindowDistributionBytesPerRun; past it a window is stored
+// without one. ReadWindowRange selects by number and by wall-clock bounds.
+TEST(StateStoreTest, PeriodicWindowsKeepTheirDistributionsWithinTheRunsBudget) {
+  ScratchDir tmp;
+  const std::vector<LatencyBucket> buckets = {{3, 1}, {4, 2}};
+  absl::StatusOr<std::string> blob = EncodeDistribution(buckets);
+  ASSERT_TRUE(blob.ok());
+  config::RetentionConfig retention;
+  retention.max_window_distribution_bytes_per_run = 2 * static_cast<int64_t>(blob->size());
+  auto store = OpenOrDie(tmp.path(), retention);
+  store->SaveRun(MakeRun(1));
+  for (int64_t seq = 1; seq <= 3; ++seq) store->SaveWindow(MakeWindow(1, Kind::kPeriodic, seq));
+  store->SaveWindow(MakeWindow(1, Kind::kTotalSegment, 1));
+  absl::StatusOr<std::vector<WindowRecord>> all = store->ReadWindowRange(1, {});
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);  // periodic windows only
+  EXPECT_EQ((*all)[0].distribution, buckets);
+  EXPECT_EQ((*all)[1].distribution, buckets);
+  EXPECT_TRUE((*all)[2].distribution.empty());  // past the budget
+  EXPECT_EQ((*all)[2], Stored(MakeWindow(1, Kind::kPeriodic, 3)));
+  StateStore::WindowRange numbers;
+  numbers.first_seq = 2;
+  numbers.last_seq = 3;
+  absl::StatusOr<std::vector<WindowRecord>> two = store->ReadWindowRange(1, numbers);
+  ASSERT_TRUE(two.ok() && two->size() == 2u);
+  EXPECT_EQ((*two)[0].seq, 2);
+  StateStore::WindowRange times;  // windows 2.. start at their start, 1 ends before
+  times.from_unix_ms = MakeWindow(1, Kind::kPeriodic, 2).start_unix_ms;
+  times.to_unix_ms = MakeWindow(1, Kind::kPeriodic, 2).end_unix_ms;
+  absl::StatusOr<std::vector<WindowRecord>> one = store->ReadWindowRange(1, times);
+  ASSERT_TRUE(one.ok() && one->size() == 1u);
+  EXPECT_EQ((*one)[0].seq, 2);
+  // The history loaded at start leaves the distributions on disk.
+  const std::vector<StoredRun> runs = LoadOrDie(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  for (const WindowRecord& w : runs[0].windows) EXPECT_TRUE(w.distribution.empty());
 }
 
 TEST(StateStoreTest, SaveRunUpdatesTheRowAndKeepsItsWindows) {
@@ -447,19 +488,22 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 8 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 9 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 8 is newer than this perld supports (7)"));
+              HasSubstr("schema version 9 is newer than this perld supports (8)"));
 }
 
 // Turns a current database back into one of `version`: drops the tables
 // later versions added and sets meta.schema_version.
 void DowngradeTo(const std::string& db, int version) {
-  for (const char* table : {"windows", "totals", "checkpoints"}) {
-    Sql(db, absl::StrCat("ALTER TABLE ", table, " DROP COLUMN rate_seconds").c_str());
+  Sql(db, "ALTER TABLE windows DROP COLUMN distribution");
+  if (version < 7) {
+    for (const char* table : {"windows", "totals", "checkpoints"}) {
+      Sql(db, absl::StrCat("ALTER TABLE ", table, " DROP COLUMN rate_seconds").c_str());
+    }
   }
   if (version < 6) Sql(db, "ALTER TABLE runs DROP COLUMN end_reason");
   if (version < 5) Sql(db, "ALTER TABLE runs DROP COLUMN checkpointed");
@@ -479,8 +523,8 @@ void DowngradeTo(const std::string& db, int version) {
       absl::StrCat("UPDATE meta SET value = ", version, " WHERE key = 'schema_version'").c_str());
 }
 
-TEST(StateStoreTest, UpgradesVersion1To6Databases) {
-  for (int version : {1, 2, 3, 4, 5, 6}) {
+TEST(StateStoreTest, UpgradesVersion1To7Databases) {
+  for (int version : {1, 2, 3, 4, 5, 6, 7}) {
     SCOPED_TRACE(version);
     ScratchDir tmp;
     {
@@ -491,7 +535,7 @@ TEST(StateStoreTest, UpgradesVersion1To6Databases) {
     DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "7");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "8");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM run_clients"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE end_reason = ''"), "1");
     if (version < 5) {
@@ -505,10 +549,17 @@ TEST(StateStoreTest, UpgradesVersion1To6Databases) {
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM upstream_messages"), "0");
     const std::vector<StoredRun> runs = LoadOrDie(*store);
     ASSERT_EQ(runs.size(), 1u);  // the runs stay
-    // A window written before version 7 rates over its own seconds.
     ASSERT_EQ(runs[0].windows.size(), 1u);
-    EXPECT_EQ(runs[0].windows[0].rate_seconds, 0);
-    EXPECT_EQ(runs[0].windows[0].RateSeconds(), runs[0].windows[0].seconds);
+    if (version < 7) {  // a window written before version 7 rates over its own seconds
+      EXPECT_EQ(runs[0].windows[0].rate_seconds, 0);
+      EXPECT_EQ(runs[0].windows[0].RateSeconds(), runs[0].windows[0].seconds);
+    }
+    // A window stored before version 8 has no distribution: a range over it
+    // is refused by RangePercentiles (range_percentiles_test).
+    absl::StatusOr<std::vector<WindowRecord>> range = store->ReadWindowRange(3, {});
+    ASSERT_TRUE(range.ok()) << range.status();
+    ASSERT_EQ(range->size(), 1u);
+    EXPECT_TRUE((*range)[0].distribution.empty());
   }
 }
 
