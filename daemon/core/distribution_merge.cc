@@ -14,17 +14,19 @@ std::vector<LatencyBucket> MergeDistributions(
   };
   std::vector<Cursor> heap;
   heap.reserve(inputs.size());
-  size_t upper = 0;
   for (const std::span<const LatencyBucket>& in : inputs) {
     if (in.empty()) continue;
     heap.push_back(Cursor{in.data(), in.data() + in.size()});
-    upper += in.size();
   }
   // A min-heap on each cursor's current latency.
   const auto later = [](const Cursor& a, const Cursor& b) { return a.at->latency > b.at->latency; };
   std::make_heap(heap.begin(), heap.end(), later);
   std::vector<LatencyBucket> out;
-  out.reserve(heap.size() == 1 ? upper : std::min<size_t>(upper, size_t{1} << 20));
+  // The largest input is a lower bound of the output (reserving the sum
+  // would fault in pages the output never uses when windows share values).
+  size_t largest = 0;
+  for (const Cursor& c : heap) largest = std::max(largest, static_cast<size_t>(c.end - c.at));
+  out.reserve(largest);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     Cursor& c = heap.back();

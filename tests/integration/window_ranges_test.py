@@ -27,6 +27,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -199,7 +200,10 @@ def main():
               f"over the budget: FAILED_PRECONDITION naming the key ({p.stderr.strip()[-300:]})")
     finally:
         d.stop()
-    return finish()
+    status = finish()
+    if status == 0:
+        shutil.rmtree(tmp, ignore_errors=True)  # kept when a check failed: the logs
+    return status
 
 
 if __name__ == "__main__":

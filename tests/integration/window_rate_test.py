@@ -24,6 +24,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -138,8 +139,11 @@ def main():
               f"B: the run's CSV: {len(rows)} windows, the last {rows[-1]['Records/Sec'] if rows else None}/s")
     finally:
         d.stop()
-    finish()
+    status = finish()
+    if status == 0:
+        shutil.rmtree(tmp, ignore_errors=True)  # kept when a check failed: the logs
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
