@@ -62,7 +62,8 @@ const char* kUsage =
                                                runs with their results (records, seconds,
                                                rate, p50, p99, max); --wide: source, end
                                                time, parameters
-  show RUN [--p LIST] [--sbk]                  a run, its latest window and its total
+  show RUN [--p LIST] [--sbk] [range]          a run, its latest window and its total (and
+                                               a range's exact figures)
   percentiles RUN [--p 50,99,99.9] [--scope total|latest]
               [--windows A-B] [--from T] [--to T] [--warmup D]
                                                exact percentiles of any set; over a range
@@ -305,85 +306,6 @@ grpc::Status AskPercentiles(Cli& cli, uint64_t run, v1::GetPercentilesRequest::S
   return grpc::Status::OK;
 }
 
-// A remote run's clients each time their records with their own clock: the
-// run's clock line lists them, with how many clients use each, while the
-// daemon keeps the run's client breakdown (running and recently ended runs).
-void DescribeClientClocks(Cli& cli, v1::RunInfo* run) {
-  if (run->source() != v1::RUN_SOURCE_INGEST && run->source() != v1::RUN_SOURCE_SBP) return;
-  v1::GetClientsRequest request;
-  request.set_run(std::to_string(run->id()));
-  grpc::ClientContext context;
-  cli.Deadline(&context);
-  v1::GetClientsResponse response;
-  if (!cli.query->GetClients(&context, request, &response).ok() || response.clients().empty()) {
-    return;  // the run's own line (its first client's clock) stands
-  }
-  std::vector<std::pair<std::string, int>> clocks;  // in the order clients joined
-  for (const v1::RemoteClient& c : response.clients()) {
-    const std::string clock = c.clock().empty() ? "not reported" : c.clock();
-    auto it = std::find_if(clocks.begin(), clocks.end(),
-                           [&](const auto& seen) { return seen.first == clock; });
-    if (it == clocks.end()) {
-      clocks.emplace_back(clock, 1);
-    } else {
-      ++it->second;
-    }
-  }
-  std::string text = "the clients' own: ";
-  for (size_t i = 0; i < clocks.size(); ++i) {
-    absl::StrAppend(&text, i == 0 ? "" : "; ", clocks[i].first, " (", clocks[i].second,
-                    clocks[i].second == 1 ? " client)" : " clients)");
-  }
-  run->set_clock(text);
-  run->set_clock_resolution_ns(0);  // each clock above carries its own
-}
-
-int Show(Cli& cli) {
-  v1::GetRunRequest request;
-  WindowFormat format = TakeFormat(cli);
-  request.set_run(TakeRun(&cli.args, "show"));
-  NoMoreArgs(cli.args);
-  grpc::ClientContext context;
-  cli.Deadline(&context);
-  v1::GetRunResponse response;
-  if (grpc::Status s = cli.query->GetRun(&context, request, &response); !s.ok()) {
-    return ServerError(s);
-  }
-  // --p: any percentile, exactly -- asked of the daemon, not filtered from
-  // the run's set -- for the latest window and a total that has them.
-  const std::pair<v1::GetPercentilesRequest::Scope, v1::Window*> asked[] = {
-      {v1::GetPercentilesRequest::SCOPE_LATEST,
-       response.has_latest() ? response.mutable_latest() : nullptr},
-      {v1::GetPercentilesRequest::SCOPE_TOTAL,
-       response.total().exact_total() ? response.mutable_total() : nullptr}};
-  for (const auto& [scope, window] : asked) {
-    if (format.percents.empty() || window == nullptr) continue;
-    if (grpc::Status s = AskPercentiles(cli, response.run().id(), scope, format.percents, window);
-        !s.ok()) {
-      return ServerError(s);
-    }
-  }
-  DescribeClientClocks(cli, response.mutable_run());
-  if (cli.json) {
-    JsonWriter json;
-    json.BeginObject();
-    WriteRunJson(response.run(), json);
-    json.Key("latest");
-    if (response.has_latest()) {
-      WriteWindowJson(response.latest(), json);
-    } else {
-      json.Null();
-    }
-    json.Key("total");
-    WriteWindowJson(response.total(), json);
-    json.EndObject();
-    PrintJson(json);
-  } else {
-    std::cout << ShowText(response, format);
-  }
-  return 0;
-}
-
 // --windows, --from, --to, --warmup (window_range.h); nullopt when none given.
 std::optional<WindowRangeOptions> TakeWindowRange(Cli& cli) {
   const auto usage = [](const absl::Status& s) { return UsageError{std::string(s.message())}; };
@@ -437,6 +359,112 @@ grpc::Status ResolveRange(Cli& cli, const std::string& run, const WindowRangeOpt
   }
   *out = ToWindowRange(r, start);
   return grpc::Status::OK;
+}
+
+// A remote run's clients each time their records with their own clock: the
+// run's clock line lists them, with how many clients use each, while the
+// daemon keeps the run's client breakdown (running and recently ended runs).
+void DescribeClientClocks(Cli& cli, v1::RunInfo* run) {
+  if (run->source() != v1::RUN_SOURCE_INGEST && run->source() != v1::RUN_SOURCE_SBP) return;
+  v1::GetClientsRequest request;
+  request.set_run(std::to_string(run->id()));
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::GetClientsResponse response;
+  if (!cli.query->GetClients(&context, request, &response).ok() || response.clients().empty()) {
+    return;  // the run's own line (its first client's clock) stands
+  }
+  std::vector<std::pair<std::string, int>> clocks;  // in the order clients joined
+  for (const v1::RemoteClient& c : response.clients()) {
+    const std::string clock = c.clock().empty() ? "not reported" : c.clock();
+    auto it = std::find_if(clocks.begin(), clocks.end(),
+                           [&](const auto& seen) { return seen.first == clock; });
+    if (it == clocks.end()) {
+      clocks.emplace_back(clock, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::string text = "the clients' own: ";
+  for (size_t i = 0; i < clocks.size(); ++i) {
+    absl::StrAppend(&text, i == 0 ? "" : "; ", clocks[i].first, " (", clocks[i].second,
+                    clocks[i].second == 1 ? " client)" : " clients)");
+  }
+  run->set_clock(text);
+  run->set_clock_resolution_ns(0);  // each clock above carries its own
+}
+
+int Show(Cli& cli) {
+  v1::GetRunRequest request;
+  WindowFormat format = TakeFormat(cli);
+  request.set_run(TakeRun(&cli.args, "show"));
+  const std::optional<WindowRangeOptions> range = TakeWindowRange(cli);
+  NoMoreArgs(cli.args);
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  v1::GetRunResponse response;
+  if (grpc::Status s = cli.query->GetRun(&context, request, &response); !s.ok()) {
+    return ServerError(s);
+  }
+  // --p: any percentile, exactly -- asked of the daemon, not filtered from
+  // the run's set -- for the latest window and a total that has them.
+  const std::pair<v1::GetPercentilesRequest::Scope, v1::Window*> asked[] = {
+      {v1::GetPercentilesRequest::SCOPE_LATEST,
+       response.has_latest() ? response.mutable_latest() : nullptr},
+      {v1::GetPercentilesRequest::SCOPE_TOTAL,
+       response.total().exact_total() ? response.mutable_total() : nullptr}};
+  for (const auto& [scope, window] : asked) {
+    if (format.percents.empty() || window == nullptr) continue;
+    if (grpc::Status s = AskPercentiles(cli, response.run().id(), scope, format.percents, window);
+        !s.ok()) {
+      return ServerError(s);
+    }
+  }
+  DescribeClientClocks(cli, response.mutable_run());
+  // A range: its exact counters and percentiles after the total.
+  v1::GetPercentilesResponse in_range;
+  if (range) {
+    v1::GetPercentilesRequest ask;
+    ask.set_run(std::to_string(response.run().id()));
+    for (double p : format.percents) ask.add_percentiles(p);
+    *ask.mutable_range() = ToWindowRange(*range, response.run().start_unix_ms());
+    grpc::ClientContext range_context;
+    cli.Deadline(&range_context);
+    if (grpc::Status s = cli.query->GetPercentiles(&range_context, ask, &in_range); !s.ok()) {
+      return ServerError(s);
+    }
+  }
+  if (cli.json) {
+    JsonWriter json;
+    json.BeginObject();
+    WriteRunJson(response.run(), json);
+    json.Key("latest");
+    if (response.has_latest()) {
+      WriteWindowJson(response.latest(), json);
+    } else {
+      json.Null();
+    }
+    json.Key("total");
+    WriteWindowJson(response.total(), json);
+    if (range) {
+      json.Key("range");
+      WriteWindowJson(in_range.range(), json);
+      json.Key("rangeLastWindow").Int(in_range.last_window());
+    }
+    json.EndObject();
+    PrintJson(json);
+  } else {
+    std::cout << ShowText(response, format);
+    if (range) {
+      const std::string title =
+          absl::StrCat("windows ", in_range.range().seq(), "-", in_range.last_window(), " (",
+                       DescribeRange(*range), ")");
+      std::cout << "  range:  "
+                << WindowText(in_range.range(), response.run().latency().time_unit(), format, "  ",
+                              title);
+    }
+  }
+  return 0;
 }
 
 int Percentiles(Cli& cli) {

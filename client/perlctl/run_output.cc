@@ -347,12 +347,12 @@ std::string WindowLine(const v1::Window& w, v1::TimeUnit unit) {
 }
 
 std::string WindowText(const v1::Window& w, v1::TimeUnit unit, const WindowFormat& format,
-                       const std::string& indent) {
+                       const std::string& indent, const std::string& title) {
   if (format.sbk) return indent + WindowLine(w, unit) + "\n";
   const char* u = TimeUnitText(unit);
-  std::string head = WindowKindText(w.kind());
-  if (w.kind() != v1::Window::KIND_TOTAL) absl::StrAppend(&head, " ", w.seq());
-  if (w.kind() == v1::Window::KIND_TOTAL)
+  std::string head = title.empty() ? WindowKindText(w.kind()) : title;
+  if (title.empty() && w.kind() != v1::Window::KIND_TOTAL) absl::StrAppend(&head, " ", w.seq());
+  if (title.empty() && w.kind() == v1::Window::KIND_TOTAL)
     absl::StrAppend(&head, w.final() ? " (final)" : " (running)");
   std::string s = absl::StrCat(indent, head, ", ", Format("%.2f", w.seconds()), " s: ", w.records(),
                                " records, ", Format("%.1f", w.records_per_second()), " records/s, ",

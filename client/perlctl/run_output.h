@@ -65,7 +65,9 @@ std::string WindowLine(const v1::Window& window, v1::TimeUnit unit);
 // latency line (min, avg, max, invalid, discarded, with the unit), then a
 // percentile ladder wrapped at 100 columns, every value with its unit
 // (`format.sbk`: WindowLine). Lines end in '\n'; each starts with `indent`.
+// `title` replaces the window's own ("periodic 7", "total (final)"), e.g.
+// for a range of windows.
 std::string WindowText(const v1::Window& window, v1::TimeUnit unit, const WindowFormat& format,
-                       const std::string& indent = "");
+                       const std::string& indent = "", const std::string& title = "");
 
 }  // namespace perld::perlctl

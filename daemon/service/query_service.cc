@@ -300,8 +300,25 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
   const runs::PercentileScope scope = request.scope() == v1::GetPercentilesRequest::SCOPE_LATEST
                                           ? runs::PercentileScope::kLatest
                                           : runs::PercentileScope::kTotal;
-  absl::StatusOr<runs::PercentileAnswer> answer =
-      registry_.Percentiles(*id, scope, std::move(percents));
+  absl::StatusOr<runs::PercentileAnswer> answer = registry_.Percentiles(*id, scope, percents);
+  if (!answer.ok() && scope == runs::PercentileScope::kLatest &&
+      answer.status().code() == absl::StatusCode::kFailedPrecondition && store_ != nullptr) {
+    // The latest window of a run loaded from the history has no distribution
+    // in memory; the state database has it (the range of that one window).
+    absl::StatusOr<runs::RunView> view = registry_.Get(*id);
+    if (view.ok() && view->latest) {
+      v1::WindowRange latest;
+      latest.set_first_window(view->latest->seq);
+      latest.set_last_window(view->latest->seq);
+      if (DoRangePercentiles(*id, *info, latest, percents, response).ok()) {
+        response->clear_range();
+        response->clear_last_window();
+        response->clear_windows();
+        response->set_final(false);  // a total's flag
+        return grpc::Status::OK;
+      }
+    }
+  }
   if (!answer.ok()) return ToGrpcStatus(answer.status());
   const LatencySnapshot& s = answer->snapshot;
   response->set_run_id(*id);

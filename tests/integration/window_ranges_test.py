@@ -16,6 +16,8 @@ Then, against an oracle that merges the clients' distributions in Python
   * `check --windows` measures the range (records, p99 exactly), `compare
     --windows` compares ranges, `export --windows` writes the range's exact
     distribution pair for pair;
+  * after a restart, any percentile of the latest window (its distribution
+    read back from the state database);
   * a range with no window is OUT_OF_RANGE (exit 1), a malformed one a
     usage error (exit 2), a range past the run's
     retention.maxWindowDistributionBytesPerRun FAILED_PRECONDITION.
@@ -179,6 +181,21 @@ def main():
         check(rc == 2, f"--windows 3-1 is a usage error ({rc})")
         rc, err = percentiles("--warmup", "5s", "--from", "1s")
         check(rc == 2, f"--warmup with --from is a usage error ({rc})")
+    finally:
+        d.stop()
+
+    # After a restart the latest window's distribution comes from the state
+    # database: any percentile of it, exactly.
+    d = Daemon(args.perld, os.path.join(tmp, "state"), log=os.path.join(tmp, "perld.log"))
+    try:
+        p = subprocess.run([args.perlctl, "--target", d.grpc, "--json", "percentiles", "phases",
+                            "--scope", "latest", "--p", "0,100"], capture_output=True, text=True,
+                           timeout=30)
+        latest = periodic[-1]
+        want = {"0": latest["minLatency"], "100": latest["maxLatency"]} if latest["records"] \
+            else {"0": 0, "100": 0}
+        got = json.loads(p.stdout)["percentiles"] if p.returncode == 0 else p.stderr
+        check(got == want, f"after a restart, p0/p100 of the latest window: {got} == {want}")
     finally:
         d.stop()
 
