@@ -731,7 +731,9 @@ int Watch(Cli& cli, const std::string& run, bool from_start, const WindowFormat&
       if (w.kind() == v1::Window::KIND_PERIODIC) {
         done += w.records();
         absl::StrAppend(
-            &text, ProgressText(goal, done, (w.end_unix_ms() - info.run().start_unix_ms()) / 1e3));
+            &text,
+            ProgressText(goal, done,
+                         static_cast<double>(w.end_unix_ms() - info.run().start_unix_ms()) / 1e3));
       }
       std::cout << text << std::flush;
     }

@@ -273,10 +273,10 @@ std::string ProgressText(const RunGoal& goal, int64_t records, double elapsed_s,
   } else if (rate > 0) {
     eta = absl::StrCat(Format("%.1f", static_cast<double>(left) / rate), " s");
   }
-  return absl::StrCat(
-      indent, "progress: ", records, " of ", goal.records, " records (",
-      Format("%.0f", 100 * std::min(1.0, static_cast<double>(records) / goal.records)), "%), ETA ",
-      eta, "\n");
+  return absl::StrCat(indent, "progress: ", records, " of ", goal.records, " records (",
+                      Format("%.0f", 100 * std::min(1.0, static_cast<double>(records) /
+                                                             static_cast<double>(goal.records))),
+                      "%), ETA ", eta, "\n");
 }
 
 std::string RunsTable(const v1::ListRunsResponse& runs, bool wide) {
