@@ -133,7 +133,10 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
     if (eq == std::string::npos || eq == 0) throw LoadUsageError{"--label needs KEY=VALUE"};
     labels[kv->substr(0, eq)] = kv->substr(eq + 1);
   }
-  static const std::set<std::string> kNotHere = {"csvfile", "context"};
+  // -warmup shapes a daemon run's total: a remote run has many clients, so
+  // leave the warm-up out when reading it (--warmup on percentiles, show,
+  // check, compare, export).
+  static const std::set<std::string> kNotHere = {"csvfile", "context", "warmup"};
   for (const std::string& a : args) {
     if (a.size() > 1 && a[0] == '-') {
       std::string name = a.substr(a[1] == '-' ? 2 : 1);

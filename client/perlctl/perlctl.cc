@@ -815,6 +815,7 @@ int Bench(Cli& cli) {
                                                                     : v1::OVERFLOW_DROP);
   }
   if (given.count("interval")) out->set_reporting_interval_ms(o.interval_ms);
+  out->set_warmup_ms(o.warmup_ms);
 
   grpc::ClientContext context;
   cli.Deadline(&context);

@@ -192,6 +192,8 @@ void WriteWindowJson(const v1::Window& w, JsonWriter& json, const v1::RunInfo* r
   }
   json.Key("kind").String(WindowKindText(w.kind()));
   json.Key("seq").Int(w.seq());
+  json.Key("warmup").Bool(w.warmup());
+  json.Key("warmupRecords").Int(w.warmup_records());
   json.Key("startUnixMs").Int(w.start_unix_ms());
   json.Key("endUnixMs").Int(w.end_unix_ms());
   json.Key("seconds").Double(w.seconds());
@@ -354,6 +356,10 @@ std::string WindowText(const v1::Window& w, v1::TimeUnit unit, const WindowForma
   if (title.empty() && w.kind() != v1::Window::KIND_TOTAL) absl::StrAppend(&head, " ", w.seq());
   if (title.empty() && w.kind() == v1::Window::KIND_TOTAL)
     absl::StrAppend(&head, w.final() ? " (final)" : " (running)");
+  if (w.warmup()) absl::StrAppend(&head, " (warm-up: not in the total)");
+  if (w.warmup_records() > 0) {
+    absl::StrAppend(&head, " (after a warm-up of ", w.warmup_records(), " records)");
+  }
   std::string s = absl::StrCat(indent, head, ", ", Format("%.2f", w.seconds()), " s: ", w.records(),
                                " records, ", Format("%.1f", w.records_per_second()), " records/s, ",
                                Format("%.2f", w.mb_per_second()), " MB/s");

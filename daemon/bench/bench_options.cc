@@ -135,6 +135,8 @@ std::string BenchUsage() {
   --mpscVariant V     batch (default): batch nodes; record: the per-record intrusive queue
   -csvfile PATH       also write SBK-layout CSV rows to PATH ('no' disables; default no)
   -interval S         reporting interval in seconds, fractions down to 0.01 (default 5)
+  -warmup S           timed runs: leave the first S seconds out of the run's total (a window
+                      is cut there; the warm-up's windows stay in the history)
   -class perlbench    accepted for SBK compatibility (perlbench is the only class)
   -context PORT/PATH  serve Prometheus metrics at http://127.0.0.1:PORT/PATH during the run
                       ('no' disables; default no); HOST:PORT/PATH binds another interface
@@ -245,6 +247,17 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
          o.interval_ms = static_cast<int64_t>(ms);
          return absl::OkStatus();
        }},
+      {"warmup",
+       [&](const std::string& name, const std::string& v) {
+         absl::StatusOr<double> s = ParseDouble(name, v);
+         if (!s.ok()) return s.status();
+         const double ms = std::round(*s * 1000);
+         if (!(ms >= 0 && ms <= 365.0 * 86'400'000)) {
+           return Bad(name, "must be seconds >= 0 (e.g. 30)");
+         }
+         o.warmup_ms = static_cast<int64_t>(ms);
+         return absl::OkStatus();
+       }},
       {"class",
        [&](const std::string& name, const std::string& v) {
          // SBK spells it PerlBench: any case.
@@ -336,6 +349,12 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
   }
   if (o.records > 0 && o.seconds == 0 && o.records < o.workers()) {
     // Allowed: some workers get zero records. Nothing to reject.
+  }
+  if (o.warmup_ms > 0 && o.seconds == 0) {
+    return Bad("warmup", "needs -seconds (a timed run): an exact run's total counts every record");
+  }
+  if (o.warmup_ms > 0 && static_cast<double>(o.warmup_ms) >= o.seconds * 1000) {
+    return Bad("warmup", absl::StrCat("must be shorter than -seconds (", o.seconds, ")"));
   }
   if (o.throughput_mbps > 0 && o.size <= 0) {
     return Bad("throughput", "rate control needs -size > 0 (records/s = MB/s * 2^20 / size)");

@@ -40,6 +40,9 @@ struct BenchOptions {
   std::optional<int64_t> max_latency;
   std::string csv_file;         // empty: no CSV
   int64_t interval_ms = 5'000;  // -interval S: fractions down to 0.01 s (the daemon's 10 ms)
+  // -warmup S (timed runs): the run's total leaves out its first S seconds
+  // (a window is cut there; the warm-up's windows stay in the history).
+  int64_t warmup_ms = 0;
   ChannelOptions channels;   // -mpscqueue, --maxQs, --qPerWorker, --maxPendingPerWorker, --overflow
   int64_t idle_ns = 10'000;  // --idleNS: recorder's first park
   ClockSource clock = ClockSource::kAuto;

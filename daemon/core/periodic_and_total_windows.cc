@@ -173,6 +173,16 @@ void PeriodicAndTotalWindows::CloseTotal(int64_t now, WindowReport* out) {
   run_start_time_ = now;
 }
 
+LatencyCounters PeriodicAndTotalWindows::DiscardTotal(int64_t now) {
+  LatencyCounters left_out = run_total_.counters();
+  left_out.Merge(total_->counters());
+  total_->Reset(now);
+  run_total_ = RunTotal(total_->BudgetBytes());
+  run_start_time_ = now;
+  total_full_closes_ = 0;
+  return left_out;
+}
+
 std::vector<WindowReport> PeriodicAndTotalWindows::TakePendingReports() {
   std::vector<WindowReport> out;
   out.swap(pending_);

@@ -95,6 +95,11 @@ class PeriodicAndTotalWindows {
   // the total first without a periodic report: call CloseWindow(now, ...)
   // before to report it.
   void CloseTotal(int64_t now, WindowReport* out);
+  // Leaves out everything the total holds so far (a run's warm-up): the
+  // total window and the run total restart empty at `now`. The periodic
+  // window is untouched: close it first, so its records go with the warm-up.
+  // Returns the counters left out.
+  LatencyCounters DiscardTotal(int64_t now);
 
   // Carries a total restored from elsewhere (a daemon checkpoint) into the
   // run total, as if it were an earlier total segment: the final kTotal

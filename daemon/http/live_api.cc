@@ -159,6 +159,7 @@ HttpResponse RunJson(const runs::RunRegistry& registry, const HttpRequest& reque
   j.EndArray().Key("windows").BeginArray();
   for (const runs::WindowRecord& w : windows) {
     j.BeginObject().Key("seq").Int(w.seq).Key("endUnixMs").Int(w.end_unix_ms);
+    j.Key("warmup").Bool(w.warmup);
     WriteFigures(w.snapshot, w.seconds, w.RateSeconds(), j);
     j.EndObject();
   }

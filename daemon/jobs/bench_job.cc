@@ -19,17 +19,19 @@ std::vector<int64_t> SplitRecords(int64_t total, int workers) {
 }
 
 // `perld bench`'s exit rule as a run state.
+// Every record of the run counts, the warm-up's too (left out of the total).
 runs::RunState Judge(const BenchOutcome& o, const runs::WindowRecord& total, std::string* reason) {
   std::vector<std::string> why;
-  if (o.requested > 0 && total.snapshot.records != o.requested) {
-    why.push_back(absl::StrCat("exact mode recorded ", total.snapshot.records, " of ", o.requested,
-                               " requested records"));
-  } else if (total.snapshot.records != o.attempted) {
+  const int64_t records = total.snapshot.records + total.warmup_left_out.records;
+  const int64_t invalid = total.snapshot.invalid + total.warmup_left_out.invalid;
+  if (o.requested > 0 && records != o.requested) {
     why.push_back(
-        absl::StrCat("recorded ", total.snapshot.records, " of ", o.attempted, " operations"));
+        absl::StrCat("exact mode recorded ", records, " of ", o.requested, " requested records"));
+  } else if (records != o.attempted) {
+    why.push_back(absl::StrCat("recorded ", records, " of ", o.attempted, " operations"));
   }
-  if (total.snapshot.invalid != 0) {
-    why.push_back(absl::StrCat(total.snapshot.invalid, " invalid latencies"));
+  if (invalid != 0) {
+    why.push_back(absl::StrCat(invalid, " invalid latencies"));
   }
   if (o.dropped != 0) {
     why.push_back(absl::StrCat(o.dropped, " timestamps dropped at the pending bound"));
@@ -46,6 +48,7 @@ std::string DescribeBenchOptions(const bench::BenchOptions& o) {
   std::string s = absl::StrCat("-writers ", o.writers, " -readers ", o.readers, " -size ", o.size);
   if (o.records > 0) absl::StrAppend(&s, " -records ", o.records);
   if (o.seconds > 0) absl::StrAppend(&s, " -seconds ", o.seconds);
+  if (o.warmup_ms > 0) absl::StrAppend(&s, " -warmup ", static_cast<double>(o.warmup_ms) / 1000);
   if (o.throughput_mbps > 0) absl::StrAppend(&s, " -throughput ", o.throughput_mbps);
   absl::StrAppend(&s, " -time ", TimeUnitName(o.time_unit));
   if (o.min_latency) absl::StrAppend(&s, " -minlatency ", *o.min_latency);
@@ -87,6 +90,7 @@ absl::StatusOr<std::unique_ptr<BenchJob>> BenchJob::Start(runs::RunManager& mana
   run.spec.latency.min_latency = o.min_latency.value_or(unit_defaults.min_latency);
   run.spec.latency.max_latency = o.max_latency.value_or(unit_defaults.max_latency);
   run.spec.reporting_interval_ms = s.reporting_interval_ms;
+  run.spec.warmup_ms = o.warmup_ms;
   run.spec.clock = s.clock->info().description;
   // Rounded up: never claim a finer resolution than measured (0: unknown).
   run.spec.clock_resolution_ns = static_cast<int64_t>(std::ceil(s.clock->info().resolution_ns));

@@ -218,6 +218,7 @@ absl::StatusOr<BenchResult> RunBench(const bench::BenchOptions& options, std::os
 
   BenchResult result;
   result.total = outcome.total.snapshot;
+  result.warmup_records = outcome.total.warmup_left_out.records;
   result.requested = outcome.requested;
   result.attempted = outcome.attempted;
   result.dropped = outcome.dropped;
@@ -230,10 +231,14 @@ absl::StatusOr<BenchResult> RunBench(const bench::BenchOptions& options, std::os
     if (!*csv) err << "perld bench: error writing " << options.csv_file << "\n";
   }
 
+  const std::string warmup =
+      result.warmup_records > 0
+          ? absl::StrFormat(" (%d more in the warm-up, not in the total)", result.warmup_records)
+          : "";
   out << absl::StrFormat(
-             "PerlBench Summary: %d records recorded of %d operations, %d dropped, %d blocked "
+             "PerlBench Summary: %d records recorded%s of %d operations, %d dropped, %d blocked "
              "sends, %d invalid latencies, %.3f s, peak RSS %d KiB",
-             result.total.records, result.attempted, result.dropped, result.blocked,
+             result.total.records, warmup, result.attempted, result.dropped, result.blocked,
              result.total.invalid, result.seconds, result.peak_rss_kb)
       << "\n";
   if (outcome.state != runs::RunState::kFinished) {

@@ -18,7 +18,8 @@
 namespace perld::jobs {
 
 struct BenchResult {
-  LatencySnapshot total;         // the whole-run window
+  LatencySnapshot total;         // the whole-run window (after the warm-up, if any)
+  int64_t warmup_records = 0;    // records of the warm-up, left out of `total`
   int64_t requested = 0;         // exact mode: records asked for; else 0
   int64_t attempted = 0;         // operations the workers ran
   int64_t dropped = 0;           // timestamps discarded by --overflow drop

@@ -59,6 +59,11 @@ struct RunSpec {
   // checkpoint holds it, so a crash before its first checkpoint lost nothing
   // a client was told -- it resumes empty and its clients replay everything.
   bool checkpointed = false;
+  // The run's total leaves out its first warmup_ms (perld bench -warmup):
+  // the recorder cuts a window there and starts the total afresh; the
+  // warm-up's windows stay in the history (WindowRecord::warmup). 0: none.
+  // Not stored in the state database (a bench run's parameters say it).
+  int64_t warmup_ms = 0;
 
   bool operator==(const RunSpec&) const = default;
 };

@@ -183,10 +183,10 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
     }
     for (RunObserver* o : observers_) o->OnRunStarted(info);
   }
-  auto run = std::make_shared<RunRecorder>(info.id, std::move(*windows), spec.latency.time_unit,
-                                           spec.reporting_interval_ms * 1'000'000, start_ns,
-                                           info.start_unix_ms, channels, &outbox_,
-                                           std::move(setup.inbox), std::move(recorder_resume));
+  auto run = std::make_shared<RunRecorder>(
+      info.id, std::move(*windows), spec.latency.time_unit, spec.reporting_interval_ms * 1'000'000,
+      start_ns, info.start_unix_ms, channels, &outbox_, std::move(setup.inbox),
+      std::move(recorder_resume), spec.warmup_ms * 1'000'000);
   host_.Attach(std::move(run));
   return CreatedRun{info.id, std::move(channels), info};
 }

@@ -1,5 +1,6 @@
 #include "daemon/runs/run_recorder.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace perld::runs {
@@ -7,7 +8,8 @@ namespace perld::runs {
 RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit unit,
                          int64_t interval_ns, int64_t start_ns, int64_t start_unix_ms,
                          std::shared_ptr<TimeStampChannels> channels, RecorderOutbox* outbox,
-                         std::shared_ptr<RemoteWindowInbox> inbox, RecorderResume resume)
+                         std::shared_ptr<RemoteWindowInbox> inbox, RecorderResume resume,
+                         int64_t warmup_ns)
     : id_(id),
       windows_(std::move(windows)),
       ns_per_unit_(NanosPerUnit(unit)),
@@ -22,11 +24,15 @@ RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit uni
       next_report_ns_(start_ns + interval_ns),
       periodic_seq_(resume.periodic_seq),
       segment_seq_(resume.segment_seq),
+      total_start_ns_(start_ns),
       client_applied_(std::move(resume.client_applied)) {
   if (resume.now_ns > 0) {
     window_start_ns_ = resume.now_ns;
     last_tick_ns_ = resume.now_ns;
     next_report_ns_ = resume.now_ns + interval_ns;
+  } else if (warmup_ns > 0) {
+    warmup_end_ns_ = start_ns + warmup_ns;
+    next_report_ns_ = std::min(next_report_ns_, warmup_end_ns_);  // a cut there
   }
 }
 
@@ -85,9 +91,18 @@ void RunRecorder::Tick(int64_t now_ns) {
   last_tick_ns_ = now_ns;
   if (now_ns < next_report_ns_) return;
   CloseWindow(now_ns);
+  if (warmup_end_ns_ > 0 && now_ns >= warmup_end_ns_) {
+    // The warm-up is over: the total starts afresh here, and the windows
+    // follow the interval from here.
+    warmup_left_out_ = windows_.DiscardTotal(now_ns / ns_per_unit_);
+    total_start_ns_ = now_ns;
+    warmup_end_ns_ = 0;
+    next_report_ns_ = now_ns;
+  }
   // Catch up without a burst of empty windows after a stall.
   next_report_ns_ += interval_ns_;
   if (next_report_ns_ <= now_ns) next_report_ns_ = now_ns + interval_ns_;
+  if (warmup_end_ns_ > 0) next_report_ns_ = std::min(next_report_ns_, warmup_end_ns_);
 }
 
 void RunRecorder::Finish(int64_t now_ns) {
@@ -100,7 +115,7 @@ void RunRecorder::Finish(int64_t now_ns) {
   }
   WindowReport total;
   windows_.CloseTotal(now_ns / ns_per_unit_, &total);
-  Publish(std::move(total), start_ns_, now_ns);
+  Publish(std::move(total), total_start_ns_, now_ns);
 }
 
 void RunRecorder::CloseWindow(int64_t now_ns) {
@@ -135,6 +150,7 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
     case WindowReport::Scope::kPeriodic:
       w.kind = WindowRecord::Kind::kPeriodic;
       w.seq = ++periodic_seq_;
+      w.warmup = warmup_end_ns_ > 0;
       w.remote = window_remote_;
       window_remote_ = {};
       if (inbox_ != nullptr) {
@@ -150,6 +166,7 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
     case WindowReport::Scope::kTotal:
       w.kind = WindowRecord::Kind::kTotal;
       w.seq = 1;
+      w.warmup_left_out = warmup_left_out_;
       w.remote = run_remote_;
       break;
   }

@@ -7,7 +7,9 @@
 // its interval is due; Finish() closes the last partial window and the run
 // total. Every closed window leaves as a WindowRecord through the outbox:
 // interval windows, windows closed early by the IsFull policy and total
-// segments, in the order they closed, then the run total.
+// segments, in the order they closed, then the run total. A run with a
+// warm-up cuts a window at its end and restarts the total there (the
+// warm-up's windows leave flagged warmup).
 //
 // Threads: constructed anywhere, then owned and used only by the recorder
 // thread (RecorderHost) until it is retired. The channels are shared with the
@@ -45,7 +47,7 @@ class RunRecorder final : public TimeStampSink {
   RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit unit, int64_t interval_ns,
               int64_t start_ns, int64_t start_unix_ms, std::shared_ptr<TimeStampChannels> channels,
               RecorderOutbox* outbox, std::shared_ptr<RemoteWindowInbox> inbox = nullptr,
-              RecorderResume resume = {});
+              RecorderResume resume = {}, int64_t warmup_ns = 0);
 
   RunId id() const { return id_; }
 
@@ -56,7 +58,8 @@ class RunRecorder final : public TimeStampSink {
     return n;
   }
   // Recorder thread. Closes the last partial window (if it saw anything) and
-  // publishes the run total. REQUIRES: the channels are fully drained.
+  // publishes the run total (from the warm-up's end, if the run has one).
+  // REQUIRES: the channels are fully drained.
   void Finish(int64_t now_ns);
   // Recorder thread. Drains until a kAll pass finds nothing.
   void DrainAll() {
@@ -98,6 +101,12 @@ class RunRecorder final : public TimeStampSink {
   WindowRecord::Remote run_remote_;
   std::vector<int64_t> client_last_window_;
   WindowRate window_rate_;  // the periodic window's rate seconds (remote windows' spans)
+  // The warm-up (warmup_ns > 0): until warmup_end_ns_ the windows are
+  // flagged warmup; there a window is cut and the total starts afresh
+  // (total_start_ns_). 0 once over, or without one.
+  int64_t warmup_end_ns_ = 0;
+  int64_t total_start_ns_;
+  LatencyCounters warmup_left_out_;  // what the warm-up left out of the total
   // Per client index, the last message sequence merged (inbox runs only).
   std::vector<uint64_t> client_applied_;
   bool mid_message_ = false;  // recording a raw message's timestamps

@@ -306,9 +306,16 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
   bytes_ -= e->Bytes();
   switch (window.kind) {
     case WindowRecord::Kind::kPeriodic: {
+      if (window.warmup) {  // shown and kept, but not the run's total
+        e->latest_index.Assign(std::move(window.distribution));
+        Append(*e, window);
+        e->latest = std::move(window);
+        break;
+      }
       e->live.Add(CountersOf(window.snapshot), window.distribution);
       WindowRecord& t = e->live_total;
       if (e->live.windows() == 1) t.snapshot.start_time = window.snapshot.start_time;
+      if (e->live.windows() == 1) t.start_unix_ms = window.start_unix_ms;
       t.end_unix_ms = window.end_unix_ms;
       t.seconds += window.seconds;
       t.segments = 1;

@@ -72,6 +72,14 @@ struct WindowRecord {
   // `applied` is a consistent cut: false for a window the IsFull policy
   // closed in the middle of a raw message (it holds part of it).
   bool cut = false;
+  // kPeriodic: the window lies in the run's warm-up (RunSpec::warmup_ms):
+  // shown and kept, but left out of the run's total. Not stored in the
+  // history.
+  bool warmup = false;
+  // kTotal of a run with a warm-up: the counters it left out (its records,
+  // invalid latencies, ...), so every record of the run is accounted for.
+  // Not stored in the history.
+  LatencyCounters warmup_left_out;
 
   double RateSeconds() const { return rate_seconds > 0 ? rate_seconds : seconds; }
 

@@ -138,6 +138,8 @@ void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {
   out->set_end_unix_ms(w.end_unix_ms);
   out->set_seconds(w.seconds);
   out->set_rate_seconds(w.RateSeconds());
+  out->set_warmup(w.warmup);
+  out->set_warmup_records(w.warmup_left_out.records);
   out->set_records(s.records);
   out->set_bytes(s.bytes);
   out->set_valid_latency_records(s.valid);
@@ -252,6 +254,12 @@ absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions
     default:
       return bad("overflow", "unknown policy");
   }
+  if (in.warmup_ms() < 0 ||
+      (in.warmup_ms() > 0 &&
+       (o.seconds <= 0 || static_cast<double>(in.warmup_ms()) >= o.seconds * 1000))) {
+    return bad("warmup_ms", "must be >= 0 and, in a timed run, below its seconds");
+  }
+  o.warmup_ms = in.warmup_ms();
   o.idle_ns = config.idle_ns;
   *reporting_interval_ms = config.reporting_interval_ms;
   if (in.has_reporting_interval_ms()) {

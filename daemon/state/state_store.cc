@@ -420,6 +420,7 @@ class StateStore::Writer {
       return absl::Status(
           s.code(), absl::StrCat("saving the final total of run ", item.run.id, ": ", s.message()));
     }
+    window_distribution_bytes_.erase(item.run.id);  // the run ended: no window follows
     Note(item.run, touched);
     return absl::OkStatus();
   }
@@ -664,8 +665,9 @@ class StateStore::Writer {
   SqliteStatement upsert_upstream_stream_, insert_upstream_message_, release_upstream_,
       delete_upstream_stream_;
   config::RetentionConfig retention_;
-  // Per run: bytes of window distributions stored by this process (a run
-  // resumed after a restart starts from 0 again).
+  // Per running run: bytes of window distributions stored by this process
+  // (a run resumed after a restart starts from 0 again; the entry goes with
+  // the run's final total).
   std::map<runs::RunId, int64_t> window_distribution_bytes_;
 };
 
@@ -799,7 +801,9 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
       0,
       {},
       {},
-      false};  // live-only: recorder_bytes, cache_releases, remote, applied, cut
+      false,
+      false,
+      {}};  // live-only: recorder_bytes, cache_releases, remote, applied, cut, warmup, left out
   const size_t bytes = WindowBytes(copy);
   {
     MutexLock lock(mu_);

@@ -18,6 +18,9 @@ Then, against an oracle that merges the clients' distributions in Python
     distribution pair for pair;
   * after a restart, any percentile of the latest window (its distribution
     read back from the state database);
+  * a bench run with -warmup 1: its windows of the first second are
+    flagged warmup, its total holds exactly the others (records; every
+    percentile equals the range over them);
   * a range with no window is OUT_OF_RANGE (exit 1), a malformed one a
     usage error (exit 2), a range past the run's
     retention.maxWindowDistributionBytesPerRun FAILED_PRECONDITION.
@@ -196,6 +199,48 @@ def main():
             else {"0": 0, "100": 0}
         got = json.loads(p.stdout)["percentiles"] if p.returncode == 0 else p.stderr
         check(got == want, f"after a restart, p0/p100 of the latest window: {got} == {want}")
+    finally:
+        d.stop()
+
+    # A bench run with -warmup: its total is exactly its windows after the
+    # warm-up (the range over them), the warm-up's windows are flagged.
+    d = Daemon(args.perld, os.path.join(tmp, "state3"), log=os.path.join(tmp, "perld3.log"))
+    try:
+        ctl = [args.perlctl, "--target", d.grpc, "--json"]
+        p = subprocess.run(ctl + ["bench", "-writers", "1", "-seconds", "2", "-warmup", "1",
+                                  "-interval", "0.25", "-time", "ns", "--name", "warm", "--wait"],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, f"bench -warmup 1 ran ({p.stderr.strip()[-200:]})")
+        h = json.loads(subprocess.run(ctl + ["history", "warm"], capture_output=True, text=True,
+                                      timeout=30).stdout)
+        periodic = [w for w in h["windows"] if w["kind"] == "periodic"]
+        total = [w for w in h["windows"] if w["kind"] == "total"][-1]
+        warm = [w for w in periodic if w["warmup"]]
+        steady = [w for w in periodic if not w["warmup"]]
+        check(len(warm) >= 2 and len(steady) >= 2 and
+              all(a["seq"] < b["seq"] for a in warm for b in steady) and
+              abs(steady[0]["startUnixMs"] - (h["windows"][0]["startUnixMs"] + 1000)) < 300,
+              f"the warm-up's windows come first, flagged, and end ~1 s in "
+              f"({[(w['seq'], w['warmup']) for w in periodic]})")
+        check(total["records"] == sum(w["records"] for w in steady) and
+              total["warmupRecords"] == sum(w["records"] for w in warm) > 0 and
+              0.9 < total["seconds"] < 1.3,
+              f"the total holds the steady windows only: {total['records']} records == "
+              f"{sum(w['records'] for w in steady)}, over {total['seconds']:.2f} s; the warm-up's "
+              f"{total['warmupRecords']} are accounted for")
+        p = subprocess.run(ctl + ["percentiles", "warm", "--windows", f"{steady[0]['seq']}-",
+                                  "--p", "50,99,99.9,100"], capture_output=True, text=True,
+                           timeout=30)
+        ranged = json.loads(p.stdout)["percentiles"] if p.returncode == 0 else p.stderr
+        p = subprocess.run(ctl + ["percentiles", "warm", "--p", "50,99,99.9,100"],
+                           capture_output=True, text=True, timeout=30)
+        whole = json.loads(p.stdout)["percentiles"] if p.returncode == 0 else p.stderr
+        check(ranged == whole, f"the total's percentiles are the steady windows' ({whole})")
+        p = subprocess.run([args.perlctl, "--target", d.grpc, "bench", "-writers", "1",
+                            "-records", "10", "-warmup", "1"], capture_output=True, text=True,
+                           timeout=30)
+        check(p.returncode == 2 and "-seconds" in p.stderr,
+              f"-warmup without -seconds is a usage error ({p.returncode}: {p.stderr[:120]})")
     finally:
         d.stop()
 

@@ -107,6 +107,38 @@ TEST(PeriodicAndTotalWindowsTest, CloseTotalFoldsUnreportedPeriodicData) {
   EXPECT_EQ(total.snapshot, want);
 }
 
+// A warm-up: windows before DiscardTotal are reported as ever, the total
+// holds exactly what came after it, from its time on.
+TEST(PeriodicAndTotalWindowsTest, DiscardTotalLeavesTheWarmupOutOfTheTotal) {
+  auto made = PeriodicAndTotalWindows::Create(LatencyConfig{}, 0);
+  ASSERT_TRUE(made.ok());
+  PeriodicAndTotalWindows& w = *made;
+  const std::vector<Observation> warmup = Stream(500, 900, 3, 1);
+  Record(w, warmup, 1);
+  int64_t warmup_records = 0;
+  for (const Observation& o : warmup) warmup_records += o.records;
+  WindowReport report;
+  w.CloseWindow(10, &report);
+  EXPECT_EQ(report.snapshot.records, warmup_records);
+  EXPECT_EQ(w.DiscardTotal(10).records, warmup_records);
+  SortedVectorOracle after(0, 180'000);
+  for (int window = 0; window < 3; ++window) {
+    const std::vector<Observation> obs = Stream(400, 5 + window, 2, 7 + window);
+    after.Add(obs);
+    Record(w, obs, 11 + window);
+    w.CloseWindow(20 + 10 * window, &report);
+  }
+  WindowReport total;
+  w.CloseTotal(60, &total);
+  LatencySnapshot want = after.Expect(w.percentiles());
+  want.start_time = 10;
+  want.end_time = 60;
+  EXPECT_EQ(total.snapshot, want);
+  int64_t in_distribution = 0;
+  for (const LatencyBucket& b : total.distribution) in_distribution += b.count;
+  EXPECT_EQ(in_distribution, want.valid);
+}
+
 TEST(PeriodicAndTotalWindowsTest, FullPeriodicWindowIsReportedResetAndCounted) {
   LatencyConfig config = LatencyConfig::ForUnit(TimeUnit::kNs);  // primitive-map periodic
   config.max_hash_map_size_mb = 1;                               // 65,536 distinct latencies
