@@ -8,6 +8,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -365,7 +366,11 @@ def free_port():
 PERCENTS = [5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99, 100]
 
 
-def finish():
-    """Prints the verdict line the CTest entries match; returns the exit status."""
+def finish(tmp=None):
+    """Prints the verdict line the CTest entries match; returns the exit status.
+    `tmp` (a test's scratch directory) is removed when every check passed and
+    kept, with the daemons' logs, when one failed."""
     print("FAILED: " + "; ".join(failures) if failures else "PASSED")
+    if tmp and not failures:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 1 if failures else 0

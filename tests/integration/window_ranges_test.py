@@ -32,7 +32,6 @@ import argparse
 import datetime
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -262,10 +261,7 @@ def main():
               f"over the budget: FAILED_PRECONDITION naming the key ({p.stderr.strip()[-300:]})")
     finally:
         d.stop()
-    status = finish()
-    if status == 0:
-        shutil.rmtree(tmp, ignore_errors=True)  # kept when a check failed: the logs
-    return status
+    return finish(tmp)
 
 
 if __name__ == "__main__":

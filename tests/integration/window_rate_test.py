@@ -24,7 +24,6 @@ import argparse
 import csv
 import json
 import os
-import shutil
 import re
 import subprocess
 import sys
@@ -139,10 +138,7 @@ def main():
               f"B: the run's CSV: {len(rows)} windows, the last {rows[-1]['Records/Sec'] if rows else None}/s")
     finally:
         d.stop()
-    status = finish()
-    if status == 0:
-        shutil.rmtree(tmp, ignore_errors=True)  # kept when a check failed: the logs
-    return status
+    return finish(tmp)
 
 
 if __name__ == "__main__":
