@@ -14,9 +14,10 @@
 // destroyed with it). Shutdown() first stops the server from taking calls
 // (grpc_server_shutdown_and_notify: GOAWAY on every connection, listeners
 // closed, new calls refused), waits until no call is in flight or the
-// deadline passed, then ends the rest at once (grpc::Server::Shutdown with a
-// deadline already passed: calls still open are cancelled, every connection
-// is closed, idle ones included).
+// deadline passed, lets the transports write what the finished calls sent
+// (at most kFlushGrace, within the deadline), then ends the rest
+// (grpc::Server::Shutdown at that deadline: calls still open are cancelled,
+// every connection is closed, idle ones included).
 //
 // Not counted: grpc.health.v1.Health/Watch, a stream that never ends on its
 // own (after the health service's Shutdown it has sent NOT_SERVING and stays
@@ -45,6 +46,10 @@ namespace perld::server {
 
 class GrpcDrain {
  public:
+  // How long the transports may write the finished calls' last messages
+  // before the connections close.
+  static constexpr absl::Duration kFlushGrace = absl::Milliseconds(250);
+
   // The interceptor factory to hand to grpc::ServerBuilder.
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> InterceptorFactory();
 
