@@ -467,6 +467,15 @@ int Show(Cli& cli) {
   return 0;
 }
 
+// Every value with its unit; SBK's "99.9th" spelled as --p takes it.
+void PrintPercentileLadder(const v1::GetPercentilesResponse& response, const char* unit) {
+  for (const v1::Percentile& p : response.percentiles()) {
+    std::printf("  %9s  %s  (%lld records at exactly this latency)\n",
+                absl::StrCat("p", ShortestDouble(p.percent())).c_str(),
+                absl::StrCat(p.latency(), " ", unit).c_str(), static_cast<long long>(p.count()));
+  }
+}
+
 int Percentiles(Cli& cli) {
   v1::GetPercentilesRequest request;
   request.set_run(TakeRun(&cli.args, "percentiles"));
@@ -550,11 +559,7 @@ int Percentiles(Cli& cli) {
     std::printf("  latency: min %lld %s, avg %.1f %s, max %lld %s\n",
                 static_cast<long long>(w.min_latency()), unit, w.avg_latency(), unit,
                 static_cast<long long>(w.max_latency()), unit);
-    for (const v1::Percentile& p : response.percentiles()) {
-      std::printf("  %9s  %s  (%lld records at exactly this latency)\n",
-                  ("p" + ShortestDouble(p.percent())).c_str(),
-                  absl::StrCat(p.latency(), " ", unit).c_str(), static_cast<long long>(p.count()));
-    }
+    PrintPercentileLadder(response, unit);
   } else {
     std::printf("run %llu, %s%s, %lld valid latency records\n",
                 static_cast<unsigned long long>(response.run_id()),
@@ -564,13 +569,8 @@ int Percentiles(Cli& cli) {
       std::printf("  %s\n", response.inexact_reason().c_str());
       return 1;
     }
-    // Every value with its unit; SBK's "99.9th" spelled as --p takes it.
     const char* unit = TimeUnitText(response.time_unit());
-    for (const v1::Percentile& p : response.percentiles()) {
-      std::printf("  %9s  %s  (%lld records at exactly this latency)\n",
-                  ("p" + ShortestDouble(p.percent())).c_str(),
-                  absl::StrCat(p.latency(), " ", unit).c_str(), static_cast<long long>(p.count()));
-    }
+    PrintPercentileLadder(response, unit);
   }
   return 0;
 }
