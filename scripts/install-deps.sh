@@ -8,14 +8,15 @@ BUILD_PACKAGES=(
   build-essential cmake ninja-build ccache git pkg-config dpkg-dev file
   libabsl-dev libconcurrentqueue-dev libcpp-httplib-dev libssl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libyaml-cpp-dev libsqlite3-dev libsystemd-dev prometheus-cpp-dev
+  libyaml-cpp-dev libsqlite3-dev libsystemd-dev prometheus-cpp-dev zlib1g-dev
 )
 TEST_PACKAGES=(
   time procps clang clang-format clang-tidy libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev prometheus
   python3-grpcio python3-grpc-tools
   chromium chromium-driver python3-selenium
-  systemd yamllint openssl
+  systemd yamllint openssl fio
+  libhdrhistogram-java openjdk-17-jre-headless
 )
 PACKAGES=("${BUILD_PACKAGES[@]}")
 if [ "${1:-}" != "--build-only" ]; then

@@ -342,6 +342,10 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   open.set_client_name(impl->options.client_name);
   open.set_clock(o.clock);
   open.set_clock_resolution_ns(o.clock_resolution_ns);
+  if (!o.slo.empty()) {
+    open.mutable_slo()->set_expression(o.slo);
+    open.mutable_slo()->set_abort_on_fail(o.slo_abort_on_fail);
+  }
   open.set_mode(o.mode == IngestMode::kRaw ? v1::IngestOpen::MODE_RAW
                                            : v1::IngestOpen::MODE_WINDOWS);
   std::unique_ptr<client::Spool> spool;

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/perlctl/slo.h"
+#include "daemon/common/slo.h"
 
 namespace perld::perlctl {
 

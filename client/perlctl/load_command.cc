@@ -16,9 +16,11 @@
 #include "absl/strings/str_cat.h"
 #include "client/lib/client_internal.h"
 #include "client/perlctl/cli_args.h"
+#include "client/perlctl/local_total_json.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/common/json_writer.h"
+#include "daemon/common/slo.h"
 #include "daemon/core/tsc_clock.h"
 #include "perld/client.h"
 
@@ -26,25 +28,6 @@ namespace perld::perlctl {
 
 using json::JsonWriter;
 namespace {
-
-std::optional<std::string> Take(std::vector<std::string>* args, const std::string& name) {
-  std::optional<std::string> value;
-  for (size_t i = 0; i < args->size();) {
-    const std::string& a = (*args)[i];
-    if (a == "--" + name) {
-      if (i + 1 >= args->size()) throw LoadUsageError{"--" + name + " needs a value"};
-      value = (*args)[i + 1];
-      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i),
-                  args->begin() + static_cast<std::ptrdiff_t>(i) + 2);
-    } else if (a.rfind("--" + name + "=", 0) == 0) {
-      value = a.substr(name.size() + 3);
-      args->erase(args->begin() + static_cast<std::ptrdiff_t>(i));
-    } else {
-      ++i;
-    }
-  }
-  return value;
-}
 
 // How long an interrupted load waits for perld's last acknowledgements: the
 // command ends within about this after SIGINT/SIGTERM, perld away or not.
@@ -88,49 +71,44 @@ LatencyUnit ToClientUnit(TimeUnit unit) {
   return LatencyUnit::kNs;
 }
 
-void WriteTotal(const LocalTotal& t, JsonWriter* json) {
-  json->Key("records").Int(t.records);
-  json->Key("bytes").Int(t.bytes);
-  json->Key("validLatencyRecords").Int(t.valid);
-  json->Key("invalidLatencyRecords").Int(t.invalid);
-  json->Key("lowerLatencyDiscardRecords").Int(t.lower_discard);
-  json->Key("higherLatencyDiscardRecords").Int(t.higher_discard);
-  json->Key("rejectedRecords").Int(t.rejected);
-  json->Key("minLatency").Int(t.min_latency);
-  json->Key("maxLatency").Int(t.max_latency);
-  json->Key("totalLatency").Int(t.total_latency);
-}
-
 }  // namespace
 
 int LoadCommand(const std::string& target, const client::ChannelSecurity& security,
                 bool json_output, double timeout_s, std::vector<std::string> args) {
-  const std::string run = Take(&args, "run").value_or("perlctl-load");
-  const std::string mode_name = Take(&args, "mode").value_or("raw");
-  const std::optional<std::string> distribution_out = Take(&args, "distribution-out");
-  const std::optional<std::string> client_name = Take(&args, "name");
-  const std::optional<std::string> spool_dir = Take(&args, "spool");
+  const std::string run = TakeOne(&args, "run").value_or("perlctl-load");
+  const std::string mode_name = TakeOne(&args, "mode").value_or("raw");
+  const std::optional<std::string> distribution_out = TakeOne(&args, "distribution-out");
+  const std::optional<std::string> client_name = TakeOne(&args, "name");
+  const std::optional<std::string> spool_dir = TakeOne(&args, "spool");
   const bool join_only = TakeFlag(&args, "join");
   const bool new_only = TakeFlag(&args, "new");
-  if (join_only && new_only) throw LoadUsageError{"load: --join and --new exclude each other"};
-  const std::string spool_mode = Take(&args, "spool-mode").value_or("batched");
+  const std::optional<std::string> slo = TakeOne(&args, "slo");
+  const bool abort_on_fail = TakeFlag(&args, "abort-on-fail");
+  if (slo) {
+    if (absl::StatusOr<std::vector<SloTerm>> terms = ParseSlo(*slo); !terms.ok()) {
+      throw UsageError{"load: --slo: " + std::string(terms.status().message())};
+    }
+  }
+  if (abort_on_fail && !slo) throw UsageError{"load: --abort-on-fail needs --slo EXPR"};
+  if (join_only && new_only) throw UsageError{"load: --join and --new exclude each other"};
+  const std::string spool_mode = TakeOne(&args, "spool-mode").value_or("batched");
   double connect_timeout_s = 5;
-  if (const std::optional<std::string> v = Take(&args, "connect-timeout")) {
+  if (const std::optional<std::string> v = TakeOne(&args, "connect-timeout")) {
     if (!absl::SimpleAtod(*v, &connect_timeout_s) || !(connect_timeout_s > 0) ||
         connect_timeout_s > 86'400) {
-      throw LoadUsageError{"load: --connect-timeout must be seconds in (0, 86400]"};
+      throw UsageError{"load: --connect-timeout must be seconds in (0, 86400]"};
     }
   }
   if (spool_mode != "batched" && spool_mode != "synced") {
-    throw LoadUsageError{"load: --spool-mode must be batched or synced"};
+    throw UsageError{"load: --spool-mode must be batched or synced"};
   }
   if (mode_name != "raw" && mode_name != "windows") {
-    throw LoadUsageError{"load: --mode must be raw or windows"};
+    throw UsageError{"load: --mode must be raw or windows"};
   }
   std::map<std::string, std::string> labels;
-  while (std::optional<std::string> kv = Take(&args, "label")) {
+  while (std::optional<std::string> kv = TakeOne(&args, "label")) {
     const size_t eq = kv->find('=');
-    if (eq == std::string::npos || eq == 0) throw LoadUsageError{"--label needs KEY=VALUE"};
+    if (eq == std::string::npos || eq == 0) throw UsageError{"--label needs KEY=VALUE"};
     labels[kv->substr(0, eq)] = kv->substr(eq + 1);
   }
   // -warmup shapes a daemon run's total: a remote run has many clients, so
@@ -142,12 +120,12 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
       std::string name = a.substr(a[1] == '-' ? 2 : 1);
       name = name.substr(0, name.find('='));
       if (kNotHere.count(name) > 0) {
-        throw LoadUsageError{"load: -" + name + " is not available here; query the daemon's run"};
+        throw UsageError{"load: -" + name + " is not available here; query the daemon's run"};
       }
     }
   }
   absl::StatusOr<bench::BenchOptions> parsed = bench::ParseBenchArgs(args);
-  if (!parsed.ok()) throw LoadUsageError{"load: " + std::string(parsed.status().message())};
+  if (!parsed.ok()) throw UsageError{"load: " + std::string(parsed.status().message())};
   if (parsed->help) {
     std::cout << kLoadUsage << "\nThe load itself: every perld bench option.\n"
               << bench::BenchUsage();
@@ -190,6 +168,8 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   options.run = run;
   options.must_exist = join_only;
   options.must_create = new_only;
+  options.slo = slo.value_or("");
+  options.slo_abort_on_fail = abort_on_fail;
   options.labels = labels;
   options.mode = mode_name == "raw" ? IngestMode::kRaw : IngestMode::kWindows;
   options.time_unit = ToClientUnit(o.time_unit);
@@ -347,7 +327,7 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   if (distribution_out) {
     JsonWriter d;
     d.BeginObject();
-    WriteTotal(total, &d);
+    WriteLocalTotal(total, &d);
     d.Key("latencies").BeginArray();
     for (const auto& [latency, count] : total.latency_counts) {
       d.BeginArray().Int(latency).Int(count).EndArray();
@@ -369,7 +349,7 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
     j.Key("mode").String(mode_name);
     j.Key("operations").Int(attempted);
     j.Key("seconds").Double(seconds);
-    WriteTotal(total, &j);
+    WriteLocalTotal(total, &j);
     j.Key("acked").Bool(closed.acked);
     j.Key("ackedRecords").Int(counters.acked_records);
     j.Key("unsentRecords").Int(counters.unsent_records);

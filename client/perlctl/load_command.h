@@ -15,13 +15,9 @@
 #include <vector>
 
 #include "client/lib/secure_channel.h"
+#include "client/perlctl/cli_args.h"  // UsageError: thrown for a usage error
 
 namespace perld::perlctl {
-
-// A usage error (perlctl prints it with the usage and exits 2).
-struct LoadUsageError {
-  std::string message;
-};
 
 // `security`: perlctl's --tls/--ca-file/--cert-file/--key-file/--token-file.
 int LoadCommand(const std::string& target, const client::ChannelSecurity& security,

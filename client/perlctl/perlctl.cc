@@ -8,11 +8,14 @@
 //     clients RUN [--p 50,99,99.9]
 //     watch RUN [--from-start]
 //     bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
+//           [--slo EXPR [--abort-on-fail]]
 //     stop RUN [--wait]
 //     check RUN --slo EXPR [--junit FILE]
 //     compare A B [--p LIST] [--fail-if TERMS]
-//     export RUN [--format json|csv|hgrm] [--out FILE]
+//     export RUN [--format json|csv|hgrm|sbk-csv|hlog] [--out FILE]
 //     load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
+//     import --format fio|k6 FILE... --run NAME [--mode windows|raw] [--unit ns|us|ms]
+//            [--metric NAME] [--distribution-out FILE]
 //     show/history/watch/bench --wait take [--p LIST] [--sbk]
 //
 // RUN is a run id or a unique run name. Exit status: 0 on success; 1 on a
@@ -38,16 +41,20 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/perlctl/cli_args.h"
 #include "client/perlctl/compare.h"
 #include "client/perlctl/distribution_export.h"
+#include "client/perlctl/hlog_export.h"
+#include "client/perlctl/import_command.h"
 #include "client/perlctl/load_command.h"
 #include "client/perlctl/run_output.h"
-#include "client/perlctl/slo.h"
+#include "client/perlctl/sbk_csv_export.h"
 #include "client/perlctl/window_range.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/common/json_writer.h"
+#include "daemon/common/slo.h"
 #include "perld/v1/perld.grpc.pb.h"
 #include "perld/version.h"
 
@@ -74,7 +81,13 @@ const char* kUsage =
   clients RUN [--p 50,99,99.9]                 each remote client's share of the run
   watch RUN [--from-start] [--p LIST] [--sbk]  each window as it closes, then the total
   bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait [--p LIST] [--sbk]]
-                                               start an in-process PerlBench run
+        [--slo EXPR [--abort-on-fail]]
+                                               start an in-process PerlBench run; --slo:
+                                               perld evaluates EXPR (as check) at every
+                                               window and at the end (perlctl show);
+                                               --abort-on-fail stops the run once a term
+                                               fails for good (invalid=0, max<=X, ...);
+                                               --wait then exits 1 unless the SLO passed
   stop RUN [--wait]                            stop a run (its total is kept)
   check RUN --slo EXPR [--junit FILE] [range]  an SLO gate on the run's exact total, e.g.
                                                --slo 'p99<=2ms,p99.9<=5ms,invalid=0,
@@ -88,20 +101,38 @@ const char* kUsage =
                                                exits 1 when B passes a limit
                                                [range]: --windows/--from/--to/--warmup as
                                                for percentiles (each run's own windows)
-  export RUN [--format json|csv|hgrm] [--out FILE] [range]
+  export RUN [--format json|csv|hgrm|sbk-csv|hlog] [--out FILE] [range]
                                                an ended run's exact total distribution (or
                                                a range's, running runs too): [latency,
                                                count] pairs or HdrHistogram's percentile
-                                               text
+                                               text; sbk-csv: the ended run's retained
+                                               windows and total in SBK's CSV layout, as
+                                               csvDir writes them (no range); hlog: its
+                                               retained windows as an HdrHistogram log
+                                               (HistogramLogProcessor's input; exact below
+                                               2^18 units, stderr says what is not)
   load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
        [--name CLIENT] [--label KEY=VALUE]... [--spool DIR [--spool-mode batched|synced]]
-       [--join | --new] [--connect-timeout SECONDS]
+       [--join | --new] [--connect-timeout SECONDS] [--slo EXPR [--abort-on-fail]]
                                                generate load here, stream it to the daemon;
                                                without --spool it first waits up to
                                                --connect-timeout (5 s) for perld to open
                                                the run and exits 1 if it does not; --join:
                                                only a running run of NAME, --new: only a
-                                               new one
+                                               new one; --slo as for bench (the run it
+                                               creates; joining needs the same or none)
+  import --format fio|k6 FILE... --run NAME [--mode windows|raw] [--unit ns|us|ms]
+         [--metric NAME] [--distribution-out FILE] [--name CLIENT] [--label KEY=VALUE]...
+         [--join | --new] [--connect-timeout SECONDS]
+                                               stream fio latency logs (log_avg_msec=0;
+                                               one run per direction: NAME-read, ...) or
+                                               k6 JSON output (--metric, a trend of time,
+                                               default http_req_duration) into perld, one
+                                               record per I/O or sample, exactly in --unit
+                                               (default ns; a value with more digits is
+                                               rounded, halves up, and counted); files are
+                                               checked whole first (exit 2, no run opened);
+                                               import --help lists every option
 Windows print as a few lines each: counts and rates, latency min/avg/max, then a
 percentile ladder (--p 50,99,99.9 or p99 spelling: only those; 0 is the minimum, 100 the
 maximum; `show --p` asks the daemon for any percentile exactly); --sbk prints SBK's
@@ -112,12 +143,9 @@ Security (README "Security"): --token-file FILE (default $PERLD_TOKEN_FILE) send
 on every call; --tls, --ca-file PEM (the daemon's CA; implies --tls), --cert-file PEM and
 --key-file PEM (a client certificate for mutual TLS). Token and key files must grant nothing
 to others.
-Exit status: 0 success; 1 server error (or a failed run with bench --wait); 2 usage error.
+Exit status: 0 success; 1 server error (or, with bench --wait, a failed run or an SLO not
+met); 2 usage error.
 )";
-
-struct UsageError {
-  std::string message;
-};
 
 int ServerError(const grpc::Status& status) {
   std::cerr << "perlctl: "
@@ -153,32 +181,6 @@ std::string* GlobalValue(Cli* cli, const std::string& option) {
   if (option == "--cert-file") return &cli->security.cert_file;
   if (option == "--key-file") return &cli->security.key_file;
   return nullptr;
-}
-
-// Takes "--name VALUE" / "--name=VALUE" out of `args` (all occurrences).
-std::vector<std::string> TakeValues(std::vector<std::string>* args, const std::string& name) {
-  std::vector<std::string> values;
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args->size(); ++i) {
-    const std::string& a = (*args)[i];
-    if (a == "--" + name) {
-      if (i + 1 >= args->size()) throw UsageError{"--" + name + " needs a value"};
-      values.push_back((*args)[++i]);
-    } else if (a.rfind("--" + name + "=", 0) == 0) {
-      values.push_back(a.substr(name.size() + 3));
-    } else {
-      rest.push_back(a);
-    }
-  }
-  *args = std::move(rest);
-  return values;
-}
-
-std::optional<std::string> TakeOne(std::vector<std::string>* args, const std::string& name) {
-  std::vector<std::string> v = TakeValues(args, name);
-  if (v.size() > 1) throw UsageError{"--" + name + " given more than once"};
-  if (v.empty()) return std::nullopt;
-  return v.front();
 }
 
 std::map<std::string, std::string> TakeLabels(std::vector<std::string>* args) {
@@ -446,6 +448,8 @@ int Show(Cli& cli) {
     }
     json.Key("total");
     WriteWindowJson(response.total(), json);
+    json.Key("windowsWithoutDistribution").Int(response.windows_without_distribution());
+    json.Key("firstWindowWithoutDistribution").Int(response.first_window_without_distribution());
     if (range) {
       json.Key("range");
       WriteWindowJson(in_range.range(), json);
@@ -771,6 +775,16 @@ int Bench(Cli& cli) {
   for (const auto& [k, v] : TakeLabels(&cli.args)) (*request.mutable_labels())[k] = v;
   const bool wait = TakeFlag(&cli.args, "wait");
   const WindowFormat format = TakeFormat(cli);  // how --wait prints the windows
+  if (std::optional<std::string> slo = TakeOne(&cli.args, "slo")) {
+    if (absl::StatusOr<std::vector<SloTerm>> terms = ParseSlo(*slo); !terms.ok()) {
+      throw UsageError{"bench: --slo: " + std::string(terms.status().message())};
+    }
+    request.mutable_slo()->set_expression(*slo);
+  }
+  request.mutable_slo()->set_abort_on_fail(TakeFlag(&cli.args, "abort-on-fail"));
+  if (request.slo().abort_on_fail() && request.slo().expression().empty()) {
+    throw UsageError{"bench: --abort-on-fail needs --slo EXPR"};
+  }
   // Options of `perld bench` that belong to a local process, not a daemon run.
   static const std::set<std::string> kLocalOnly = {"csvfile", "context", "clock", "progress",
                                                    "idleNS"};
@@ -860,6 +874,15 @@ int Bench(Cli& cli) {
               << "\n";
     return 1;
   }
+  // A run started with --slo: its verdict on the final total decides the exit code.
+  if (!run.run().slo().expression().empty()) {
+    if (!cli.json) std::cout << SloText(run.run());
+    if (run.run().slo_status().state() != v1::SloStatus::STATE_PASSED) {
+      std::cerr << "perlctl: run " << run.run().id() << " did not meet its SLO '"
+                << run.run().slo().expression() << "'\n";
+      return 1;
+    }
+  }
   return 0;
 }
 
@@ -933,7 +956,7 @@ int Check(Cli& cli) {
   NoMoreArgs(cli.args);
   if (!expression) throw UsageError{"check: --slo EXPR is required (e.g. --slo 'p99<=2ms')"};
   absl::StatusOr<std::vector<SloTerm>> terms = ParseSlo(*expression);
-  if (!terms.ok()) throw UsageError{std::string(terms.status().message())};
+  if (!terms.ok()) throw UsageError{"check: --slo: " + std::string(terms.status().message())};
 
   std::vector<double> percents;
   for (const SloTerm& t : *terms) {
@@ -1088,8 +1111,163 @@ int Compare(Cli& cli) {
   return failed ? 1 : 0;
 }
 
-// `export RUN [--format json|csv|hgrm] [--out FILE]`: an ended run's exact
-// total distribution (distribution_export.h), read page by page.
+// Export's text to stdout, or to --out FILE.
+int WriteExport(const std::string& text, const std::optional<std::string>& out_path) {
+  if (!out_path) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(*out_path);
+  out << text;
+  if (!out.good()) {
+    std::cerr << "perlctl: export: cannot write " << *out_path << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+// A run as GetRun answers it and its retained windows (GetWindowHistory).
+grpc::Status FetchRunAndHistory(Cli& cli, const std::string& run, v1::GetRunResponse* view,
+                                v1::GetWindowHistoryResponse* history) {
+  v1::GetRunRequest get;
+  get.set_run(run);
+  {
+    grpc::ClientContext context;
+    cli.Deadline(&context);
+    if (grpc::Status s = cli.query->GetRun(&context, get, view); !s.ok()) return s;
+  }
+  v1::GetWindowHistoryRequest request;
+  request.set_run(std::to_string(view->run().id()));
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  return cli.query->GetWindowHistory(&context, request, history);
+}
+
+// `export RUN --format sbk-csv`: an ended run's retained windows and final
+// total in SBK's CSV layout, the rows csvDir writes (sbk_csv_export.h). A
+// running run is refused (its total is not final: csvDir writes the file as
+// it runs); windows retention dropped are named on stderr and the retained
+// ones exported.
+int ExportSbkCsv(Cli& cli, const std::string& run, std::string* text) {
+  v1::GetRunResponse view;
+  v1::GetWindowHistoryResponse history;
+  if (grpc::Status s = FetchRunAndHistory(cli, run, &view, &history); !s.ok()) {
+    return ServerError(s);
+  }
+  const std::string id = std::to_string(view.run().id());
+  if (view.run().state() == v1::RUN_STATE_RUNNING || !view.total().final()) {
+    std::cerr << "perlctl: export: run " << id
+              << " is still running: --format sbk-csv needs its final total; export it once it "
+                 "ended (a csvDir set before a run writes its file as it runs)\n";
+    return 1;
+  }
+  // The daemon gives every window the run's percentiles; one without them
+  // (none known) is written with empty cells and named below.
+  const std::vector<v1::Window> windows(history.windows().begin(), history.windows().end());
+  const SbkCsvFile file = SbkCsv(view, windows);
+  if (file.dropped > 0) {
+    std::cerr << "perlctl: export: run " << id << ": the daemon no longer holds its oldest "
+              << file.dropped << " window(s) (retention.maxWindowsPerRun): exporting the "
+              << file.regular_rows + file.segment_rows
+              << " it retains and the total, numbered as csvDir numbers them\n";
+  }
+  if (!file.without_percentiles.empty()) {
+    std::cerr << "perlctl: export: run " << id << ": no percentiles for "
+              << absl::StrJoin(file.without_percentiles, ", ") << ": their cells are empty\n";
+  }
+  *text = file.text;
+  return 0;
+}
+
+// `export RUN --format hlog`: the run's retained periodic windows as an
+// HdrHistogram interval log (hlog_export.h), a line per window from its
+// exact distribution (GetDistribution over the one-window range; a window
+// without valid latencies is an empty histogram). A window whose
+// distribution the daemon does not store (FAILED_PRECONDITION) has no line
+// and is named on stderr and in the log; so are windows retention dropped,
+// a running run (its closed windows are exported) and the records outside
+// HdrHistogram's exact range.
+int ExportHlog(Cli& cli, const std::string& run, std::string* text) {
+  v1::GetRunResponse view;
+  v1::GetWindowHistoryResponse history;
+  if (grpc::Status s = FetchRunAndHistory(cli, run, &view, &history); !s.ok()) {
+    return ServerError(s);
+  }
+  const std::string id = std::to_string(view.run().id());
+  std::vector<v1::Window> windows;
+  for (const v1::Window& w : history.windows()) {
+    if (w.kind() == v1::Window::KIND_PERIODIC) windows.push_back(w);
+  }
+  std::sort(windows.begin(), windows.end(),
+            [](const v1::Window& a, const v1::Window& b) { return a.seq() < b.seq(); });
+  HlogRun hlog_run;
+  hlog_run.id = view.run().id();
+  hlog_run.name = view.run().name();
+  hlog_run.unit = TimeUnitText(view.run().latency().time_unit());
+  hlog_run.start_unix_ms = view.run().start_unix_ms();
+  hlog_run.running = view.run().state() == v1::RUN_STATE_RUNNING;
+  hlog_run.dropped_windows = windows.empty() ? view.latest().seq() : windows.front().seq() - 1;
+  for (const v1::Window& w : windows) {
+    hlog_run.highest_trackable_value = std::max(hlog_run.highest_trackable_value, w.max_latency());
+  }
+  HistogramLog log(hlog_run);
+  std::vector<std::pair<int64_t, int64_t>> buckets;
+  for (const v1::Window& w : windows) {
+    buckets.clear();
+    bool stored = true;
+    v1::GetDistributionRequest request;
+    request.set_run(id);
+    request.mutable_range()->set_first_window(w.seq());
+    request.mutable_range()->set_last_window(w.seq());
+    while (w.valid_latency_records() > 0) {
+      grpc::ClientContext context;
+      cli.Deadline(&context);
+      v1::GetDistributionResponse page;
+      if (grpc::Status s = cli.query->GetDistribution(&context, request, &page); !s.ok()) {
+        if (s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) return ServerError(s);
+        std::cerr << "perlctl: export: run " << id << ": window " << w.seq()
+                  << " is not in the log: " << s.error_message() << "\n";
+        stored = false;
+        break;
+      }
+      for (int i = 0; i < page.latency_size() && i < page.count_size(); ++i) {
+        buckets.emplace_back(page.latency(i), page.count(i));
+      }
+      // A token that does not move on would repeat the page: stop there.
+      if (page.next_page_token().empty() || page.next_page_token() == request.page_token()) break;
+      request.set_page_token(page.next_page_token());
+    }
+    if (!stored) {
+      log.Skip(w.seq());
+      continue;
+    }
+    log.Add({.seq = w.seq(),
+             .start_unix_ms = w.start_unix_ms(),
+             .end_unix_ms = w.end_unix_ms(),
+             .warmup = w.warmup(),
+             .ascending = buckets});
+  }
+  if (hlog_run.dropped_windows > 0) {
+    std::cerr << "perlctl: export: run " << id << ": the daemon no longer holds its oldest "
+              << hlog_run.dropped_windows
+              << " window(s) (retention.maxWindowsPerRun): exporting the " << windows.size()
+              << " it retains\n";
+  }
+  if (hlog_run.running) {
+    std::cerr << "perlctl: export: run " << id << " is still running: exporting the "
+              << log.windows() << " window(s) closed so far\n";
+  }
+  if (log.inexact_records() > 0) {
+    std::cerr << "perlctl: export: run " << id << ": " << log.ExactnessNote() << "\n";
+  }
+  *text = log.Text();
+  return 0;
+}
+
+// `export RUN [--format json|csv|hgrm|sbk-csv|hlog] [--out FILE]`: an ended
+// run's exact total distribution (distribution_export.h), read page by page;
+// or, sbk-csv, its windows and total as SBK's CSV file (ExportSbkCsv); or,
+// hlog, its windows as an HdrHistogram log (ExportHlog).
 int Export(Cli& cli) {
   const std::string run = TakeRun(&cli.args, "export");
   const std::string format = TakeOne(&cli.args, "format").value_or("json");
@@ -1100,8 +1278,28 @@ int Export(Cli& cli) {
   }
   const std::optional<WindowRangeOptions> range = TakeWindowRange(cli);
   NoMoreArgs(cli.args);
+  if (format == "sbk-csv") {
+    if (range) {
+      throw UsageError{
+          "export: --format sbk-csv writes every retained window and the total: "
+          "no range (--windows/--from/--to/--warmup)"};
+    }
+    std::string text;
+    if (const int rc = ExportSbkCsv(cli, run, &text); rc != 0) return rc;
+    return WriteExport(text, out_path);
+  }
+  if (format == "hlog") {
+    if (range) {
+      throw UsageError{
+          "export: --format hlog writes every retained window: "
+          "no range (--windows/--from/--to/--warmup)"};
+    }
+    std::string text;
+    if (const int rc = ExportHlog(cli, run, &text); rc != 0) return rc;
+    return WriteExport(text, out_path);
+  }
   if (format != "json" && format != "csv" && format != "hgrm") {
-    throw UsageError{"export: --format must be json, csv or hgrm"};
+    throw UsageError{"export: --format must be json, csv, hgrm, sbk-csv or hlog"};
   }
   ExportedDistribution d;
   v1::GetDistributionRequest request;
@@ -1147,17 +1345,7 @@ int Export(Cli& cli) {
   const std::string text = format == "json"  ? DistributionJson(d)
                            : format == "csv" ? DistributionCsv(d)
                                              : DistributionHgrm(d);
-  if (!out_path) {
-    std::cout << text;
-    return 0;
-  }
-  std::ofstream out(*out_path);
-  out << text;
-  if (!out.good()) {
-    std::cerr << "perlctl: export: cannot write " << *out_path << "\n";
-    return 1;
-  }
-  return 0;
+  return WriteExport(text, out_path);
 }
 
 int Stop(Cli& cli) {
@@ -1242,13 +1430,13 @@ int Main(std::vector<std::string> args) {
   }
   if (cli.target.empty()) throw UsageError{"--target is empty"};
 
-  if (cli.command == "load") {
-    try {
-      return LoadCommand(cli.target, cli.security, cli.json,
+  if (cli.command == "import") {
+    return ImportCommand(cli.target, cli.security, cli.json,
                          cli.timeout_given ? cli.timeout_s : 120.0, cli.args);
-    } catch (const LoadUsageError& e) {
-      throw UsageError{e.message};
-    }
+  }
+  if (cli.command == "load") {
+    return LoadCommand(cli.target, cli.security, cli.json,
+                       cli.timeout_given ? cli.timeout_s : 120.0, cli.args);
   }
   absl::StatusOr<std::shared_ptr<grpc::Channel>> opened =
       client::OpenChannel(cli.target, cli.security);

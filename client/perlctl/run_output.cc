@@ -101,6 +101,8 @@ const char* EndReasonText(v1::EndReason reason) {
       return "shutdown";
     case v1::END_REASON_FAILED:
       return "failed";
+    case v1::END_REASON_SLO_FAILED:
+      return "slo_failed";
     default:
       return "";
   }
@@ -115,6 +117,8 @@ std::string StateWithReason(const v1::RunInfo& run) {
       return s + " (stopped by request)";
     case v1::END_REASON_SHUTDOWN:
       return s + " (cut short by the daemon's shutdown)";
+    case v1::END_REASON_SLO_FAILED:
+      return s + " (stopped by its SLO: a term failed for good)";
     default:
       return s;
   }
@@ -144,6 +148,40 @@ const char* WindowKindText(v1::Window::Kind kind) {
     default:
       return "unknown";
   }
+}
+
+const char* SloStateText(v1::SloStatus::State state) {
+  switch (state) {
+    case v1::SloStatus::STATE_PENDING:
+      return "pending";
+    case v1::SloStatus::STATE_HOLDING:
+      return "holding";
+    case v1::SloStatus::STATE_FAILING:
+      return "failing";
+    case v1::SloStatus::STATE_PASSED:
+      return "passed";
+    case v1::SloStatus::STATE_FAILED:
+      return "failed";
+    default:
+      return "";
+  }
+}
+
+std::string SloText(const v1::RunInfo& run) {
+  if (run.slo().expression().empty()) return "";
+  const v1::SloStatus& st = run.slo_status();
+  std::string s =
+      absl::StrCat("  slo:      ", SloStateText(st.state()), " '", run.slo().expression(), "'",
+                   run.slo().abort_on_fail() ? " (abortOnFail)" : "");
+  if (st.window() > 0) {
+    absl::StrAppend(
+        &s, st.state() == v1::SloStatus::STATE_PASSED || st.state() == v1::SloStatus::STATE_FAILED
+                ? " on the final total"
+                : absl::StrCat(" on the total to window ", st.window()));
+  }
+  absl::StrAppend(&s, "\n");
+  for (const v1::SloStatus::Verdict& v : st.verdicts()) absl::StrAppend(&s, "    ", v.line(), "\n");
+  return s;
 }
 
 void WriteRunJson(const v1::RunInfo& run, JsonWriter& json) {
@@ -182,6 +220,27 @@ void WriteRunJson(const v1::RunInfo& run, JsonWriter& json) {
   json.Key("parameters").String(run.parameters());
   json.Key("writers").Int(run.writers());
   json.Key("readers").Int(run.readers());
+  json.Key("slo");
+  if (run.slo().expression().empty()) {
+    json.Null();
+  } else {
+    const v1::SloStatus& st = run.slo_status();
+    json.BeginObject();
+    json.Key("expression").String(run.slo().expression());
+    json.Key("abortOnFail").Bool(run.slo().abort_on_fail());
+    json.Key("state").String(SloStateText(st.state()));
+    json.Key("window").Int(st.window());
+    json.Key("verdicts").BeginArray();
+    for (const v1::SloStatus::Verdict& v : st.verdicts()) {
+      json.BeginObject();
+      json.Key("term").String(v.term());
+      json.Key("held").Bool(v.held());
+      json.Key("line").String(v.line());
+      json.EndObject();
+    }
+    json.EndArray();
+    json.EndObject();
+  }
 }
 
 void WriteWindowJson(const v1::Window& w, JsonWriter& json, const v1::RunInfo* run) {
@@ -432,6 +491,16 @@ std::string ShowText(const v1::GetRunResponse& r, const WindowFormat& format) {
   }
   absl::StrAppend(&s, Wrapped("  clock:    ", clock));
   if (!run.parameters().empty()) absl::StrAppend(&s, Wrapped("  options:  ", run.parameters()));
+  absl::StrAppend(&s, SloText(run));
+  if (r.windows_without_distribution() > 0) {
+    absl::StrAppend(
+        &s, Wrapped("  ranges:   ",
+                    absl::StrCat(r.windows_without_distribution(), " window(s) from window ",
+                                 r.first_window_without_distribution(),
+                                 " on have no stored distribution (over "
+                                 "retention.maxWindowDistributionBytesPerRun): ranges over them "
+                                 "are refused")));
+  }
   if (r.has_latest()) {
     absl::StrAppend(&s, "  latest: ", WindowText(r.latest(), l.time_unit(), format, "  "));
   }

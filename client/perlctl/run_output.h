@@ -23,6 +23,10 @@ const char* StateText(v1::RunState state);    // "running", "finished", "failed"
 const char* EndReasonText(v1::EndReason reason);
 // The state with why it ended, e.g. "finished (stopped by request)".
 std::string StateWithReason(const v1::RunInfo& run);
+// "pending", "holding", "failing", "passed", "failed"; "" without an SLO.
+const char* SloStateText(v1::SloStatus::State state);
+// The run's SLO and its verdict lines, as `show` prints them ("" without one).
+std::string SloText(const v1::RunInfo& run);
 const char* SourceText(v1::RunSource source);
 const char* WindowKindText(v1::Window::Kind kind);  // "periodic", "total_segment", "total"
 

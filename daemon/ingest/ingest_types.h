@@ -39,6 +39,10 @@ struct OpenRequest {
   std::string client_name;
   std::string clock;                // the client's timestamp clock; "": not reported
   int64_t clock_resolution_ns = 0;  // 0: not reported
+  // The run's SLO when this open creates it (RunSpec::slo); a joining
+  // client's non-empty one must equal the run's.
+  std::string slo;
+  bool abort_on_fail = false;
   ClientMode mode = ClientMode::kRaw;
   bool must_exist = false;        // join only
   bool must_create = false;       // create only (ALREADY_EXISTS)

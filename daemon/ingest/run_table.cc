@@ -29,6 +29,8 @@ struct RunTable::Member {
 struct RunTable::Run {
   RunContext context;  // the clients' view of the run (id set once created)
   std::string name;
+  std::string slo;  // RunSpec::slo and abort_on_fail, fixed at creation
+  bool abort_on_fail = false;
   int max_clients = 0;
   bool aggregate = false;            // created by a windows client: SBM's recorders
   std::atomic<bool> stopped{false};  // Control.StopRun, or shutdown
@@ -67,11 +69,13 @@ std::string Describe(const ClientSession& c) {
 }
 
 // A reconnect to a run that ended before the client closed its part.
+// `why`: how it ended, when known ("stopped by its SLO: invalid=0: 1").
 absl::Status RunEnded(IngestStats& stats, runs::RunId id, const std::string& name,
-                      const OpenRequest& open) {
+                      const OpenRequest& open, const std::string& why) {
   return Refuse(stats, Refusal::kRunEnded,
                 absl::FailedPreconditionError(absl::StrCat(
-                    "run ", id, " '", name, "' ended before client '", open.client_id,
+                    "run ", id, " '", name, "' ended", why.empty() ? "" : " (" + why + ")",
+                    " before client '", open.client_id,
                     "' closed its part: messages after the ones it was told are durable (",
                     open.durable_sequence, ") were not applied")));
 }
@@ -105,6 +109,9 @@ absl::Status CheckOpenLimits(const OpenRequest& open, const config::LimitsConfig
     return s;
   }
   if (absl::Status s = config::CheckName("open: clock", open.clock, limits); !s.ok()) return s;
+  if (absl::Status s = config::CheckName("open: slo.expression", open.slo, limits); !s.ok()) {
+    return s;
+  }
   if (absl::Status s = config::CheckLabels("open: labels", open.labels, limits); !s.ok()) return s;
   return config::CheckPercentileCount("open: percentiles",
                                       static_cast<int64_t>(open.percentiles.size()), limits);
@@ -160,6 +167,8 @@ absl::StatusOr<std::shared_ptr<RunTable::Run>> RunTable::CreateLocked(
     const config::DaemonConfig& config) {
   auto run = std::make_shared<Run>();
   run->name = open.run_name;
+  run->slo = open.slo;
+  run->abort_on_fail = open.abort_on_fail;
   run->context.latency = latency;
   run->context.inbox = std::make_shared<runs::RemoteWindowInbox>();
   run->context.checkpointed = source == runs::RunSource::kIngest && config.ingest.checkpoints;
@@ -185,6 +194,8 @@ absl::StatusOr<std::shared_ptr<RunTable::Run>> RunTable::CreateLocked(
                          : absl::StrCat("the clients' own; the first, '", open.client_name,
                                         "': ", open.clock.empty() ? "not reported" : open.clock);
   setup.spec.clock_resolution_ns = open.clock_resolution_ns;
+  setup.spec.slo = open.slo;
+  setup.spec.abort_on_fail = open.abort_on_fail;
   absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
   if (!created.ok()) return created.status();
   run->context.id = created->id;
@@ -251,7 +262,7 @@ absl::StatusOr<RunTable::Session> RunTable::Join(const OpenRequest& open, Ingest
       } else if (std::shared_ptr<Run> ended = FindEndedLocked(open.run_id)) {
         auto m = ended->clients.find(open.client_id);
         if (m != ended->clients.end() && m->second->closed) return ClosedSession(ended, *m->second);
-        return RunEnded(stats_, ended->context.id, ended->name, open);
+        return RunEnded(stats_, ended->context.id, ended->name, open, ended->stop_cause);
       } else {
         ended_lookup = true;  // the registry and the state store answer, outside mu_
       }
@@ -317,6 +328,14 @@ absl::StatusOr<RunTable::Session> RunTable::AttachLocked(const OpenRequest& open
             TimeUnitSymbol(have.time_unit), " in [", have.min_latency, ", ", have.max_latency,
             "]; this client asks for ", TimeUnitSymbol(latency.time_unit), " in [",
             latency.min_latency, ", ", latency.max_latency, "]")));
+  }
+  if (!open.slo.empty() && (open.slo != run->slo || open.abort_on_fail != run->abort_on_fail)) {
+    return Refuse(
+        stats_, Refusal::kMismatch,
+        absl::FailedPreconditionError(absl::StrCat(
+            "run '", run->name, "' (id ", run->context.id, ") has the SLO '", run->slo,
+            run->abort_on_fail ? "' with abortOnFail" : "'", "; this client asks for '", open.slo,
+            open.abort_on_fail ? "' with abortOnFail" : "'", " (give the same, or none to join)")));
   }
   Member* member = nullptr;
   auto existing = run->clients.find(open.client_id);
@@ -420,7 +439,18 @@ absl::StatusOr<RunTable::Session> RunTable::JoinEnded(const OpenRequest& open) {
     MutexLock lock(mu_);
     return ClosedSession(run, member);
   }
-  return RunEnded(stats_, id, info->spec.name, open);
+  std::string why;
+  if (info->end_reason == runs::EndReason::kStopped) why = "stopped by Control.StopRun";
+  if (info->end_reason == runs::EndReason::kSloFailed) {
+    why = "stopped by its SLO";
+    for (const runs::SloStatus::Verdict& v : info->slo_status.verdicts) {
+      if (!v.held) {
+        absl::StrAppend(&why, ": ", v.line.substr(5));  // without "FAIL "
+        break;
+      }
+    }
+  }
+  return RunEnded(stats_, id, info->spec.name, open, why);
 }
 
 std::shared_ptr<RunTable::Run> RunTable::FindEndedLocked(runs::RunId id) const {
@@ -501,6 +531,8 @@ absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord
   const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
   auto run = std::make_shared<Run>();
   run->name = info.spec.name;
+  run->slo = info.spec.slo;
+  run->abort_on_fail = info.spec.abort_on_fail;
   run->context.latency = info.spec.latency;
   run->context.inbox = std::make_shared<runs::RemoteWindowInbox>();
   run->context.checkpointed = true;
@@ -849,7 +881,7 @@ void RunTable::Reap() {
   }
 }
 
-absl::Status RunTable::Stop(runs::RunId id) {
+absl::Status RunTable::Stop(runs::RunId id, std::string cause) {
   std::shared_ptr<Run> run;
   {
     MutexLock lock(mu_);
@@ -858,7 +890,7 @@ absl::Status RunTable::Stop(runs::RunId id) {
       return absl::NotFoundError(absl::StrCat("run ", id, " is not a running ingest run"));
     }
     run = it->second;
-    if (run->stop_cause.empty()) run->stop_cause = "stopped by Control.StopRun";
+    if (run->stop_cause.empty()) run->stop_cause = std::move(cause);
     run->stopped.store(true, std::memory_order_relaxed);
     auto named = by_name_.find(run->name);
     if (named != by_name_.end() && named->second == run) by_name_.erase(named);

@@ -199,7 +199,8 @@ class RunTable {
 
   // Control.StopRun for an ingest or SBP run: cancels its streams and ends
   // it once they are gone. NotFound when `id` is not a running remote run.
-  absl::Status Stop(runs::RunId id);
+  // `cause` is what its clients are told.
+  absl::Status Stop(runs::RunId id, std::string cause = "stopped by Control.StopRun");
   std::map<runs::RunId, Connections> ConnectionCounts() const;
 
   // The per-client breakdown of a running remote run or of one of the last

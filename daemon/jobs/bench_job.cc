@@ -83,6 +83,8 @@ absl::StatusOr<std::unique_ptr<BenchJob>> BenchJob::Start(runs::RunManager& mana
   runs::RunSetup run;
   run.spec.name = s.name;
   run.spec.labels = s.labels;
+  run.spec.slo = s.slo;
+  run.spec.abort_on_fail = s.abort_on_fail;
   run.spec.source = runs::RunSource::kBench;
   run.spec.latency = s.latency_defaults;
   run.spec.latency.time_unit = o.time_unit;

@@ -38,6 +38,8 @@ struct BenchJobSetup {
   bench::BenchOptions options;
   std::string name;  // "": named bench-<id> (RunManager::CreateRun)
   std::map<std::string, std::string> labels;
+  std::string slo;  // RunSpec::slo ("": none) and abort_on_fail
+  bool abort_on_fail = false;
   // Percentiles and recorder sizes; time unit and range come from `options`.
   LatencyConfig latency_defaults;
   int64_t reporting_interval_ms = 5'000;

@@ -10,7 +10,8 @@ namespace perld::jobs {
 
 absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& options, std::string name,
                                                std::map<std::string, std::string> labels,
-                                               int64_t reporting_interval_ms) {
+                                               int64_t reporting_interval_ms, std::string slo,
+                                               bool abort_on_fail) {
   Reap();
   const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
   const config::LimitsConfig& limits = config->limits;
@@ -39,6 +40,8 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
   setup.options = options;
   setup.name = std::move(name);  // "": the run manager names it bench-<id>
   setup.labels = std::move(labels);
+  setup.slo = std::move(slo);
+  setup.abort_on_fail = abort_on_fail;
   setup.latency_defaults = config->latency;
   setup.reporting_interval_ms = reporting_interval_ms;
   setup.clock = &clock_;

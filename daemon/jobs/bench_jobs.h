@@ -36,7 +36,8 @@ class BenchJobs {
 
   absl::StatusOr<runs::RunInfo> Start(const bench::BenchOptions& options, std::string name,
                                       std::map<std::string, std::string> labels,
-                                      int64_t reporting_interval_ms);
+                                      int64_t reporting_interval_ms, std::string slo = "",
+                                      bool abort_on_fail = false);
   // FailedPrecondition when the run is not a running bench job.
   absl::Status Stop(runs::RunId id);
   void StopAll();

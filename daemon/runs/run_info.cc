@@ -42,13 +42,44 @@ const char* EndReasonName(EndReason reason) {
       return "shutdown";
     case EndReason::kFailed:
       return "failed";
+    case EndReason::kSloFailed:
+      return "slo_failed";
   }
   return "";
 }
 
+const char* SloStateName(SloState state) {
+  switch (state) {
+    case SloState::kNone:
+      return "";
+    case SloState::kPending:
+      return "pending";
+    case SloState::kHolding:
+      return "holding";
+    case SloState::kFailing:
+      return "failing";
+    case SloState::kPassed:
+      return "passed";
+    case SloState::kFailed:
+      return "failed";
+  }
+  return "";
+}
+
+bool ParseSloState(std::string_view name, SloState* out) {
+  for (SloState s : {SloState::kNone, SloState::kPending, SloState::kHolding, SloState::kFailing,
+                     SloState::kPassed, SloState::kFailed}) {
+    if (name == SloStateName(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool ParseEndReason(std::string_view name, EndReason* out) {
   for (EndReason r : {EndReason::kNone, EndReason::kCompleted, EndReason::kStopped,
-                      EndReason::kShutdown, EndReason::kFailed}) {
+                      EndReason::kShutdown, EndReason::kFailed, EndReason::kSloFailed}) {
     if (name == EndReasonName(r)) {
       *out = r;
       return true;

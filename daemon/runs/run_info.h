@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "daemon/core/latency_config.h"
 #include "daemon/core/latency_percentiles.h"
@@ -28,14 +29,22 @@ enum class RunState { kRunning, kFinished, kFailed };
 // (Control.StopRun, `perlctl stop`), was cut by the daemon's shutdown, or
 // failed (RunInfo::failure_reason says how). A stop or a shutdown is named
 // even when the run also failed. kNone: running, or ended before perld
-// kept the reason.
-enum class EndReason { kNone, kCompleted, kStopped, kShutdown, kFailed };
+// kept the reason. kSloFailed: its SLO's abortOnFail stopped it (a term
+// failed for good; RunInfo::slo_status says which).
+enum class EndReason { kNone, kCompleted, kStopped, kShutdown, kFailed, kSloFailed };
+// A run's SLO verdict (run_slo.h): none without an SLO; pending before the
+// first closed window; holding/failing while it runs; passed/failed once
+// it ended.
+enum class SloState { kNone, kPending, kHolding, kFailing, kPassed, kFailed };
 
 // Stable spellings used in the gRPC API, JSON, SQLite and logs.
 const char* RunSourceName(RunSource source);  // "bench", "ingest", "sbp"
 const char* RunStateName(RunState state);     // "running", "finished", "failed"
-// "", "completed", "stopped", "shutdown", "failed"
+// "", "completed", "stopped", "shutdown", "failed", "slo_failed"
 const char* EndReasonName(EndReason reason);
+// "", "pending", "holding", "failing", "passed", "failed"
+const char* SloStateName(SloState state);
+bool ParseSloState(std::string_view name, SloState* out);
 bool ParseRunSource(std::string_view name, RunSource* out);
 bool ParseRunState(std::string_view name, RunState* out);
 bool ParseEndReason(std::string_view name, EndReason* out);
@@ -64,8 +73,29 @@ struct RunSpec {
   // warm-up's windows stay in the history (WindowRecord::warmup). 0: none.
   // Not stored in the state database (a bench run's parameters say it).
   int64_t warmup_ms = 0;
+  // An SLO (slo.h's expression; "" none) evaluated on the run's exact total
+  // at every closed periodic window and at the end (run_slo.h);
+  // abort_on_fail stops the run once a term fails for good.
+  std::string slo;
+  bool abort_on_fail = false;
 
   bool operator==(const RunSpec&) const = default;
+};
+
+// The SLO's latest verdict, one per term in the expression's order.
+struct SloStatus {
+  struct Verdict {
+    std::string term;  // as written, spaces removed: "p99<=2ms"
+    bool held = false;
+    std::string line;  // "PASS p99<=2ms: 1830 us (1.83 ms; the limit 2 ms)"
+
+    bool operator==(const Verdict&) const = default;
+  };
+  SloState state = SloState::kNone;
+  int64_t window = 0;  // the periodic window it was last evaluated at
+  std::vector<Verdict> verdicts;
+
+  bool operator==(const SloStatus&) const = default;
 };
 
 struct RunInfo {
@@ -76,6 +106,7 @@ struct RunInfo {
   EndReason end_reason = EndReason::kNone;
   int64_t start_unix_ms = 0;  // wall clock
   int64_t end_unix_ms = 0;    // 0 while running
+  SloStatus slo_status;       // kNone when spec.slo is empty
 
   bool operator==(const RunInfo&) const = default;
 };

@@ -7,9 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/common/mutex.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/percentile_index.h"
 #include "daemon/core/periodic_and_total_windows.h"
 #include "daemon/core/thread_name.h"
 #include "daemon/runs/run_recorder.h"
+#include "daemon/runs/run_slo.h"
 
 namespace perld::runs {
 namespace {
@@ -48,6 +50,21 @@ RunManager::RunManager(Options options)
 RunManager::~RunManager() { Stop(); }
 
 void RunManager::AddObserver(RunObserver* observer) { observers_.push_back(observer); }
+
+void RunManager::OnSloAbort(SloAbort abort) { slo_abort_ = std::move(abort); }
+
+SloStatus RunManager::FinalSloStatus(const RunInfo& info, const WindowRecord& total) {
+  const bool exact = total.exact_total && total.snapshot.percentiles_exact &&
+                     (total.snapshot.valid == 0 || !total.distribution.empty());
+  LatencySnapshot snapshot = total.snapshot;
+  absl::StatusOr<PercentileSet> set = PercentileSet::Create(SloPercents(info.spec));
+  if (exact && set.ok()) PercentileIndex(total.distribution).Fill(*set, &snapshot);
+  const int64_t window = info.slo_status.window;
+  RunSloVerdict verdict = EvaluateRunSlo(info.spec, snapshot, total.RateSeconds(),
+                                         exact && set.ok(), /*final=*/true, window);
+  if (info.end_reason == EndReason::kSloFailed) verdict.status.state = SloState::kFailed;
+  return verdict.status;
+}
 
 void RunManager::Start() {
   started_ = true;
@@ -94,6 +111,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
   if (spec.reporting_interval_ms < 1) {
     return absl::InvalidArgumentError("reportingIntervalMs must be >= 1");
   }
+  if (absl::Status s = CheckRunSlo(spec); !s.ok()) return s;
   // The worst case of the run's caps, reserved before any of it is allocated.
   const bool hybrid = setup.aggregate && spec.latency.time_unit == TimeUnit::kNs;
   absl::StatusOr<RunMemoryBudget::Reservation> memory = budget_.Reserve(
@@ -169,6 +187,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
       info.spec.name = absl::StrCat(RunSourceName(info.spec.source), "-", info.id);
     }
     info.state = RunState::kRunning;
+    if (!info.spec.slo.empty() && !setup.resume) info.slo_status.state = SloState::kPending;
     pending_[info.id].judge = std::move(setup.judge);
     pending_[info.id].channels = channels;
     pending_[info.id].memory = *std::move(memory);
@@ -267,10 +286,31 @@ void RunManager::HandleWindow(RecorderEvent& event) {
   if (info.ok()) {
     for (RunObserver* o : observers_) o->OnWindow(*info, window);
   }
+  const bool gated = info.ok() && !info->spec.slo.empty() &&
+                     window.kind == WindowRecord::Kind::kPeriodic && !window.warmup;
+  const int64_t seq = window.seq;
   NotifyEvicted(registry_.AddWindow(std::move(window)));
+  if (gated) JudgeSlo(*info, seq);
   if (info.ok()) {
     for (RunObserver* o : observers_) o->OnWindowPublished(*info);
   }
+}
+
+void RunManager::JudgeSlo(const RunInfo& info, int64_t window) {
+  absl::StatusOr<PercentileAnswer> total =
+      registry_.Percentiles(info.id, PercentileScope::kTotal, SloPercents(info.spec));
+  if (!total.ok()) return;  // evicted meanwhile
+  RunSloVerdict verdict = EvaluateRunSlo(info.spec, total->snapshot, total->rate_seconds,
+                                         total->exact, /*final=*/false, window);
+  registry_.SetSloStatus(info.id, verdict.status);
+  if (!info.spec.abort_on_fail || verdict.failed_for_good.empty() || !slo_abort_) return;
+  {
+    MutexLock lock(mu_);
+    auto it = pending_.find(info.id);
+    if (it == pending_.end() || it->second.ending || it->second.cause != EndReason::kNone) return;
+    it->second.cause = EndReason::kSloFailed;
+  }
+  slo_abort_(info, verdict.failed_for_good);
 }
 
 void RunManager::HandleFinished(RecorderEvent& event) {
@@ -303,6 +343,10 @@ void RunManager::HandleFinished(RecorderEvent& event) {
     ended.end_reason = pending.cause != EndReason::kNone ? pending.cause
                        : state == RunState::kFailed      ? EndReason::kFailed
                                                          : EndReason::kCompleted;
+    if (!ended.spec.slo.empty()) {
+      ended.slo_status = FinalSloStatus(ended, total);
+      registry_.SetSloStatus(id, ended.slo_status);
+    }
     for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
     NotifyEvicted(registry_.MarkEnded(id, std::move(total), ended.state,
                                       std::move(ended.failure_reason), ended.end_unix_ms, nullptr,

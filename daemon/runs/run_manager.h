@@ -130,6 +130,12 @@ class RunManager {
   RunManager& operator=(const RunManager&) = delete;
 
   void AddObserver(RunObserver* observer);  // before Start
+  // Stops a run whose SLO's abort_on_fail found a term failed for good
+  // (run_slo.h); `why` is its verdict ("invalid=0: 1"). Called once per run on the dispatcher
+  // thread, after the run's end reason became kSloFailed: it must not
+  // block (ask the run's producers to stop: BenchJobs::Stop, RunTable::Stop).
+  using SloAbort = std::function<void(const RunInfo& info, const std::string& why)>;
+  void OnSloAbort(SloAbort abort);  // before Start
   void Start();
   // Refuses new runs from now on (shutdown begins): runs that end from now
   // on, not stopped by request before, end with EndReason::kShutdown.
@@ -194,6 +200,11 @@ class RunManager {
   void Dispatch();
   void HandleWindow(RecorderEvent& event);
   void HandleFinished(RecorderEvent& event);
+  // The run's SLO on its total so far, after periodic window `window`
+  // (registry_ holds it); aborts the run through slo_abort_ when asked to.
+  void JudgeSlo(const RunInfo& info, int64_t window);
+  // The SLO's verdict on the run's final total (its exact distribution).
+  static SloStatus FinalSloStatus(const RunInfo& info, const WindowRecord& total);
   void NotifyEvicted(const std::vector<RunId>& ids);
   // Makes sure next_id_ is reserved (Options::reserve_ids), without holding
   // mu_ while the reservation commits.
@@ -208,6 +219,7 @@ class RunManager {
   RecorderHost host_;
   RecorderThread recorder_;
   std::vector<RunObserver*> observers_;
+  SloAbort slo_abort_;
   std::thread dispatcher_;
   std::atomic<bool> stopping_{false};
   bool started_ = false;

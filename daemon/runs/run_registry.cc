@@ -373,6 +373,16 @@ std::vector<RunId> RunRegistry::MarkEnded(RunId id, WindowRecord total, RunState
   return evicted;
 }
 
+void RunRegistry::SetSloStatus(RunId id, SloStatus status) {
+  ChangeLock lock(*this);
+  Entry* e = Find(id);
+  if (e == nullptr) return;
+  lock.Changed(id);
+  bytes_ -= e->Bytes();
+  e->info.slo_status = std::move(status);
+  bytes_ += e->Bytes();
+}
+
 void RunRegistry::SetRetention(const config::RetentionConfig& retention) {
   ChangeLock lock(*this);
   retention_ = retention;
@@ -527,6 +537,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
     answer.snapshot = e->final_total->snapshot;
     answer.exact = e->final_total->exact_total;
     answer.total_final = true;
+    answer.rate_seconds = e->final_total->RateSeconds();
     if (!answer.snapshot.percentiles_exact) return answer;  // none: not exact
     if (absl::Status s = FillFrom(*e->final_total, e->final_index, *set, &answer.snapshot);
         !s.ok()) {
@@ -536,6 +547,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
   }
   answer.snapshot = e->live_total.snapshot;
   answer.exact = e->live.exact();
+  answer.rate_seconds = e->live_total.RateSeconds();
   e->live.FillPercentiles(*set, &answer.snapshot);
   return answer;
 }
@@ -622,6 +634,10 @@ int64_t RunRegistry::InfoBytes(const RunInfo& info) {
               heap(info.failure_reason) +
               static_cast<int64_t>(spec.latency.percentiles.size() * sizeof(double));
   for (const auto& [key, value] : spec.labels) b += kMapNodeBytes + heap(key) + heap(value);
+  b += heap(spec.slo);
+  for (const SloStatus::Verdict& v : info.slo_status.verdicts) {
+    b += static_cast<int64_t>(sizeof(v)) + heap(v.term) + heap(v.line);
+  }
   return b;
 }
 

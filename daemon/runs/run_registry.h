@@ -72,6 +72,7 @@ struct PercentileAnswer {
   LatencySnapshot snapshot;  // counters of the scope plus the requested percentiles
   bool exact = true;         // false when the total's distribution lost segments
   bool total_final = false;
+  double rate_seconds = 0;  // the span the total's rate divides by
 };
 
 struct RunFilter {
@@ -113,6 +114,8 @@ class RunRegistry {
                                int64_t end_unix_ms, RunInfo* ended,
                                EndReason end_reason = EndReason::kNone);
   void SetRetention(const config::RetentionConfig& retention);
+  // The run's latest SLO verdict (run_slo.h); unknown runs are ignored.
+  void SetSloStatus(RunId id, SloStatus status);
 
   // Queries. NotFound for an unknown id.
   std::vector<RunInfo> List(const RunFilter& filter) const;

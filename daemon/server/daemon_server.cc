@@ -30,6 +30,7 @@
 #include "daemon/core/tsc_clock.h"
 #include "daemon/http/http_server.h"
 #include "daemon/http/live_api.h"
+#include "daemon/http/openmetrics.h"
 #include "daemon/ingest/ingest_checkpointer.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/jobs/bench_jobs.h"
@@ -334,6 +335,16 @@ absl::Status StartRecorder(Parts* p) {
   p->csv = std::make_unique<RunCsvWriter>(p->current);
   p->manager->AddObserver(p->csv.get());
   if (p->upstream) p->manager->AddObserver(p->upstream.get());
+  // abortOnFail: the run's producers are asked to stop (neither call blocks).
+  // Bench runs exist only once BuildServices made p->jobs.
+  p->manager->OnSloAbort([p](const runs::RunInfo& info, const std::string& why) {
+    log::Warning("run ", info.id, " ('", info.spec.name,
+                 "'): stopping it: its SLO failed for good: ", why);
+    const absl::Status s = info.spec.source == runs::RunSource::kBench
+                               ? (p->jobs ? p->jobs->Stop(info.id) : absl::OkStatus())
+                               : p->ingest_runs->Stop(info.id, "stopped by its SLO: " + why);
+    if (!s.ok()) log::Warning("run ", info.id, ": ", s.message());
+  });
   p->manager->Start();
   return absl::OkStatus();
 }
@@ -356,7 +367,7 @@ absl::Status BuildServices(Parts* p) {
   return absl::OkStatus();
 }
 
-// "http": /metrics, the live page (/, /api/runs, /api/run), /healthz,
+// "http": /metrics, the live page (/, /api/runs, /api/run, /api/spectrum), /healthz,
 // /readyz (503 until "serve" and again from Shutdown on).
 absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
   absl::StatusOr<config::ListenAddress> http_listen =
@@ -364,7 +375,7 @@ absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
   if (!http_listen.ok()) return http_listen.status();
   Parts* raw = p;
   std::vector<http::HttpRoute> routes;
-  routes.push_back({"/metrics", [raw](const http::HttpRequest&) {
+  routes.push_back({"/metrics", [raw](const http::HttpRequest& request) {
                       // One buffer per HTTP thread, reused while no response
                       // still sends from it: a ~1 MB text costs no regrowth.
                       thread_local std::shared_ptr<std::string> buffer;
@@ -374,6 +385,16 @@ absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
                       raw->metrics->Render(buffer.get());
                       http::HttpResponse response;
                       response.content_type = http::kExpositionContentType;
+                      // OpenMetrics when the scraper prefers it (openmetrics.h):
+                      // the 0.0.4 text converted family by family.
+                      if (http::NegotiateExposition(request.Header("accept")) ==
+                          http::ExpositionFormat::kOpenMetrics100) {
+                        thread_local std::string text004;
+                        text004.swap(*buffer);
+                        buffer->clear();
+                        http::AppendOpenMetrics(text004, {}, buffer.get());
+                        response.content_type = http::kOpenMetricsContentType;
+                      }
                       response.shared_body = buffer;
                       return response;
                     }});
@@ -388,6 +409,18 @@ absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
                     }});
   routes.push_back({"/api/run", [raw](const http::HttpRequest& request) {
                       return http::RunJson(raw->manager->registry(), request);
+                    }});
+  // Ranges come from the stored window distributions, as GetPercentiles'.
+  http::WindowRangeReader read_range = [raw](runs::RunId id, const http::SpectrumRange& range) {
+    state::StateStore::WindowRange asked;
+    if (range.first_window > 0) asked.first_seq = range.first_window;
+    if (range.last_window > 0) asked.last_seq = range.last_window;
+    if (range.from_unix_ms > 0) asked.from_unix_ms = range.from_unix_ms;
+    if (range.to_unix_ms > 0) asked.to_unix_ms = range.to_unix_ms;
+    return raw->history->store().ReadWindowRange(id, asked);
+  };
+  routes.push_back({"/api/spectrum", [raw, read_range](const http::HttpRequest& request) {
+                      return http::SpectrumJson(raw->manager->registry(), read_range, request);
                     }});
   routes.push_back({"/healthz", [](const http::HttpRequest&) {
                       return http::HttpResponse{200, "ok\n"};

@@ -93,7 +93,8 @@ grpc::Status ControlService::DoStartBench(const v1::StartBenchRequest& request,
   if (!options.ok()) return ToGrpcStatus(options.status());
   std::map<std::string, std::string> labels(request.labels().begin(), request.labels().end());
   absl::StatusOr<runs::RunInfo> info =
-      jobs_.Start(*options, request.name(), std::move(labels), interval_ms);
+      jobs_.Start(*options, request.name(), std::move(labels), interval_ms,
+                  request.slo().expression(), request.slo().abort_on_fail());
   if (!info.ok()) return ToGrpcStatus(info.status());
   response->set_run_id(info->id);
   ToProto(*info, response->mutable_run());

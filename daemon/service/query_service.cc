@@ -273,6 +273,15 @@ grpc::Status QueryService::DoGetRun(const v1::GetRunRequest& request,
   ToProto(view->info, response->mutable_run());
   if (view->latest) ToProto(*view->latest, false, response->mutable_latest());
   ToProto(view->total, view->total_final, response->mutable_total());
+  if (store_ != nullptr) {
+    // Best effort: the run itself was answered; a read error leaves it unsaid.
+    if (absl::StatusOr<state::StateStore::MissingDistributions> missing =
+            store_->WindowsWithoutDistribution(*id);
+        missing.ok()) {
+      response->set_windows_without_distribution(missing->windows);
+      response->set_first_window_without_distribution(missing->first_seq);
+    }
+  }
   return grpc::Status::OK;
 }
 

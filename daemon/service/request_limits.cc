@@ -21,6 +21,10 @@ std::string Shown(absl::string_view text) {
 absl::Status CheckStartBench(const v1::StartBenchRequest& request,
                              const config::LimitsConfig& limits) {
   if (absl::Status s = config::CheckName("name", request.name(), limits); !s.ok()) return s;
+  if (absl::Status s = config::CheckName("slo.expression", request.slo().expression(), limits);
+      !s.ok()) {
+    return s;
+  }
   return config::CheckLabels("labels", request.labels(), limits);
 }
 

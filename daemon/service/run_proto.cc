@@ -32,6 +32,8 @@ v1::EndReason ToProto(runs::EndReason reason) {
       return v1::END_REASON_SHUTDOWN;
     case runs::EndReason::kFailed:
       return v1::END_REASON_FAILED;
+    case runs::EndReason::kSloFailed:
+      return v1::END_REASON_SLO_FAILED;
   }
   return v1::END_REASON_UNSPECIFIED;
 }
@@ -87,6 +89,24 @@ v1::Window::Kind ToProto(runs::WindowRecord::Kind kind) {
   return v1::Window::KIND_UNSPECIFIED;
 }
 
+v1::SloStatus::State ToProto(runs::SloState state) {
+  switch (state) {
+    case runs::SloState::kNone:
+      return v1::SloStatus::STATE_UNSPECIFIED;
+    case runs::SloState::kPending:
+      return v1::SloStatus::STATE_PENDING;
+    case runs::SloState::kHolding:
+      return v1::SloStatus::STATE_HOLDING;
+    case runs::SloState::kFailing:
+      return v1::SloStatus::STATE_FAILING;
+    case runs::SloState::kPassed:
+      return v1::SloStatus::STATE_PASSED;
+    case runs::SloState::kFailed:
+      return v1::SloStatus::STATE_FAILED;
+  }
+  return v1::SloStatus::STATE_UNSPECIFIED;
+}
+
 }  // namespace
 
 void ToProto(const runs::RunInfo& info, v1::RunInfo* out) {
@@ -116,6 +136,19 @@ void ToProto(const runs::RunInfo& info, v1::RunInfo* out) {
   out->set_parameters(info.spec.parameters);
   out->set_writers(info.spec.writers);
   out->set_readers(info.spec.readers);
+  if (!info.spec.slo.empty()) {
+    out->mutable_slo()->set_expression(info.spec.slo);
+    out->mutable_slo()->set_abort_on_fail(info.spec.abort_on_fail);
+    v1::SloStatus* status = out->mutable_slo_status();
+    status->set_state(ToProto(info.slo_status.state));
+    status->set_window(info.slo_status.window);
+    for (const runs::SloStatus::Verdict& verdict : info.slo_status.verdicts) {
+      v1::SloStatus::Verdict* v = status->add_verdicts();
+      v->set_term(verdict.term);
+      v->set_held(verdict.held);
+      v->set_line(verdict.line);
+    }
+  }
 }
 
 void AddPercentiles(const LatencySnapshot& s,

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/common/json_string.h"
 
 namespace perld::state {
 namespace {
@@ -46,24 +47,6 @@ void AppendInt(std::string* out, int64_t v) {
   out->append(buf, r.ptr);
 }
 
-void AppendUtf8(std::string* out, uint32_t cp) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 // A cursor over one JSON text. Every method skips leading whitespace, and
 // returns false (leaving the position at the offending byte) on a mismatch.
 class JsonReader {
@@ -84,58 +67,8 @@ class JsonReader {
       return false;
     }
     out->clear();
-    while (pos_ < in_.size()) {
-      const char c = in_[pos_++];
-      if (c == '"') {
-        return true;
-      }
-      if (static_cast<unsigned char>(c) < 0x20) {
-        --pos_;
-        return false;  // raw control characters are not JSON
-      }
-      if (c != '\\') {
-        out->push_back(c);
-        continue;
-      }
-      if (pos_ >= in_.size()) {
-        return false;
-      }
-      switch (in_[pos_++]) {
-        case '"':
-          out->push_back('"');
-          break;
-        case '\\':
-          out->push_back('\\');
-          break;
-        case '/':
-          out->push_back('/');
-          break;
-        case 'b':
-          out->push_back('\b');
-          break;
-        case 'f':
-          out->push_back('\f');
-          break;
-        case 'n':
-          out->push_back('\n');
-          break;
-        case 'r':
-          out->push_back('\r');
-          break;
-        case 't':
-          out->push_back('\t');
-          break;
-        case 'u':
-          if (!UnicodeEscape(out)) {
-            return false;
-          }
-          break;
-        default:
-          --pos_;
-          return false;
-      }
-    }
-    return false;  // unterminated
+    const char* why = nullptr;
+    return json::ReadStringBody(in_, &pos_, out, &why);
   }
 
   bool Int64(int64_t* out) {
@@ -223,53 +156,6 @@ class JsonReader {
       }
     }
     return in_.substr(start, pos_ - start);
-  }
-
-  bool Hex4(uint32_t* out) {
-    if (in_.size() - pos_ < 4) {
-      return false;
-    }
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = in_[pos_++];
-      uint32_t d = 0;
-      if (c >= '0' && c <= '9') {
-        d = static_cast<uint32_t>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        d = static_cast<uint32_t>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        d = static_cast<uint32_t>(c - 'A' + 10);
-      } else {
-        return false;
-      }
-      v = (v << 4) | d;
-    }
-    *out = v;
-    return true;
-  }
-
-  // After "\u": one BMP code point, or a surrogate pair "\uD8xx\uDCxx".
-  bool UnicodeEscape(std::string* out) {
-    uint32_t cp = 0;
-    if (!Hex4(&cp)) {
-      return false;
-    }
-    if (cp >= 0xDC00 && cp <= 0xDFFF) {
-      return false;  // a lone low surrogate
-    }
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-      uint32_t low = 0;
-      if (in_.substr(pos_, 2) != "\\u") {
-        return false;
-      }
-      pos_ += 2;
-      if (!Hex4(&low) || low < 0xDC00 || low > 0xDFFF) {
-        return false;
-      }
-      cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-    }
-    AppendUtf8(out, cp);
-    return true;
   }
 
   std::string_view in_;

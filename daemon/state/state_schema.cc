@@ -7,13 +7,14 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "daemon/state/json_columns.h"
 
 namespace perld::state {
 namespace {
 
 // Column orders: the Bind*/Read* functions below follow them exactly.
-constexpr std::array<const char*, 29> kRunColumns = {
+constexpr std::array<const char*, 34> kRunColumns = {
     "id",
     "name",
     "labels",
@@ -43,6 +44,11 @@ constexpr std::array<const char*, 29> kRunColumns = {
     "end_unix_ms",
     "checkpointed",
     "end_reason",
+    "slo",
+    "abort_on_fail",
+    "slo_state",
+    "slo_window",
+    "slo_verdicts",
 };
 
 // The columns windows and totals share, after their key.
@@ -333,6 +339,11 @@ std::string SelectWindowRangeSql() {
                       "AND ?3 AND start_unix_ms >= ?4 AND end_unix_ms <= ?5 ORDER BY seq");
 }
 
+std::string SelectWindowsWithoutDistributionSql() {
+  return "SELECT count(*), coalesce(min(seq), 0) FROM windows WHERE run_id = ?1 AND "
+         "kind = 'periodic' AND valid > 0 AND length(distribution) = 0";
+}
+
 std::string SelectTotalsSql() {
   return absl::StrCat("SELECT ", Columns({kTotalKey, kWindowColumns, kTotalExtra}),
                       " FROM totals ORDER BY run_id");
@@ -371,6 +382,15 @@ void BindRun(const runs::RunInfo& run, SqliteStatement* s) {
   s->BindInt64(i++, run.end_unix_ms);
   s->BindInt64(i++, spec.checkpointed ? 1 : 0);
   s->BindText(i++, runs::EndReasonName(run.end_reason));
+  s->BindText(i++, spec.slo);
+  s->BindInt64(i++, spec.abort_on_fail ? 1 : 0);
+  s->BindText(i++, runs::SloStateName(run.slo_status.state));
+  s->BindInt64(i++, run.slo_status.window);
+  std::string lines;
+  for (const runs::SloStatus::Verdict& v : run.slo_status.verdicts) {
+    absl::StrAppend(&lines, lines.empty() ? "" : "\n", v.line);
+  }
+  s->BindText(i++, lines);
 }
 
 absl::Status BindWindow(const runs::WindowRecord& window, std::string_view distribution,
@@ -473,6 +493,23 @@ absl::StatusOr<runs::RunInfo> ReadRun(const SqliteStatement& s) {
   spec.checkpointed = s.ColumnInt64(i++) != 0;
   if (!runs::ParseEndReason(s.ColumnText(i++), &run.end_reason)) {
     return Unreadable(kTable, run.id, "end_reason", "unknown end reason");
+  }
+  spec.slo = s.ColumnText(i++);
+  spec.abort_on_fail = s.ColumnInt64(i++) != 0;
+  if (!runs::ParseSloState(s.ColumnText(i++), &run.slo_status.state)) {
+    return Unreadable(kTable, run.id, "slo_state", "unknown SLO state");
+  }
+  run.slo_status.window = s.ColumnInt64(i++);
+  // One verdict line per term: "PASS p99<=2ms: 1830 us (...)" (run_slo.h).
+  const std::string verdicts(s.ColumnText(i++));
+  for (const std::string& line :
+       std::vector<std::string>(absl::StrSplit(verdicts, '\n', absl::SkipEmpty()))) {
+    const size_t colon = line.find(": ");
+    const bool held = line.starts_with("PASS ");
+    if ((!held && !line.starts_with("FAIL ")) || colon == std::string::npos) {
+      return Unreadable(kTable, run.id, "slo_verdicts", "not a verdict line");
+    }
+    run.slo_status.verdicts.push_back({line.substr(5, colon - 5), held, line});
   }
   return run;
 }

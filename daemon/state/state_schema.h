@@ -48,7 +48,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 8;
+inline constexpr int64_t kSchemaVersion = 9;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -295,10 +295,24 @@ ALTER TABLE windows ADD COLUMN distribution BLOB NOT NULL DEFAULT x'';
 UPDATE meta SET value = 8 WHERE key = 'schema_version';
 )sql";
 
+inline constexpr std::string_view kSchemaV9Upgrade = R"sql(
+-- A run's SLO (perlctl bench/load --slo) and its latest verdict: state
+-- (pending, holding, failing, passed, failed; '' without an SLO), the
+-- periodic window it was evaluated at, and one line per term
+-- ("PASS p99<=2ms: 1830 us (1.83 ms; the limit 2 ms)"), newline-separated.
+ALTER TABLE runs ADD COLUMN slo TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN abort_on_fail INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN slo_state TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slo_window INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN slo_verdicts TEXT NOT NULL DEFAULT '';
+
+UPDATE meta SET value = 9 WHERE key = 'schema_version';
+)sql";
+
 // kSchemaUpgrades[v - 1] turns version v into v + 1.
 inline constexpr std::string_view kSchemaUpgrades[] = {
     kSchemaV2Upgrade, kSchemaV3Upgrade, kSchemaV4Upgrade, kSchemaV5Upgrade,
-    kSchemaV6Upgrade, kSchemaV7Upgrade, kSchemaV8Upgrade};
+    kSchemaV6Upgrade, kSchemaV7Upgrade, kSchemaV8Upgrade, kSchemaV9Upgrade};
 static_assert(std::size(kSchemaUpgrades) == kSchemaVersion - 1, "one upgrade per version");
 
 // Creates the schema in an empty database, or checks an existing one, in one
@@ -324,6 +338,8 @@ std::string SelectWindowsSql();  // ORDER BY run_id, kind, seq; without distribu
 // end_unix_ms <= ?5, with their distribution blobs (ReadWindow, then
 // column WindowBlobColumn()); ORDER BY seq.
 std::string SelectWindowRangeSql();
+// count(*), min(seq) of a run's periodic windows with latencies and no blob.
+std::string SelectWindowsWithoutDistributionSql();
 int WindowBlobColumn();
 std::string SelectTotalsSql();  // ORDER BY run_id
 std::string InsertCheckpointSql();

@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/common/log.h"
 #include "daemon/common/mutex.h"
 #include "daemon/state/distribution_codec.h"
 #include "daemon/state/sqlite_db.h"
@@ -398,6 +399,12 @@ class StateStore::Writer {
       if (stored + size <= retention_.max_window_distribution_bytes_per_run) {
         stored += size;
         blob = *std::move(encoded);
+      } else if (over_budget_.insert(item.window.run_id).second) {
+        log::Warning("run ", item.window.run_id, ": window ", item.window.seq,
+                     " on: distributions not stored, ", stored,
+                     " bytes reached retention.maxWindowDistributionBytesPerRun (",
+                     retention_.max_window_distribution_bytes_per_run,
+                     "); ranges over these windows will be refused");
       }
     }
     insert_window_.Reset();
@@ -421,6 +428,7 @@ class StateStore::Writer {
           s.code(), absl::StrCat("saving the final total of run ", item.run.id, ": ", s.message()));
     }
     window_distribution_bytes_.erase(item.run.id);  // the run ended: no window follows
+    over_budget_.erase(item.run.id);
     Note(item.run, touched);
     return absl::OkStatus();
   }
@@ -669,6 +677,7 @@ class StateStore::Writer {
   // (a run resumed after a restart starts from 0 again; the entry goes with
   // the run's final total).
   std::map<runs::RunId, int64_t> window_distribution_bytes_;
+  std::set<runs::RunId> over_budget_;  // runs past it (logged once each)
 };
 
 // --- StateStore --------------------------------------------------------------
@@ -1138,6 +1147,23 @@ absl::StatusOr<std::vector<runs::WindowRecord>> StateStore::ReadWindowRange(
       w->distribution = *std::move(d);
     }
     out.push_back(*std::move(w));
+  }
+  return out;
+}
+
+absl::StatusOr<StateStore::MissingDistributions> StateStore::WindowsWithoutDistribution(
+    runs::RunId run) const {
+  absl::StatusOr<SqliteDb> db = OpenReader();
+  if (!db.ok()) return db.status();
+  absl::StatusOr<SqliteStatement> select = db->Prepare(SelectWindowsWithoutDistributionSql());
+  if (!select.ok()) return select.status();
+  select->BindInt64(1, static_cast<int64_t>(run));
+  absl::StatusOr<bool> row = select->Step();
+  if (!row.ok()) return Annotate(row.status(), path_);
+  MissingDistributions out;
+  if (*row) {
+    out.windows = select->ColumnInt64(0);
+    out.first_seq = select->ColumnInt64(1);
   }
   return out;
 }

@@ -205,6 +205,15 @@ class StateStore {
   };
   [[nodiscard]] absl::StatusOr<std::vector<runs::WindowRecord>> ReadWindowRange(
       runs::RunId run, const WindowRange& range) const;
+  // The run's committed periodic windows that hold latencies but no stored
+  // distribution, and the lowest seq among them (0: none). Does not wait
+  // for the writer. Any thread.
+  struct MissingDistributions {
+    int64_t windows = 0;
+    int64_t first_seq = 0;
+  };
+  [[nodiscard]] absl::StatusOr<MissingDistributions> WindowsWithoutDistribution(
+      runs::RunId run) const;
 
   // Every stored run in id order, read on a fresh connection in one read
   // transaction (a consistent snapshot of what is committed). DataLoss

@@ -10,9 +10,14 @@
      full-speed bench: records/s of the same `perlctl bench` in a daemon that
      keeps window distributions and in one that keeps none
      (retention.maxWindowDistributionBytesPerRun: 0), runs interleaved,
-     median of --repeats each, the ratio reported.
+     median of --repeats each, the ratio reported;
+  3. `perlctl compare A B` and `perlctl check A --slo ...` answer in
+     < 200 ms on runs of 100 M records (two exact 2-writer `-time ns`
+     benches of 100,000,000 records each; each command timed as a user
+     runs it, process start included, median of 9).
 
   /usr/bin/python3 tests/bench/range_goals.py --build build/release
+  /usr/bin/python3 tests/bench/range_goals.py --build build/release --part compare
   /usr/bin/python3 tests/bench/range_goals.py --build build/release --smoke   # CI
 """
 import argparse
@@ -43,6 +48,7 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--smoke", action="store_true", help="tiny sizes; nothing judged")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--part", choices=("all", "ranges", "compare"), default="all")
     args = ap.parse_args()
     import grpc
     perld = os.path.join(args.build, "daemon", "bench", "perld")
@@ -58,6 +64,10 @@ def main():
         kept = Daemon(perld, os.path.join(tmp, "kept"))
         bare = Daemon(perld, os.path.join(tmp, "bare"), none)
         try:
+            if args.part in ("all", "compare"):
+                rows += compare_and_check(perlctl, kept.grpc, args.smoke)
+            if args.part == "compare":
+                return finish_rows(rows)
             # 1. A range over every window of a long run.
             run = bench_json(perlctl, kept.grpc, "-writers", writers, "-seconds", seconds,
                              "-interval", interval, "-time", "ns", "--name", "long")
@@ -116,8 +126,39 @@ def main():
         finally:
             kept.stop()
             bare.stop()
+    return finish_rows(rows)
+
+
+def finish_rows(rows):
     print_table(rows)
     return perld_it.finish()  # exactness only: nothing timed is judged
+
+
+def compare_and_check(perlctl, target, smoke):
+    """Goal 3: compare and check on two runs of 100 M records each."""
+    records = 100_000 if smoke else 100_000_000
+    runs = [bench_json(perlctl, target, "-writers", "2", "-records", str(records), "-time", "ns",
+                       "-interval", "1", "--name", name) for name in ("base", "today")]
+    for r in runs:
+        perld_it.check(r["total"]["records"] == records and r["state"] == "finished",
+                       f"run {r['name']}: exactly {records:,} records")
+    commands = {
+        "compare": ["compare", "base", "today", "--p", "50,90,99,99.9,99.99"],
+        "check": ["check", "today", "--slo",
+                  f"p99<=1s,p99.9<=2s,max<=60s,invalid=0,records>={records},rate>=1"],
+    }
+    rows = []
+    for name, cmd in commands.items():
+        took = []
+        for _ in range(9):
+            t0 = time.perf_counter()
+            p = subprocess.run([perlctl, "--target", target] + cmd, capture_output=True, text=True)
+            took.append((time.perf_counter() - t0) * 1000)
+            perld_it.check(p.returncode == 0, f"perlctl {name} answered ({p.stderr.strip()})")
+        rows.append((f"`perlctl {name}` on runs of {records:,} records (process included), "
+                     f"median of 9", f"{statistics.median(took):.1f} ms (max {max(took):.1f})",
+                     "< 200 ms"))
+    return rows
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perld_it import Daemon, check, finish  # noqa: E402
+from perld_it import (Daemon, check, chromium_available, finish,  # noqa: E402
+                      headless_chromium)
 
 
 def http_status(address, path):
@@ -35,19 +36,9 @@ def main():
     ap.add_argument("--perlctl", required=True)
     ap.add_argument("--artifacts", required=True)
     args = ap.parse_args()
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-        from selenium.webdriver.common.by import By
-    except ImportError:
-        check(False, "python3-selenium is installed (scripts/install-deps.sh)")
+    if not chromium_available():
         return finish()
-    chromium = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser")
-                     if os.path.exists(p)), None)
-    driver_path = "/usr/bin/chromedriver"
-    if chromium is None or not os.path.exists(driver_path):
-        check(False, "chromium and chromium-driver are installed (scripts/install-deps.sh)")
-        return finish()
+    from selenium.webdriver.common.by import By
     os.makedirs(args.artifacts, exist_ok=True)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,7 +65,7 @@ def main():
             # A paced run that lasts longer than the test reads the page.
             rc, out, err = ctl("--json", "bench", "-writers", "1", "-size", "1024",
                                "-throughput", "20", "-seconds", "60", "-time", "ns",
-                               "--name", "live <b>test</b>")
+                               "--name", "live <b>test</b>", "--slo", "invalid=0,p99<=60s")
             check(rc == 0, f"bench started ({err.strip()[:100]})")
             run_id = json.loads(out)["id"] if rc == 0 else 0
             status, body = http_status(d.http, "/api/run?run=" +
@@ -100,14 +91,7 @@ def main():
                   "startUnixMs" in api[1]["run"] and "recordsPerSecond" in api[1]["run"],
                   f"/api/* keys are camelCase like perlctl --json's (snake_case: {snake})")
 
-            options = webdriver.ChromeOptions()
-            options.binary_location = chromium
-            for flag in ("--headless", "--no-sandbox", "--disable-gpu",
-                         "--disable-background-networking", "--disable-dev-shm-usage",
-                         "--window-size=1280,1000"):
-                options.add_argument(flag)
-            driver = webdriver.Chrome(service=Service(driver_path), options=options)
-            driver.set_page_load_timeout(30)
+            driver = headless_chromium()
             driver.get(f"http://{d.http}/#run={run_id}")
 
             def points():
@@ -132,6 +116,13 @@ def main():
             check(len(rows) >= 4, f"the total's percentile table has rows ({len(rows)})")
             lines = driver.find_elements(By.CSS_SELECTOR, "#chart-latency path")
             check(len(lines) >= 1, f"the latency chart has lines ({len(lines)})")
+            # The run's SLO as perld evaluates it, line for line as the API says.
+            slo = json.loads(http_status(d.http, f"/api/run?id={run_id}")[1])["run"]["slo"]
+            shown = driver.find_element(By.ID, "run-slo").text
+            check(slo["state"] == "holding" and
+                  shown.startswith("SLO holding: invalid=0,p99<=60s") and
+                  all(v["line"] in shown for v in slo["verdicts"]) and len(slo["verdicts"]) == 2,
+                  f"the page shows the run's SLO and each verdict ({shown!r})")
             # What a reader needs beside the charts (issue 26).
             # Read in one script: the page re-renders every second (stale elements).
             def texts(selector):

@@ -374,3 +374,36 @@ def finish(tmp=None):
     if tmp and not failures:
         shutil.rmtree(tmp, ignore_errors=True)
     return 1 if failures else 0
+
+
+def chromium_available():
+    """True when python3-selenium, chromium and chromium-driver are installed
+    (scripts/install-deps.sh); otherwise a failed check says which."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        check(False, "python3-selenium is installed (scripts/install-deps.sh)")
+        return False
+    if _chromium() is None or not os.path.exists("/usr/bin/chromedriver"):
+        check(False, "chromium and chromium-driver are installed (scripts/install-deps.sh)")
+        return False
+    return True
+
+
+def _chromium():
+    return next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+                 if os.path.exists(p)), None)
+
+
+def headless_chromium(height=1000):
+    """A headless Chromium (selenium webdriver), 1280 x `height`."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = _chromium()
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-dev-shm-usage", f"--window-size=1280,{height}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(30)
+    return driver

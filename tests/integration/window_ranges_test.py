@@ -23,7 +23,8 @@ Then, against an oracle that merges the clients' distributions in Python
     percentile equals the range over them);
   * a range with no window is OUT_OF_RANGE (exit 1), a malformed one a
     usage error (exit 2), a range past the run's
-    retention.maxWindowDistributionBytesPerRun FAILED_PRECONDITION.
+    retention.maxWindowDistributionBytesPerRun FAILED_PRECONDITION, and
+    `show` (and the log) say which windows have no stored distribution.
 
   /usr/bin/python3 tests/integration/window_ranges_test.py \\
       --perld build/release/daemon/bench/perld --perlctl build/release/client/perlctl/perlctl
@@ -259,8 +260,21 @@ def main():
         check(p.returncode == 1 and "FAILED_PRECONDITION" in p.stderr and
               "retention.maxWindowDistributionBytesPerRun" in p.stderr,
               f"over the budget: FAILED_PRECONDITION naming the key ({p.stderr.strip()[-300:]})")
+        # The run says so too: show counts the windows a range cannot cover.
+        shown = json.loads(subprocess.run(ctl + ["--json", "show", "small"], capture_output=True,
+                                          text=True, timeout=30).stdout)
+        text = subprocess.run(ctl + ["show", "small"], capture_output=True, text=True,
+                              timeout=30).stdout
+        check(shown["windowsWithoutDistribution"] >= 1 and
+              shown["firstWindowWithoutDistribution"] >= 1 and
+              "have no stored distribution" in text,
+              f"show says which windows have no distribution "
+              f"({shown['windowsWithoutDistribution']} from {shown['firstWindowWithoutDistribution']})")
     finally:
         d.stop()
+    with open(os.path.join(tmp, "perld2.log")) as f:
+        check("maxWindowDistributionBytesPerRun" in f.read(),
+              "the daemon's log says when a run's windows outgrow the budget")
     return finish(tmp)
 
 

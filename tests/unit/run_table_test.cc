@@ -239,7 +239,9 @@ TEST_F(RunTableTest, ReconnectToAnEndedRunNeverJoinsANewRunOfItsName) {
   again.durable_sequence = 2;
   absl::StatusOr<Session> s = table_->Join(again, &stream_);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
-  EXPECT_THAT(std::string(s.status().message()), HasSubstr("ended before client 'a' closed"));
+  // ... and is told how it ended.
+  EXPECT_THAT(std::string(s.status().message()),
+              HasSubstr("ended (stopped by Control.StopRun) before client 'a' closed"));
   EXPECT_EQ(RunsNamed("x"), 2);
   EXPECT_EQ(stats_.refused(Refusal::kRunEnded), 1u);
 }

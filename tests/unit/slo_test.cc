@@ -1,11 +1,11 @@
-#include "client/perlctl/slo.h"
+#include "daemon/common/slo.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace perld::perlctl {
+namespace perld {
 namespace {
 
 using Metric = SloTerm::Metric;
@@ -103,6 +103,39 @@ TEST(SloTest, TermsAreEvaluatedInTheRunsUnit) {
   EXPECT_TRUE(v[7].held);  // 12.5 us <= 12500 ns
 }
 
+// abortOnFail stops a run only on failures no later record can undo.
+TEST(SloTest, OnlyFailuresOfMonotoneMetricsAreFinal) {
+  absl::StatusOr<std::vector<SloTerm>> terms = ParseSlo(
+      "invalid=0,records<=999,max<2.5ms,min>=3,p99.9<=2ms,avg<=1ns,rate>=1e9,records=2000,"
+      "records=500,p100<=1ms,p0>5,min=3,min=0,records>=1000,max>=1s");
+  ASSERT_TRUE(terms.ok()) << terms.status();
+  SloFacts facts = MicrosecondRun();
+  facts.percentiles[0] = facts.min;  // as perld answers p0 and p100
+  facts.percentiles[100] = facts.max;
+  const std::vector<SloVerdict> v = EvaluateSlo(*terms, facts);
+  ASSERT_EQ(v.size(), 15u);
+  const std::vector<bool> want = {
+      true,   // invalid=0 with 1 invalid: invalid only grows
+      true,   // records<=999 with 1000
+      true,   // max<2.5ms with max 2.5 ms
+      false,  // min>=3 holds (min 3)
+      false,  // p99.9 can recover
+      false,  // avg can recover
+      false,  // rate can recover
+      false,  // records=2000 with 1000: more may come
+      true,   // records=500 with 1000: already past
+      true,   // p100 is the maximum
+      true,   // p0 is the minimum: 3 is not > 5 and only shrinks
+      false,  // min=3 holds
+      false,  // min=0 with min 3: it may still shrink to 0
+      false,  // records>=1000 holds
+      false,  // max>=1s fails but may still grow to it
+  };
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(SloFailureIsFinal(v[i]), want[i]) << v[i].line;
+  }
+}
+
 TEST(SloTest, WhatCannotBeMeasuredFailsAndSaysWhy) {
   SloFacts f = MicrosecondRun();
   f.percentiles.clear();
@@ -141,4 +174,4 @@ TEST(SloTest, HumanLatencyPicksAReadableUnit) {
 }
 
 }  // namespace
-}  // namespace perld::perlctl
+}  // namespace perld

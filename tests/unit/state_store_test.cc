@@ -82,7 +82,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "8");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "9");
   EXPECT_EQ(Sql(store->path(), "PRAGMA synchronous"), "2");  // FULL on the store's connection
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
@@ -96,6 +96,13 @@ TEST(StateStoreTest, RoundTripsEveryFieldBitExact) {
   const RunInfo failed = [] {
     RunInfo r = MakeRun(3, RunState::kFailed, 1'700'000'999'500);
     r.spec.checkpointed = true;
+    r.spec.slo = "p99<=2ms,invalid=0";
+    r.spec.abort_on_fail = true;
+    r.end_reason = runs::EndReason::kSloFailed;
+    r.slo_status.state = runs::SloState::kFailed;
+    r.slo_status.window = 7;
+    r.slo_status.verdicts = {{"p99<=2ms", true, "PASS p99<=2ms: 1830 us (1.83 ms; the limit 2 ms)"},
+                             {"invalid=0", false, "FAIL invalid=0: 3"}};
     return r;
   }();
   const std::vector<WindowRecord> windows = {
@@ -488,18 +495,21 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 9 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 10 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 9 is newer than this perld supports (8)"));
+              HasSubstr("schema version 10 is newer than this perld supports (9)"));
 }
 
 // Turns a current database back into one of `version`: drops the tables
 // later versions added and sets meta.schema_version.
 void DowngradeTo(const std::string& db, int version) {
-  Sql(db, "ALTER TABLE windows DROP COLUMN distribution");
+  for (const char* column : {"slo", "abort_on_fail", "slo_state", "slo_window", "slo_verdicts"}) {
+    Sql(db, absl::StrCat("ALTER TABLE runs DROP COLUMN ", column).c_str());
+  }
+  if (version < 8) Sql(db, "ALTER TABLE windows DROP COLUMN distribution");
   if (version < 7) {
     for (const char* table : {"windows", "totals", "checkpoints"}) {
       Sql(db, absl::StrCat("ALTER TABLE ", table, " DROP COLUMN rate_seconds").c_str());
@@ -523,8 +533,8 @@ void DowngradeTo(const std::string& db, int version) {
       absl::StrCat("UPDATE meta SET value = ", version, " WHERE key = 'schema_version'").c_str());
 }
 
-TEST(StateStoreTest, UpgradesVersion1To7Databases) {
-  for (int version : {1, 2, 3, 4, 5, 6, 7}) {
+TEST(StateStoreTest, UpgradesVersion1To8Databases) {
+  for (int version : {1, 2, 3, 4, 5, 6, 7, 8}) {
     SCOPED_TRACE(version);
     ScratchDir tmp;
     {
@@ -535,8 +545,10 @@ TEST(StateStoreTest, UpgradesVersion1To7Databases) {
     DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "8");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "9");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM run_clients"), "0");
+    EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE slo = '' AND slo_state = ''"),
+              "1");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE end_reason = ''"), "1");
     if (version < 5) {
       EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE checkpointed = 0"), "1");
@@ -559,7 +571,7 @@ TEST(StateStoreTest, UpgradesVersion1To7Databases) {
     absl::StatusOr<std::vector<WindowRecord>> range = store->ReadWindowRange(3, {});
     ASSERT_TRUE(range.ok()) << range.status();
     ASSERT_EQ(range->size(), 1u);
-    EXPECT_TRUE((*range)[0].distribution.empty());
+    EXPECT_EQ((*range)[0].distribution.empty(), version < 8);
   }
 }
 

@@ -86,6 +86,12 @@ struct ClientOptions {
   // (perlctl clients / show), e.g. "CLOCK_MONOTONIC"; "" and 0: not reported.
   std::string clock;
   int64_t clock_resolution_ns = 0;
+  // An SLO for the run this client creates (perlctl check's terms, e.g.
+  // "p99<=2ms,invalid=0"), evaluated by perld at every window and at the
+  // end; slo_abort_on_fail stops the run once a term fails for good. A run
+  // that exists already must have the same one ("": join whatever it has).
+  std::string slo;
+  bool slo_abort_on_fail = false;
   int max_recorders = 64;                            // NewRecorder calls allowed
   int64_t max_pending_per_recorder = 1 << 16;        // timestamps in flight per Recorder
   int64_t max_unacked_messages = 256;                // messages awaiting their ack

@@ -1,6 +1,8 @@
-// SLO gates for `perlctl check RUN --slo EXPR`: parse a comma-separated list
-// of terms, evaluate them against a run's exact total, render the verdicts
-// for people, scripts (JSON) and CI systems (JUnit XML).
+// SLO gates: parse a comma-separated list of terms, evaluate them against a
+// run's exact total, render the verdicts for people, scripts (JSON) and CI
+// systems (JUnit XML). `perlctl check RUN --slo EXPR` evaluates on demand;
+// a run started with an SLO (perlctl bench/load --slo) is evaluated by the
+// daemon at every closed window and at its end (daemon/runs/run_slo.h).
 //
 //   EXPR  := TERM [, TERM]...
 //   TERM  := METRIC OP VALUE
@@ -26,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace perld::perlctl {
+namespace perld {
 
 struct SloTerm {
   enum class Metric { kPercentile, kMin, kMax, kAvg, kInvalid, kRecords, kRate };
@@ -45,7 +47,8 @@ struct SloTerm {
   }
 };
 
-// InvalidArgument naming the term and what is wrong with it.
+// InvalidArgument naming the term and what is wrong with it ("'p99<=2x':
+// unknown unit 'x' ..."); callers say where the expression came from.
 absl::StatusOr<std::vector<SloTerm>> ParseSlo(const std::string& expression);
 // A metric's name (any case): pN with N in [0, 100], min, max, avg,
 // invalid, records or rate. False for anything else.
@@ -88,6 +91,15 @@ std::optional<double> SloValue(const SloFacts& facts, SloTerm::Metric metric, do
 
 std::vector<SloVerdict> EvaluateSlo(const std::vector<SloTerm>& terms, const SloFacts& facts);
 
+// Whether a verdict that failed fails for the rest of the run, whatever the
+// run records next: its metric only moves away from the limit as records
+// are added. records, invalid and max (p100) only grow, so a failed upper
+// bound (<=, <, or = already exceeded) on them is final; min (p0) only
+// shrinks, so a failed lower bound (>=, >, or = already undercut) is.
+// Percentiles, avg and rate can recover: never final. What a run's
+// abortOnFail stops it on.
+bool SloFailureIsFinal(const SloVerdict& verdict);
+
 // JUnit XML: one testsuite named after the run, one testcase per term, a
 // <failure> for each that did not hold.
 std::string SloJunit(const std::string& run_name, const std::vector<SloVerdict>& verdicts);
@@ -97,4 +109,4 @@ std::string HumanLatency(double value, int64_t unit_ns);
 // Nanoseconds per unit of a latency suffix (ns, us, mcs, ms, s); 0 if unknown.
 int64_t LatencyUnitNs(absl::string_view unit);
 
-}  // namespace perld::perlctl
+}  // namespace perld

@@ -1,4 +1,4 @@
-#include "client/perlctl/slo.h"
+#include "daemon/common/slo.h"
 
 #include <cmath>
 #include <cstdio>
@@ -12,14 +12,14 @@
 #include "absl/strings/string_view.h"
 #include "daemon/common/json_writer.h"
 
-namespace perld::perlctl {
+namespace perld {
 namespace {
 
 using Metric = SloTerm::Metric;
 using Op = SloTerm::Op;
 
 absl::Status Bad(const std::string& term, const std::string& why) {
-  return absl::InvalidArgumentError(absl::StrCat("--slo: '", term, "': ", why));
+  return absl::InvalidArgumentError(absl::StrCat("'", term, "': ", why));
 }
 
 std::string Compact(absl::string_view s) {
@@ -209,7 +209,7 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(const std::string& expression) {
     const std::string text = Compact(part);
     if (text.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--slo: an empty term in '", expression, "' (terms are comma-separated)"));
+          absl::StrCat("an empty term in '", expression, "' (terms are comma-separated)"));
     }
     absl::StatusOr<SloTerm> term = ParseTerm(text);
     if (!term.ok()) return term.status();
@@ -274,6 +274,23 @@ std::vector<SloVerdict> EvaluateSlo(const std::vector<SloTerm>& terms, const Slo
   return verdicts;
 }
 
+bool SloFailureIsFinal(const SloVerdict& v) {
+  if (v.held || !v.measured) return false;
+  const SloTerm& t = *v.term;
+  const bool grows = t.metric == Metric::kRecords || t.metric == Metric::kInvalid ||
+                     t.metric == Metric::kMax ||
+                     (t.metric == Metric::kPercentile && t.percent >= 100);
+  const bool shrinks =
+      t.metric == Metric::kMin || (t.metric == Metric::kPercentile && t.percent <= 0);
+  if (grows) {
+    return t.op == Op::kLe || t.op == Op::kLt || (t.op == Op::kEq && *v.measured > v.threshold);
+  }
+  if (shrinks) {
+    return t.op == Op::kGe || t.op == Op::kGt || (t.op == Op::kEq && *v.measured < v.threshold);
+  }
+  return false;
+}
+
 std::string SloJunit(const std::string& run_name, const std::vector<SloVerdict>& verdicts) {
   int failures = 0;
   for (const SloVerdict& v : verdicts) failures += v.held ? 0 : 1;
@@ -295,4 +312,4 @@ std::string SloJunit(const std::string& run_name, const std::vector<SloVerdict>&
   return xml;
 }
 
-}  // namespace perld::perlctl
+}  // namespace perld
