@@ -28,7 +28,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perld_it import Daemon, check, finish, free_port, load_stubs  # noqa: E402
+from perld_it import Daemon, check, finish, load_stubs, start_prometheus  # noqa: E402
 
 PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,"
                      "application/openmetrics-text;version=0.0.1;q=0.75,"
@@ -164,19 +164,7 @@ def main():
         check(not missing, f"every 0.0.4 series is in the OpenMetrics text ({missing[:3]})")
 
         # A real Prometheus server scrapes perld with OpenMetrics preferred.
-        prom_port = free_port()
-        prom_dir = os.path.join(tmp, "prometheus")
-        os.makedirs(prom_dir)
-        with open(os.path.join(prom_dir, "prometheus.yml"), "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                    "scrape_configs:\n  - job_name: perld\n"
-                    f"    static_configs:\n      - targets: ['{d.http}']\n")
-        prom = subprocess.Popen(
-            ["prometheus", "--config.file=" + os.path.join(prom_dir, "prometheus.yml"),
-             "--storage.tsdb.path=" + os.path.join(prom_dir, "data"),
-             "--web.listen-address=127.0.0.1:%d" % prom_port],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(prom_dir, "log"), "w"))
-        prom_addr = f"127.0.0.1:{prom_port}"
+        prom, prom_addr = start_prometheus(tmp, d.http)
 
         def instant(expr):
             try:

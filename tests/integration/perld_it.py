@@ -407,3 +407,24 @@ def headless_chromium(height=1000):
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     driver.set_page_load_timeout(30)
     return driver
+
+
+def start_prometheus(tmp, target):
+    """A real Prometheus server (Debian's `prometheus`) on a free loopback
+    port scraping `target` (HOST:PORT of perld's HTTP listener) every second,
+    its data and log in tmp/prometheus. Returns (process, "127.0.0.1:PORT");
+    the caller terminates the process."""
+    port = free_port()
+    home = os.path.join(tmp, "prometheus")
+    os.makedirs(home)
+    config = os.path.join(home, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                "scrape_configs:\n  - job_name: perld\n"
+                f"    static_configs:\n      - targets: ['{target}']\n")
+    proc = subprocess.Popen(
+        ["prometheus", "--config.file=" + config,
+         "--storage.tsdb.path=" + os.path.join(home, "data"),
+         f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(home, "log"), "w"))
+    return proc, f"127.0.0.1:{port}"

@@ -34,7 +34,8 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perld_it import ROOT, Daemon, check, finish, free_port, load_stubs  # noqa: E402
+from perld_it import (ROOT, Daemon, check, finish, load_stubs,  # noqa: E402
+                      start_prometheus)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The dashboard's percentiles: SBK's defaults plus those its panels name.
@@ -274,25 +275,14 @@ def main():
 
             # A real Prometheus server scrapes perld.
             writing = query.GetRun(pb.GetRunRequest(run="sbk-writing"), timeout=10).run.id
-            prom_port = free_port()
-            prom_dir = os.path.join(tmp, "prometheus")
-            os.makedirs(prom_dir)
-            with open(os.path.join(prom_dir, "prometheus.yml"), "w") as f:
-                f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                        "scrape_configs:\n  - job_name: perld\n"
-                        f"    static_configs:\n      - targets: ['{d.http}']\n")
-            prom = subprocess.Popen(
-                ["prometheus", "--config.file=" + os.path.join(prom_dir, "prometheus.yml"),
-                 "--storage.tsdb.path=" + os.path.join(prom_dir, "data"),
-                 "--web.listen-address=127.0.0.1:%d" % prom_port],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            prom, prom_addr = start_prometheus(tmp, d.http)
             try:
                 expr = f'perld_run_latency_seconds{{run_id="{writing}",quantile="0.99"}}'
                 stored = None
                 deadline = time.time() + 60
                 while stored is None and time.time() < deadline:
                     try:
-                        _, _, body = http_get(f"127.0.0.1:{prom_port}",
+                        _, _, body = http_get(prom_addr,
                                               "/api/v1/query?query=" + urllib.parse.quote(expr))
                         result = json.loads(body)["data"]["result"]
                         if result:
@@ -309,10 +299,10 @@ def main():
                 exact = float(decimal.Decimal(ns) / decimal.Decimal(10**9))
                 check(stored is not None and float(stored) == exact and ns > 0,
                       f"Prometheus' p99 ({stored} s) equals perld's GetPercentiles ({ns} ns)")
-                _, _, body = http_get(f"127.0.0.1:{prom_port}", "/api/v1/targets")
+                _, _, body = http_get(prom_addr, "/api/v1/targets")
                 health = [t["health"] for t in json.loads(body)["data"]["activeTargets"]]
                 check(health == ["up"], f"the perld target is up ({health})")
-                check_dashboard_in_prometheus(f"127.0.0.1:{prom_port}", d.http, writing)
+                check_dashboard_in_prometheus(prom_addr, d.http, writing)
             finally:
                 prom.terminate()
                 prom.wait(timeout=30)
