@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "absl/time/clock.h"
+
 namespace perld::server {
 
 // One per counted call: created with the call, destroyed with it.
@@ -69,8 +71,10 @@ int64_t GrpcDrain::Shutdown(grpc::Server& server, absl::Time deadline) {
   grpc_server_shutdown_and_notify(server.c_server(), cq, &tag);
 
   int64_t left = 0;
+  bool had_calls = false;
   {
     MutexLock lock(mu_);
+    had_calls = in_flight_ > 0;
     const auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
     if (deadline == absl::InfiniteFuture()) {
       drained_.Wait(mu_, drained);
@@ -85,7 +89,11 @@ int64_t GrpcDrain::Shutdown(grpc::Server& server, absl::Time deadline) {
   // streams under ASan before their final total reached the client. Then
   // what is still open is cancelled and every connection closed, idle ones
   // included.
+  // A call counts as ended once gRPC destroyed it, so Shutdown would find
+  // nothing pending and close at once: the grace is slept here, whenever
+  // calls were in flight when the shutdown began.
   const absl::Time flushed = std::min(deadline, absl::Now() + kFlushGrace);
+  if (had_calls && flushed > absl::Now()) absl::SleepFor(flushed - absl::Now());
   server.Shutdown(absl::ToChronoTime(std::max(flushed, absl::Now())));
 
   // The server is shut down: our notification is in the queue.

@@ -48,7 +48,7 @@ class GrpcDrain {
  public:
   // How long the transports may write the finished calls' last messages
   // before the connections close.
-  static constexpr absl::Duration kFlushGrace = absl::Milliseconds(250);
+  static constexpr absl::Duration kFlushGrace = absl::Seconds(1);
 
   // The interceptor factory to hand to grpc::ServerBuilder.
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> InterceptorFactory();
