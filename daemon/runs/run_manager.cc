@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/common/mutex.h"
 #include "daemon/core/clock.h"
-#include "daemon/core/percentile_index.h"
+#include "daemon/core/latency_percentiles.h"
 #include "daemon/core/periodic_and_total_windows.h"
 #include "daemon/core/thread_name.h"
 #include "daemon/runs/run_recorder.h"
@@ -58,7 +58,11 @@ SloStatus RunManager::FinalSloStatus(const RunInfo& info, const WindowRecord& to
                      (total.snapshot.valid == 0 || !total.distribution.empty());
   LatencySnapshot snapshot = total.snapshot;
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(SloPercents(info.spec));
-  if (exact && set.ok()) PercentileIndex(total.distribution).Fill(*set, &snapshot);
+  if (exact && set.ok() && snapshot.valid > 0) {
+    // One pass over the total's buckets (no copy: the registry indexes them next).
+    PercentileWalker walker(*set, snapshot.valid, &snapshot);
+    for (const LatencyBucket& b : total.distribution) walker.Add(b.latency, b.count);
+  }
   const int64_t window = info.slo_status.window;
   RunSloVerdict verdict = EvaluateRunSlo(info.spec, snapshot, total.RateSeconds(),
                                          exact && set.ok(), /*final=*/true, window);
