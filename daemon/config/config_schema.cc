@@ -325,6 +325,9 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "retention.maxWindowDistributionBytesPerRun", kLive, 0, kTiB,
       [](auto& c) -> auto& { return c.retention.max_window_distribution_bytes_per_run; }));
+  keys.push_back(IntKey(
+      "retention.maxTotalSegmentBytesPerRun", kLive, 0, kTiB,
+      [](auto& c) -> auto& { return c.retention.max_total_segment_bytes_per_run; }));
   // limits:
   keys.push_back(IntKey(
       "limits.maxRunningRuns", kLive, 1, 4096,

@@ -29,6 +29,12 @@ struct RetentionConfig {
   // >= 0 (0: none kept). A window past it is stored without its distribution
   // and a range that includes it is refused, never answered from part of it.
   int64_t max_window_distribution_bytes_per_run = int64_t{1} << 30;
+  // key retention.maxTotalSegmentBytesPerRun: the stored exact distributions
+  // of one run's total-window segments (a total window that outgrew its
+  // memory budget spills each segment; the run's total is their streaming
+  // merge), >= 0. Past it the run's total has exact counters and no
+  // percentiles (never some computed from part of the run).
+  int64_t max_total_segment_bytes_per_run = int64_t{16} << 30;
 
   bool operator==(const RetentionConfig&) const = default;
 };

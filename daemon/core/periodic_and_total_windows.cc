@@ -169,8 +169,17 @@ void PeriodicAndTotalWindows::CloseTotal(int64_t now, WindowReport* out) {
   out->segments = run_total_.windows();
   out->exact_total = run_total_.exact();
   out->distribution = run_total_.distribution();
+  if (!run_total_.exact() && !seeded_) {
+    // Every earlier segment was reported with its distribution; report the
+    // last one too, so their merge is the run's total.
+    out->spilled = true;
+    segment.scope = WindowReport::Scope::kTotalSegment;
+    segment.snapshot.full_closes = total_full_closes_;
+    pending_.push_back(std::move(segment));
+  }
   run_total_ = RunTotal(total_->BudgetBytes());
   run_start_time_ = now;
+  seeded_ = false;
 }
 
 LatencyCounters PeriodicAndTotalWindows::DiscardTotal(int64_t now) {
@@ -180,6 +189,7 @@ LatencyCounters PeriodicAndTotalWindows::DiscardTotal(int64_t now) {
   run_total_ = RunTotal(total_->BudgetBytes());
   run_start_time_ = now;
   total_full_closes_ = 0;
+  seeded_ = false;
   return left_out;
 }
 

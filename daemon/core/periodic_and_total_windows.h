@@ -12,7 +12,13 @@
 // (closed_full = true), merged into the total and reset; a full total window
 // is reported as a kTotalSegment and reset, and its counters and distribution
 // are carried into the run total (RunTotal), so the final kTotal report counts
-// every record of the run across all segments. Early reports are queued in
+// every record of the run across all segments. When the run total outgrows
+// its budget (RunTotal drops its distribution), CloseTotal also queues the
+// last segment as a kTotalSegment and marks the kTotal `spilled`: every
+// segment was then reported with its exact distribution, and their merge is
+// the run's exact total (the state store keeps them and merges them:
+// StateStore::MergeTotalSegments) -- not for a run seeded from a checkpoint,
+// whose seed is in no segment. Early reports are queued in
 // order; drain them with TakePendingReports() after every call. A call's own
 // `out` report precedes the reports it queued.
 // Every report carries its window's exact distribution, ascending.
@@ -50,6 +56,9 @@ struct WindowReport {
   std::vector<LatencyBucket> distribution;
   int64_t segments = 1;     // kTotal: total-window segments of the run
   bool exact_total = true;  // kTotal: the distribution covers every segment
+  // kTotal, not exact_total: every segment was reported (the last one queued
+  // by CloseTotal), so the merge of their distributions is the exact total.
+  bool spilled = false;
 };
 
 class PeriodicAndTotalWindows {
@@ -107,6 +116,7 @@ class PeriodicAndTotalWindows {
   // to counters.valid (LatencyRecorder::CheckBuckets).
   void SeedTotal(const LatencyCounters& counters, std::span<const LatencyBucket> ascending) {
     run_total_.Add(counters, ascending);
+    seeded_ = true;
   }
 
   bool HasPendingReports() const { return !pending_.empty(); }
@@ -141,6 +151,7 @@ class PeriodicAndTotalWindows {
   std::vector<WindowReport> pending_;
   int64_t periodic_full_closes_ = 0;
   int64_t total_full_closes_ = 0;
+  bool seeded_ = false;  // SeedTotal since the last CloseTotal/DiscardTotal
 };
 
 }  // namespace perld

@@ -48,7 +48,9 @@ void FillPercentiles(const PercentileSet& set, std::span<const LatencyBucket> as
 inline constexpr char kInexactTotalReason[] =
     "not exact: the run's distinct latencies outgrew the run total's memory budget "
     "(exactTotalLatencyMaxMemoryMB / totalMaxHashMapSizeMB), so no percentile is given (one "
-    "computed from part of the run would be wrong); the counters are exact";
+    "computed from part of the run would be wrong); the counters are exact. A run that ends "
+    "gets exact percentiles from its spilled total segments unless they could not be kept "
+    "(retention.maxTotalSegmentBytesPerRun; perld's log says why)";
 
 // Marks `out` as a total without a distribution: no percentile, no median
 // (LatencySnapshot::percentiles_exact false).

@@ -5,10 +5,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/common/log.h"
 #include "daemon/common/mutex.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/periodic_and_total_windows.h"
+#include "daemon/core/run_total.h"
 #include "daemon/core/thread_name.h"
 #include "daemon/runs/run_recorder.h"
 #include "daemon/runs/run_slo.h"
@@ -36,11 +38,11 @@ const char* RunRefusalName(RunRefusal refusal) {
   return "unknown";
 }
 
-RunManager::RunManager(Options options)
+RunManager::RunManager(const Options& options)
     : options_(options),
       budget_(options.max_memory_bytes),
       max_running_runs_(options.max_running_runs),
-      registry_(options.retention),
+      registry_(options.retention, options.merge_total_segments),
       host_(&outbox_),
       recorder_(host_, options.recorder),
       next_id_(options.first_id),
@@ -54,20 +56,45 @@ void RunManager::AddObserver(RunObserver* observer) { observers_.push_back(obser
 void RunManager::OnSloAbort(SloAbort abort) { slo_abort_ = std::move(abort); }
 
 SloStatus RunManager::FinalSloStatus(const RunInfo& info, const WindowRecord& total) {
-  const bool exact = total.exact_total && total.snapshot.percentiles_exact &&
-                     (total.snapshot.valid == 0 || !total.distribution.empty());
+  bool exact = total.exact_total && total.snapshot.percentiles_exact &&
+               (total.snapshot.valid == 0 || !total.distribution.empty() || total.spilled);
   LatencySnapshot snapshot = total.snapshot;
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(SloPercents(info.spec));
   if (exact && set.ok() && snapshot.valid > 0) {
-    // One pass over the total's buckets (no copy: the registry indexes them next).
-    PercentileWalker walker(*set, snapshot.valid, &snapshot);
-    for (const LatencyBucket& b : total.distribution) walker.Add(b.latency, b.count);
+    if (total.spilled) {
+      exact = options_.merge_total_segments &&
+              options_.merge_total_segments(info.id, total.segments, *set, &snapshot).ok();
+    } else {
+      // One pass over the total's buckets (no copy: the registry indexes them next).
+      PercentileWalker walker(*set, snapshot.valid, &snapshot);
+      for (const LatencyBucket& b : total.distribution) walker.Add(b.latency, b.count);
+    }
   }
   const int64_t window = info.slo_status.window;
   RunSloVerdict verdict = EvaluateRunSlo(info.spec, snapshot, total.RateSeconds(),
                                          exact && set.ok(), /*final=*/true, window);
   if (info.end_reason == EndReason::kSloFailed) verdict.status.state = SloState::kFailed;
   return verdict.status;
+}
+
+void RunManager::MergeSpilledTotal(const RunInfo& info, WindowRecord* total) {
+  absl::Status s = absl::FailedPreconditionError("perld keeps no state directory");
+  absl::StatusOr<PercentileSet> set = PercentileSet::Create(info.spec.latency.percentiles);
+  if (!set.ok()) {
+    s = set.status();
+  } else if (options_.merge_total_segments) {
+    s = options_.merge_total_segments(info.id, total->segments, *set, &total->snapshot);
+  }
+  if (s.ok()) {
+    total->exact_total = true;
+    return;
+  }
+  total->spilled = false;  // nothing to merge later either
+  ClearPercentiles(&total->snapshot);
+  log::Warning("run ", info.id, " '", info.spec.name, "': its total spilled ", total->segments,
+               " segments and they could not be merged, so it has exact counters and no "
+               "percentiles: ",
+               s.message());
 }
 
 void RunManager::Start() {
@@ -339,6 +366,7 @@ void RunManager::HandleFinished(RecorderEvent& event) {
   // then the registry: a client that sees the run ended finds its outputs
   // complete.
   absl::StatusOr<RunInfo> info = registry_.Info(id);
+  if (info.ok() && total.spilled) MergeSpilledTotal(*info, &total);
   if (info.ok()) {
     RunInfo ended = *std::move(info);
     ended.state = state;

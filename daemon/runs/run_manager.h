@@ -121,10 +121,19 @@ class RunManager {
     // store's ReserveRunIds), called with blocks of kIdBlock ids; an error
     // refuses the run. Null: ids are not reserved (tests, no state).
     std::function<absl::Status(RunId through)> reserve_ids;
+    // Fills `set`'s percentiles of a spilled run total (WindowRecord::
+    // spilled) into `out` (which holds its counters) from its `segments`
+    // stored total segments: the state store's MergeTotalSegments. Called on
+    // the dispatcher thread as the run ends (a merge of many large segments
+    // takes seconds: other runs' windows wait meanwhile). Null: a spilled
+    // total keeps exact counters and no percentiles.
+    std::function<absl::Status(RunId id, int64_t segments, const PercentileSet& set,
+                               LatencySnapshot* out)>
+        merge_total_segments;
   };
   static constexpr RunId kIdBlock = 16;
 
-  explicit RunManager(Options options);
+  explicit RunManager(const Options& options);
   ~RunManager();  // Stop()
   RunManager(const RunManager&) = delete;
   RunManager& operator=(const RunManager&) = delete;
@@ -204,7 +213,11 @@ class RunManager {
   // (registry_ holds it); aborts the run through slo_abort_ when asked to.
   void JudgeSlo(const RunInfo& info, int64_t window);
   // The SLO's verdict on the run's final total (its exact distribution).
-  static SloStatus FinalSloStatus(const RunInfo& info, const WindowRecord& total);
+  SloStatus FinalSloStatus(const RunInfo& info, const WindowRecord& total);
+  // A spilled total's percentiles from its stored segments
+  // (Options::merge_total_segments); when they cannot be merged, none (the
+  // reason is logged) and the total is no longer `spilled`.
+  void MergeSpilledTotal(const RunInfo& info, WindowRecord* total);
   void NotifyEvicted(const std::vector<RunId>& ids);
   // Makes sure next_id_ is reserved (Options::reserve_ids), without holding
   // mu_ while the reservation commits.

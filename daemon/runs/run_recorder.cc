@@ -115,6 +115,7 @@ void RunRecorder::Finish(int64_t now_ns) {
   }
   WindowReport total;
   windows_.CloseTotal(now_ns / ns_per_unit_, &total);
+  if (windows_.HasPendingReports()) PublishPending(now_ns);  // a spilled total's last segment
   Publish(std::move(total), total_start_ns_, now_ns);
 }
 
@@ -181,6 +182,7 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
   w.distribution = std::move(report.distribution);
   w.segments = report.segments;
   w.exact_total = report.exact_total;
+  w.spilled = report.spilled;
   w.recorder_bytes =
       static_cast<int64_t>(windows_.periodic().RetainedBytes() + windows_.total().RetainedBytes());
   w.cache_releases = windows_.periodic().CacheReleases() + windows_.total().CacheReleases();

@@ -202,7 +202,8 @@ struct RunRegistry::Entry {
   }
 };
 
-RunRegistry::RunRegistry(config::RetentionConfig retention) : retention_(retention) {}
+RunRegistry::RunRegistry(config::RetentionConfig retention, SegmentMerger merge_segments)
+    : merge_segments_(std::move(merge_segments)), retention_(retention) {}
 RunRegistry::~RunRegistry() = default;
 
 RunRegistry::Entry* RunRegistry::Find(RunId id) {
@@ -333,7 +334,11 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
       break;
     }
     case WindowRecord::Kind::kTotalSegment:
-      ++e->released_segments;
+      // Released on its limit (a spilled total's last segment is not).
+      if (window.snapshot.closed_full) ++e->released_segments;
+      // Its distribution is the state store's (a spilled total merges the
+      // stored segments): memory here stays independent of distinct latencies.
+      std::vector<LatencyBucket>().swap(window.distribution);
       Append(*e, std::move(window));
       break;
     case WindowRecord::Kind::kTotal:
@@ -519,7 +524,26 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
                                                           std::vector<double> percents) const {
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents));
   if (!set.ok()) return set.status();
-  ReaderLock lock(mu_);
+  absl::StatusOr<PercentileAnswer> answer;
+  {
+    ReaderLock lock(mu_);
+    answer = PercentilesLocked(id, scope, *set);
+  }
+  if (!answer.ok() || answer->spilled_segments == 0) return answer;
+  if (!merge_segments_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", id, ": its total spilled to the state directory, which this perld has not"));
+  }
+  if (absl::Status s = merge_segments_(id, answer->spilled_segments, *set, &answer->snapshot);
+      !s.ok()) {
+    return s;
+  }
+  answer->spilled_segments = 0;
+  return answer;
+}
+
+absl::StatusOr<PercentileAnswer> RunRegistry::PercentilesLocked(RunId id, PercentileScope scope,
+                                                                const PercentileSet& set) const {
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   PercentileAnswer answer;
@@ -528,7 +552,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
       return absl::FailedPreconditionError(absl::StrCat("run ", id, " has no closed window yet"));
     }
     answer.snapshot = e->latest->snapshot;
-    if (absl::Status s = FillFrom(*e->latest, e->latest_index, *set, &answer.snapshot); !s.ok()) {
+    if (absl::Status s = FillFrom(*e->latest, e->latest_index, set, &answer.snapshot); !s.ok()) {
       return s;
     }
     return answer;
@@ -539,16 +563,19 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
     answer.total_final = true;
     answer.rate_seconds = e->final_total->RateSeconds();
     if (!answer.snapshot.percentiles_exact) return answer;  // none: not exact
-    if (absl::Status s = FillFrom(*e->final_total, e->final_index, *set, &answer.snapshot);
+    if (absl::Status s = FillFrom(*e->final_total, e->final_index, set, &answer.snapshot);
         !s.ok()) {
-      return s;
+      if (!e->final_total->spilled) return s;
+      // Percentiles other than the stored ones: the caller merges the
+      // stored segments (StateStore::MergeTotalSegments).
+      answer.spilled_segments = e->final_total->segments;
     }
     return answer;
   }
   answer.snapshot = e->live_total.snapshot;
   answer.exact = e->live.exact();
   answer.rate_seconds = e->live_total.RateSeconds();
-  e->live.FillPercentiles(*set, &answer.snapshot);
+  e->live.FillPercentiles(set, &answer.snapshot);
   return answer;
 }
 
@@ -567,6 +594,13 @@ absl::StatusOr<RunRegistry::DistributionPage> RunRegistry::Distribution(
   }
   const std::vector<LatencyBucket>& all = e->final_index.buckets();
   if (all.empty() && e->final_total->snapshot.valid > 0) {  // never answer from less
+    if (e->final_total->spilled) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "run ", id, "'s total outgrew its memory budget and is kept as ",
+          e->final_total->segments,
+          " spilled segments in the state directory: its percentiles are exact (ask for any "
+          "set), its distribution is not exported in one piece"));
+    }
     return absl::FailedPreconditionError(
         absl::StrCat("run ", id, "'s total distribution was not kept"));
   }

@@ -73,6 +73,9 @@ struct PercentileAnswer {
   bool exact = true;         // false when the total's distribution lost segments
   bool total_final = false;
   double rate_seconds = 0;  // the span the total's rate divides by
+  // Inside RunRegistry only: > 0 while the requested percentiles of a
+  // spilled total are still to be merged from this many stored segments.
+  int64_t spilled_segments = 0;
 };
 
 struct RunFilter {
@@ -88,7 +91,14 @@ struct RunPage {
 
 class RunRegistry {
  public:
-  explicit RunRegistry(config::RetentionConfig retention);
+  // Fills `set`'s percentiles of a spilled final total (WindowRecord::
+  // spilled) from its `segments` stored segments into `out`, which holds
+  // its counters (StateStore::MergeTotalSegments). Without one, such
+  // percentiles are FailedPrecondition.
+  using SegmentMerger = std::function<absl::Status(RunId id, int64_t segments,
+                                                   const PercentileSet& set, LatencySnapshot* out)>;
+
+  explicit RunRegistry(config::RetentionConfig retention, SegmentMerger merge_segments = nullptr);
   ~RunRegistry();
 
   // A new running run. REQUIRES: a fresh id.
@@ -133,6 +143,8 @@ class RunRegistry {
   absl::StatusOr<RunId> Resolve(const std::string& id_or_name) const;
   // Exact percentiles of any set (SBK's percent spelling: 50, 99.9, ...).
   // FailedPrecondition for kLatest before the run's first closed window.
+  // A spilled final total answers other percentiles than its stored ones
+  // by merging its stored segments (SegmentMerger), outside the lock.
   absl::StatusOr<PercentileAnswer> Percentiles(RunId id, PercentileScope scope,
                                                std::vector<double> percents) const;
   // An ended run's exact total distribution from the first latency above
@@ -212,6 +224,11 @@ class RunRegistry {
   std::vector<RunId> Evict() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Append(Entry& e, WindowRecord window) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddWindowLocked(Entry* e, WindowRecord window) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Percentiles under the lock; a spilled total's are left to the caller
+  // (PercentileAnswer::spilled_segments).
+  absl::StatusOr<PercentileAnswer> PercentilesLocked(RunId id, PercentileScope scope,
+                                                     const PercentileSet& set) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   class ChangeLock;
   void NotifyAll(const std::vector<RunId>& ids) const;
@@ -222,6 +239,7 @@ class RunRegistry {
   // see absl::Mutex ordering and the concurrency tests would report false
   // races (daemon/common/mutex.h).
   mutable SharedMutex mu_;
+  const SegmentMerger merge_segments_;
   config::RetentionConfig retention_ ABSL_GUARDED_BY(mu_);
   std::map<RunId, std::unique_ptr<Entry>> runs_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -10,8 +10,11 @@
 //                  and the run's total keeps accumulating across segments;
 //   kTotal         the run's final total: every record of the run. Its
 //                  counters are the sum over all segments; its distribution
-//                  and percentiles cover the whole run when `exact_total`,
-//                  else only the segments that fit the memory budget.
+//                  and percentiles cover the whole run when `exact_total`;
+//                  a `spilled` total carries no distribution: its segments
+//                  are stored, and their streaming merge gives the
+//                  percentiles (RunManager at the end of the run, Query for
+//                  other percentiles later). Otherwise none.
 // Times: snapshot.start_time/end_time are in the run's time unit on the
 // monotonic clock; *_unix_ms are wall-clock for people and storage.
 #pragma once
@@ -44,6 +47,11 @@ struct WindowRecord {
   std::vector<LatencyBucket> distribution;
   int64_t segments = 1;     // kTotal: total-window segments the run had
   bool exact_total = true;  // kTotal: distribution covers every segment
+  // kTotal: outgrew the run total's memory budget; every segment was
+  // reported with its distribution (the last `segments` kTotalSegment
+  // windows) and the total is their merge. exact_total turns true once the
+  // merge filled the percentiles; `distribution` stays empty.
+  bool spilled = false;
   // Memory the run's periodic and total recorders retained as the window
   // closed (LatencyRecorder::RetainedBytes); not stored in the history.
   int64_t recorder_bytes = 0;

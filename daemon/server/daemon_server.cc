@@ -281,6 +281,10 @@ absl::Status BuildRuns(Parts* p, const config::DaemonConfig& config) {
   options.reserve_ids = [store_for_ids](runs::RunId through) {
     return store_for_ids->ReserveRunIds(through);
   };
+  options.merge_total_segments = [store_for_ids](runs::RunId id, int64_t segments,
+                                                 const PercentileSet& set, LatencySnapshot* out) {
+    return store_for_ids->MergeTotalSegments(id, segments, set, out);
+  };
   p->manager = std::make_unique<runs::RunManager>(options);
   absl::StatusOr<std::vector<state::StoredRun>> resumable =
       p->history->Restore(p->manager->registry());

@@ -1,7 +1,9 @@
 #include "daemon/state/distribution_codec.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/common/crc32c.h"
@@ -14,6 +16,7 @@ constexpr uint8_t kVersion = 1;
 constexpr size_t kCrcBytes = 4;
 constexpr size_t kMaxVarintBytes = 10;  // ceil(64 / 7)
 constexpr uint64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kReadBytes = int64_t{64} << 10;  // one read of a streamed blob
 
 void PutVarint(std::string* out, uint64_t v) {
   char buf[kMaxVarintBytes];
@@ -103,69 +106,131 @@ absl::StatusOr<std::string> EncodeDistribution(std::span<const LatencyBucket> bu
   return out;
 }
 
-absl::StatusOr<std::vector<LatencyBucket>> DecodeDistribution(std::string_view blob) {
-  constexpr size_t kMinBytes = kMagic.size() + 1 + 1 + kCrcBytes;
-  if (blob.size() < kMinBytes) {
-    return absl::DataLossError(absl::StrCat("distribution blob: ", blob.size(),
-                                            " bytes is shorter than the smallest blob (", kMinBytes,
-                                            ")"));
+DistributionBlobSource::DistributionBlobSource(int64_t body_end, BlobReader read)
+    : read_(std::move(read)), body_end_(body_end) {}
+
+absl::StatusOr<std::unique_ptr<DistributionBlobSource>> DistributionBlobSource::Open(
+    int64_t size, BlobReader read) {
+  constexpr int64_t kMinBytes = kMagic.size() + 1 + 1 + kCrcBytes;
+  if (size < kMinBytes) {
+    return absl::DataLossError(absl::StrCat(
+        "distribution blob: ", size, " bytes is shorter than the smallest blob (", kMinBytes, ")"));
   }
-  if (blob.substr(0, kMagic.size()) != kMagic) {
+  const int64_t body_end = size - static_cast<int64_t>(kCrcBytes);
+  std::string piece(std::min<int64_t>(kReadBytes, body_end), '\0');
+  if (absl::Status s = read(0, std::span<char>(piece.data(), kMagic.size())); !s.ok()) return s;
+  if (std::string_view(piece).substr(0, kMagic.size()) != kMagic) {
     return absl::DataLossError("distribution blob: bad magic (not a perld distribution)");
   }
-  std::string_view body = blob.substr(0, blob.size() - kCrcBytes);
-  const uint32_t stored = GetFixed32(blob.substr(body.size()));
-  const uint32_t actual = common::Crc32c(body);
+  char crc_bytes[kCrcBytes];
+  if (absl::Status s = read(body_end, std::span<char>(crc_bytes, kCrcBytes)); !s.ok()) return s;
+  const uint32_t stored = GetFixed32(std::string_view(crc_bytes, kCrcBytes));
+  uint32_t actual = 0;
+  for (int64_t at = 0; at < body_end;) {
+    const auto n = static_cast<size_t>(std::min<int64_t>(kReadBytes, body_end - at));
+    if (absl::Status s = read(at, std::span<char>(piece.data(), n)); !s.ok()) return s;
+    actual = common::Crc32cExtend(actual, std::string_view(piece.data(), n));
+    at += static_cast<int64_t>(n);
+  }
   if (stored != actual) {
     return absl::DataLossError(absl::StrCat("distribution blob: checksum mismatch (stored ",
                                             absl::Hex(stored, absl::kZeroPad8), ", computed ",
                                             absl::Hex(actual, absl::kZeroPad8), ")"));
   }
-  body.remove_prefix(kMagic.size());
-  const auto version = static_cast<uint8_t>(body.front());
-  body.remove_prefix(1);
+  std::unique_ptr<DistributionBlobSource> source(
+      new DistributionBlobSource(body_end, std::move(read)));
+  source->offset_ = static_cast<int64_t>(kMagic.size());
+  if (absl::Status s = source->Fill(1 + kMaxVarintBytes); !s.ok()) return s;
+  const auto version = static_cast<uint8_t>(source->buffer_[source->at_++]);
   if (version != kVersion) {
     return absl::InvalidArgumentError(absl::StrCat("distribution blob: unsupported format version ",
                                                    version, " (this perld reads version ", kVersion,
                                                    ")"));
   }
-  uint64_t n = 0;
-  if (!GetVarint(&body, &n)) {
+  std::string_view unread = source->Unread();
+  if (!GetVarint(&unread, &source->buckets_)) {
     return Corrupt("bad bucket-count varint");
   }
-  if (n > body.size() / 2) {  // every bucket takes at least two bytes
-    return Corrupt(absl::StrCat("bucket count ", n, " does not fit in ", body.size(), " bytes"));
+  source->at_ = source->filled_ - unread.size();
+  const int64_t left = body_end - (source->offset_ - static_cast<int64_t>(unread.size()));
+  if (source->buckets_ > static_cast<uint64_t>(left) / 2) {  // a bucket takes two bytes or more
+    return Corrupt(
+        absl::StrCat("bucket count ", source->buckets_, " does not fit in ", left, " bytes"));
   }
-  std::vector<LatencyBucket> buckets;
-  buckets.reserve(static_cast<size_t>(n));
-  uint64_t latency = 0;
-  uint64_t sum = 0;
-  for (uint64_t i = 0; i < n; ++i) {
+  return source;
+}
+
+absl::Status DistributionBlobSource::Fill(size_t want) {
+  if (filled_ - at_ >= want || offset_ == body_end_) return absl::OkStatus();
+  // Keep the unread tail, then read as much as the buffer holds.
+  buffer_.erase(0, at_);
+  filled_ -= at_;
+  at_ = 0;
+  const auto n = static_cast<size_t>(std::min<int64_t>(kReadBytes, body_end_ - offset_));
+  buffer_.resize(filled_ + n);
+  if (absl::Status s = read_(offset_, std::span<char>(buffer_.data() + filled_, n)); !s.ok()) {
+    return s;
+  }
+  filled_ += n;
+  offset_ += static_cast<int64_t>(n);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::span<const LatencyBucket>> DistributionBlobSource::Next() {
+  chunk_.clear();
+  if (done_) return std::span<const LatencyBucket>();
+  while (decoded_ < buckets_ && chunk_.size() < kChunk) {
+    if (absl::Status s = Fill(2 * kMaxVarintBytes); !s.ok()) return s;
+    std::string_view unread = Unread();
     uint64_t delta = 0;
     uint64_t count = 0;
-    if (!GetVarint(&body, &delta) || !GetVarint(&body, &count)) {
-      return Corrupt(absl::StrCat("bucket ", i, ": bad or truncated varint"));
+    if (!GetVarint(&unread, &delta) || !GetVarint(&unread, &count)) {
+      return Corrupt(absl::StrCat("bucket ", decoded_, ": bad or truncated varint"));
     }
-    if (i > 0 && delta == 0) {
-      return Corrupt(absl::StrCat("bucket ", i, ": latency ", latency, " is not ascending"));
+    at_ = filled_ - unread.size();
+    if (decoded_ > 0 && delta == 0) {
+      return Corrupt(
+          absl::StrCat("bucket ", decoded_, ": latency ", latency_, " is not ascending"));
     }
-    if (delta > kInt64Max - latency) {
-      return Corrupt(absl::StrCat("bucket ", i, ": latency overflows int64"));
+    if (delta > kInt64Max - latency_) {
+      return Corrupt(absl::StrCat("bucket ", decoded_, ": latency overflows int64"));
     }
     if (count == 0) {
-      return Corrupt(absl::StrCat("bucket ", i, ": zero count"));
+      return Corrupt(absl::StrCat("bucket ", decoded_, ": zero count"));
     }
-    if (count > kInt64Max - sum) {
-      return Corrupt(absl::StrCat("bucket ", i, ": the count sum overflows int64"));
+    if (count > kInt64Max - sum_) {
+      return Corrupt(absl::StrCat("bucket ", decoded_, ": the count sum overflows int64"));
     }
-    latency += delta;
-    sum += count;
-    buckets.push_back(LatencyBucket{static_cast<int64_t>(latency), static_cast<int64_t>(count)});
+    latency_ += delta;
+    sum_ += count;
+    ++decoded_;
+    chunk_.push_back(LatencyBucket{static_cast<int64_t>(latency_), static_cast<int64_t>(count)});
   }
-  if (!body.empty()) {
-    return Corrupt(absl::StrCat(body.size(), " unexpected bytes after the last bucket"));
+  if (decoded_ == buckets_) {
+    const int64_t left = static_cast<int64_t>(filled_ - at_) + (body_end_ - offset_);
+    if (left != 0) {
+      return Corrupt(absl::StrCat(left, " unexpected bytes after the last bucket"));
+    }
+    done_ = chunk_.empty();
   }
-  return buckets;
+  return std::span<const LatencyBucket>(chunk_);
+}
+
+absl::StatusOr<std::vector<LatencyBucket>> DecodeDistribution(std::string_view blob) {
+  absl::StatusOr<std::unique_ptr<DistributionBlobSource>> source = DistributionBlobSource::Open(
+      static_cast<int64_t>(blob.size()), [blob](int64_t offset, std::span<char> into) {
+        blob.copy(into.data(), into.size(), static_cast<size_t>(offset));
+        return absl::OkStatus();
+      });
+  if (!source.ok()) return source.status();
+  std::vector<LatencyBucket> buckets;
+  buckets.reserve(static_cast<size_t>((*source)->buckets()));
+  for (;;) {
+    absl::StatusOr<std::span<const LatencyBucket>> chunk = (*source)->Next();
+    if (!chunk.ok()) return chunk.status();
+    if (chunk->empty()) return buckets;
+    buckets.insert(buckets.end(), chunk->begin(), chunk->end());
+  }
 }
 
 }  // namespace perld::state

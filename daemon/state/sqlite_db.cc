@@ -166,6 +166,27 @@ SqliteDb& SqliteDb::operator=(SqliteDb&& other) noexcept {
 // open it defers the close until the last one is finalized.
 SqliteDb::~SqliteDb() { sqlite3_close_v2(db_); }
 
+SqliteBlob::~SqliteBlob() { sqlite3_blob_close(blob_); }
+
+int64_t SqliteBlob::size() const { return sqlite3_blob_bytes(blob_); }
+
+absl::Status SqliteBlob::Read(int64_t offset, char* into, int size) const {
+  const int rc = sqlite3_blob_read(blob_, into, size, static_cast<int>(offset));
+  if (rc != SQLITE_OK) return SqliteStatus(nullptr, rc, "reading a stored blob");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SqliteBlob> SqliteDb::OpenBlob(const char* table, const char* column,
+                                              int64_t rowid) {
+  sqlite3_blob* blob = nullptr;
+  const int rc = sqlite3_blob_open(db_, "main", table, column, rowid, /*flags=*/0, &blob);
+  if (rc != SQLITE_OK) {
+    sqlite3_blob_close(blob);
+    return SqliteStatus(db_, rc, absl::StrCat("opening ", table, ".", column, " of row ", rowid));
+  }
+  return SqliteBlob(blob);
+}
+
 absl::Status SqliteDb::Exec(const char* sql) {
   char* error = nullptr;
   const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &error);

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -76,6 +77,30 @@ class SqliteStatement {
   absl::Status bind_error_;
 };
 
+// An open BLOB for incremental reads (sqlite3_blob_open, read-only): a
+// stored blob read piece by piece without loading it whole.
+class SqliteBlob {
+ public:
+  SqliteBlob() = default;
+  SqliteBlob(SqliteBlob&& other) noexcept : blob_(std::exchange(other.blob_, nullptr)) {}
+  SqliteBlob& operator=(SqliteBlob&& other) noexcept {
+    std::swap(blob_, other.blob_);
+    return *this;
+  }
+  SqliteBlob(const SqliteBlob&) = delete;
+  SqliteBlob& operator=(const SqliteBlob&) = delete;
+  ~SqliteBlob();
+
+  int64_t size() const;
+  // Reads `size` bytes at `offset` into `into`.
+  [[nodiscard]] absl::Status Read(int64_t offset, char* into, int size) const;
+
+ private:
+  friend class SqliteDb;
+  explicit SqliteBlob(sqlite3_blob* blob) : blob_(blob) {}
+  sqlite3_blob* blob_ = nullptr;
+};
+
 class SqliteDb {
  public:
   // Opens `path` with sqlite3_open_v2 `flags` (SQLITE_OPEN_NOMUTEX is
@@ -94,6 +119,9 @@ class SqliteDb {
   [[nodiscard]] absl::Status Exec(const char* sql);
   // Prepares one statement (SQLITE_PREPARE_PERSISTENT: it will be reused).
   [[nodiscard]] absl::StatusOr<SqliteStatement> Prepare(std::string_view sql);
+  // Opens table.column of the row `rowid` of the main database for reading.
+  [[nodiscard]] absl::StatusOr<SqliteBlob> OpenBlob(const char* table, const char* column,
+                                                    int64_t rowid);
   // The first column of the first row of `sql` as text ("" for no row).
   [[nodiscard]] absl::StatusOr<std::string> QueryText(const char* sql);
 

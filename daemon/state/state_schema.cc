@@ -339,6 +339,11 @@ std::string SelectWindowRangeSql() {
                       "AND ?3 AND start_unix_ms >= ?4 AND end_unix_ms <= ?5 ORDER BY seq");
 }
 
+std::string SelectTotalSegmentsSql() {
+  return "SELECT rowid, seq, valid, length(distribution) FROM windows WHERE run_id = ?1 AND "
+         "kind = 'total_segment' ORDER BY seq DESC LIMIT ?2";
+}
+
 std::string SelectWindowsWithoutDistributionSql() {
   return "SELECT count(*), coalesce(min(seq), 0) FROM windows WHERE run_id = ?1 AND "
          "kind = 'periodic' AND valid > 0 AND length(distribution) = 0";
@@ -413,7 +418,7 @@ absl::Status BindTotal(const runs::WindowRecord& total, std::string_view blob, S
   }
   int i = 2 + static_cast<int>(kWindowColumns.size());
   s->BindInt64(i++, total.segments);
-  s->BindInt64(i++, total.exact_total ? 1 : 0);
+  s->BindInt64(i++, !total.exact_total ? 0 : total.spilled ? 2 : 1);
   s->BindBlob(i++, blob);
   return absl::OkStatus();
 }
@@ -537,7 +542,9 @@ absl::StatusOr<runs::WindowRecord> ReadTotal(const SqliteStatement& s, std::stri
   }
   int i = 1 + static_cast<int>(kWindowColumns.size());
   w.segments = s.ColumnInt64(i++);
-  w.exact_total = s.ColumnInt64(i++) != 0;
+  const int64_t exact = s.ColumnInt64(i++);
+  w.exact_total = exact != 0;
+  w.spilled = exact == 2;
   *blob = s.ColumnBlob(i++);
   return w;
 }

@@ -48,7 +48,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 9;
+inline constexpr int64_t kSchemaVersion = 10;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -309,10 +309,21 @@ ALTER TABLE runs ADD COLUMN slo_verdicts TEXT NOT NULL DEFAULT '';
 UPDATE meta SET value = 9 WHERE key = 'schema_version';
 )sql";
 
+inline constexpr std::string_view kSchemaV10Upgrade = R"sql(
+-- Spilled run totals: windows rows of kind total_segment keep their
+-- distribution (within retention.maxTotalSegmentBytesPerRun) and are not
+-- pruned by retention.maxWindowsPerRun; totals.exact_total 2 marks a total
+-- whose percentiles are the merge of the run's last `segments` total
+-- segments (its distribution blob is empty: merge the segments for other
+-- percentiles). No column changes; older perld must not read 2 as "exact
+-- with a distribution".
+UPDATE meta SET value = 10 WHERE key = 'schema_version';
+)sql";
+
 // kSchemaUpgrades[v - 1] turns version v into v + 1.
 inline constexpr std::string_view kSchemaUpgrades[] = {
-    kSchemaV2Upgrade, kSchemaV3Upgrade, kSchemaV4Upgrade, kSchemaV5Upgrade,
-    kSchemaV6Upgrade, kSchemaV7Upgrade, kSchemaV8Upgrade, kSchemaV9Upgrade};
+    kSchemaV2Upgrade, kSchemaV3Upgrade, kSchemaV4Upgrade, kSchemaV5Upgrade, kSchemaV6Upgrade,
+    kSchemaV7Upgrade, kSchemaV8Upgrade, kSchemaV9Upgrade, kSchemaV10Upgrade};
 static_assert(std::size(kSchemaUpgrades) == kSchemaVersion - 1, "one upgrade per version");
 
 // Creates the schema in an empty database, or checks an existing one, in one
@@ -338,6 +349,9 @@ std::string SelectWindowsSql();  // ORDER BY run_id, kind, seq; without distribu
 // end_unix_ms <= ?5, with their distribution blobs (ReadWindow, then
 // column WindowBlobColumn()); ORDER BY seq.
 std::string SelectWindowRangeSql();
+// rowid, seq, valid, length(distribution) of run ?1's ?2 newest total
+// segments, newest first.
+std::string SelectTotalSegmentsSql();
 // count(*), min(seq) of a run's periodic windows with latencies and no blob.
 std::string SelectWindowsWithoutDistributionSql();
 int WindowBlobColumn();

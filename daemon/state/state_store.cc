@@ -15,6 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/common/log.h"
 #include "daemon/common/mutex.h"
+#include "daemon/core/distribution_merge.h"
+#include "daemon/core/run_total.h"
 #include "daemon/state/distribution_codec.h"
 #include "daemon/state/sqlite_db.h"
 #include "daemon/state/state_schema.h"
@@ -297,7 +299,8 @@ class StateStore::Writer {
         // Every (run, kind) at once, for Open and SetRetention.
         {&w->prune_all_windows_,
          "DELETE FROM windows WHERE rowid IN (SELECT rowid FROM (SELECT rowid, row_number() "
-         "OVER (PARTITION BY run_id, kind ORDER BY seq DESC) AS n FROM windows) WHERE n > ?1)"},
+         "OVER (PARTITION BY run_id ORDER BY seq DESC) AS n FROM windows WHERE kind = "
+         "'periodic') WHERE n > ?1)"},
     };
     for (const auto& [stmt, sql] : statements) {
       absl::StatusOr<SqliteStatement> prepared = w->db_.Prepare(sql);
@@ -383,9 +386,12 @@ class StateStore::Writer {
   }
 
   absl::Status Apply(const WindowItem& item, Touched* touched) {
-    // The window's distribution, while the run's stored distributions fit
-    // retention.maxWindowDistributionBytesPerRun; past it, none (a range
-    // over this window is refused, never answered from part of it).
+    // The window's distribution, while the run's stored distributions of
+    // its kind fit retention.maxWindowDistributionBytesPerRun (periodic) or
+    // maxTotalSegmentBytesPerRun (total segments); past it, none (a range
+    // over this window is refused, a spilled total has no percentiles: never
+    // an answer from part of the data).
+    const bool segment = item.window.kind == runs::WindowRecord::Kind::kTotalSegment;
     std::string blob;
     if (!item.window.distribution.empty()) {
       absl::StatusOr<std::string> encoded = EncodeDistribution(item.window.distribution);
@@ -394,17 +400,23 @@ class StateStore::Writer {
             encoded.status().code(),
             absl::StrCat("saving ", Describe(item.window), ": ", encoded.status().message()));
       }
-      int64_t& stored = window_distribution_bytes_[item.window.run_id];
+      auto& [stored, over] =
+          (segment ? segment_bytes_ : window_distribution_bytes_)[item.window.run_id];
+      const int64_t budget = segment ? retention_.max_total_segment_bytes_per_run
+                                     : retention_.max_window_distribution_bytes_per_run;
       const auto size = static_cast<int64_t>(encoded->size());
-      if (stored + size <= retention_.max_window_distribution_bytes_per_run) {
+      if (stored + size <= budget) {
         stored += size;
         blob = *std::move(encoded);
-      } else if (over_budget_.insert(item.window.run_id).second) {
-        log::Warning("run ", item.window.run_id, ": window ", item.window.seq,
-                     " on: distributions not stored, ", stored,
-                     " bytes reached retention.maxWindowDistributionBytesPerRun (",
-                     retention_.max_window_distribution_bytes_per_run,
-                     "); ranges over these windows will be refused");
+      } else if (!over) {
+        over = true;
+        log::Warning("run ", item.window.run_id, ": ", segment ? "total segment " : "window ",
+                     item.window.seq, " on: distributions not stored, ", stored, " bytes reached ",
+                     segment ? "retention.maxTotalSegmentBytesPerRun ("
+                             : "retention.maxWindowDistributionBytesPerRun (",
+                     budget,
+                     segment ? "); the run's total will have exact counters and no percentiles"
+                             : "); ranges over these windows will be refused");
       }
     }
     insert_window_.Reset();
@@ -417,7 +429,9 @@ class StateStore::Writer {
       return absl::Status(s.code(),
                           absl::StrCat("saving ", Describe(item.window), ": ", s.message()));
     }
-    touched->windows.emplace(item.window.run_id, item.window.kind);
+    // Total segments are not pruned by count: a spilled total needs them
+    // all (their bytes have their own budget; they go with the run).
+    if (!segment) touched->windows.emplace(item.window.run_id, item.window.kind);
     return absl::OkStatus();
   }
 
@@ -428,7 +442,7 @@ class StateStore::Writer {
           s.code(), absl::StrCat("saving the final total of run ", item.run.id, ": ", s.message()));
     }
     window_distribution_bytes_.erase(item.run.id);  // the run ended: no window follows
-    over_budget_.erase(item.run.id);
+    segment_bytes_.erase(item.run.id);
     Note(item.run, touched);
     return absl::OkStatus();
   }
@@ -673,11 +687,16 @@ class StateStore::Writer {
   SqliteStatement upsert_upstream_stream_, insert_upstream_message_, release_upstream_,
       delete_upstream_stream_;
   config::RetentionConfig retention_;
-  // Per running run: bytes of window distributions stored by this process
-  // (a run resumed after a restart starts from 0 again; the entry goes with
-  // the run's final total).
-  std::map<runs::RunId, int64_t> window_distribution_bytes_;
-  std::set<runs::RunId> over_budget_;  // runs past it (logged once each)
+  // Per running run: bytes of periodic window (total segment) distributions
+  // stored by this process (a run resumed after a restart starts from 0
+  // again; the entry goes with the run's final total), and whether the run
+  // went past its budget (logged once).
+  struct StoredBytes {
+    int64_t bytes = 0;
+    bool over = false;
+  };
+  std::map<runs::RunId, StoredBytes> window_distribution_bytes_;
+  std::map<runs::RunId, StoredBytes> segment_bytes_;
 };
 
 // --- StateStore --------------------------------------------------------------
@@ -789,8 +808,9 @@ void StateStore::SaveRun(runs::RunInfo run) {
 }
 
 void StateStore::SaveWindow(const runs::WindowRecord& window) {
-  // Every stored member: the distribution of a periodic window only (range
-  // queries merge them; a total segment's is in its total). Positional on
+  // Every stored member: the distribution of a periodic window (range
+  // queries merge them) and of a total segment (a spilled total is their
+  // merge). Positional on
   // purpose: a member added to WindowRecord makes
   // -Wmissing-field-initializers fail the build here.
   runs::WindowRecord copy{
@@ -802,10 +822,10 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
       window.seconds,
       window.rate_seconds,
       window.snapshot,
-      window.kind == runs::WindowRecord::Kind::kPeriodic ? window.distribution
-                                                         : std::vector<LatencyBucket>{},
+      window.distribution,
       window.segments,
       window.exact_total,
+      window.spilled,
       0,
       0,
       {},
@@ -816,7 +836,14 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
   const size_t bytes = WindowBytes(copy);
   {
     MutexLock lock(mu_);
-    if (queued_bytes_ + bytes > max_queued_bytes_) {
+    if (copy.kind == runs::WindowRecord::Kind::kTotalSegment) {
+      // A spilled total needs every one of its segments: wait for room
+      // instead of dropping (a segment is one total window's worth of
+      // distinct latencies, so they are rare).
+      done_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return queued_bytes_ == 0 || queued_bytes_ + bytes <= max_queued_bytes_;
+      });
+    } else if (queued_bytes_ + bytes > max_queued_bytes_) {
       ++dropped_;
       lock.Unlock();
       wake_.NotifyOne();  // the writer logs the drop
@@ -1115,11 +1142,7 @@ absl::StatusOr<std::vector<UpstreamMessage>> StateStore::LoadUpstreamMessages(
 
 absl::StatusOr<std::vector<runs::WindowRecord>> StateStore::ReadWindowRange(
     runs::RunId run, const WindowRange& range) const {
-  {
-    MutexLock lock(mu_);  // what was queued before the call is committed
-    const uint64_t target = enqueued_;
-    done_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return written_ >= target; });
-  }
+  WaitCommitted();
   absl::StatusOr<SqliteDb> db = OpenReader();
   if (!db.ok()) return db.status();
   absl::StatusOr<SqliteStatement> select = db->Prepare(SelectWindowRangeSql());
@@ -1149,6 +1172,108 @@ absl::StatusOr<std::vector<runs::WindowRecord>> StateStore::ReadWindowRange(
     out.push_back(*std::move(w));
   }
   return out;
+}
+
+namespace {
+
+// A stored window row to merge: where its blob is and what it should hold.
+struct StoredDistribution {
+  int64_t rowid, seq, valid, bytes;
+};
+
+absl::StatusOr<std::vector<StoredDistribution>> SelectStored(SqliteDb& db, const std::string& sql,
+                                                             std::initializer_list<int64_t> args) {
+  absl::StatusOr<SqliteStatement> select = db.Prepare(sql);
+  if (!select.ok()) return select.status();
+  int i = 1;
+  for (int64_t arg : args) select->BindInt64(i++, arg);
+  std::vector<StoredDistribution> rows;
+  for (;;) {
+    absl::StatusOr<bool> row = select->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return rows;
+    rows.push_back(StoredDistribution{select->ColumnInt64(0), select->ColumnInt64(1),
+                                      select->ColumnInt64(2), select->ColumnInt64(3)});
+  }
+}
+
+// `set`'s percentiles of the merge of `rows`' blobs into `out` (whose valid
+// is checked), each blob streamed. `what` names a row ("total segment"),
+// `budget_key` the key that leaves a row without its blob.
+absl::Status MergeStored(SqliteDb& db, runs::RunId run, std::span<const StoredDistribution> rows,
+                         absl::string_view what, absl::string_view budget_key,
+                         const PercentileSet& set, LatencySnapshot* out) {
+  std::vector<SqliteBlob> blobs;
+  blobs.reserve(rows.size());  // the sources point into it
+  std::vector<std::unique_ptr<DistributionBlobSource>> sources;
+  for (const StoredDistribution& row : rows) {
+    if (row.valid == 0) continue;
+    if (row.bytes == 0) {
+      return absl::FailedPreconditionError(absl::StrCat("run ", run, ": ", what, " ", row.seq,
+                                                        " was stored without its distribution (",
+                                                        budget_key, ")"));
+    }
+    absl::StatusOr<SqliteBlob> blob = db.OpenBlob("windows", "distribution", row.rowid);
+    if (!blob.ok()) return blob.status();
+    const SqliteBlob* b = &blobs.emplace_back(*std::move(blob));
+    absl::StatusOr<std::unique_ptr<DistributionBlobSource>> source =
+        DistributionBlobSource::Open(b->size(), [b](int64_t offset, std::span<char> into) {
+          return b->Read(offset, into.data(), static_cast<int>(into.size()));
+        });
+    if (!source.ok()) {
+      return absl::Status(source.status().code(), absl::StrCat("run ", run, " ", what, " ", row.seq,
+                                                               ": ", source.status().message()));
+    }
+    sources.push_back(*std::move(source));
+  }
+  std::vector<BucketSource*> inputs;
+  inputs.reserve(sources.size());
+  for (const auto& source : sources) inputs.push_back(source.get());
+  absl::Status merged = MergedPercentiles(inputs, set, out);
+  if (!merged.ok()) {
+    return absl::Status(merged.code(), absl::StrCat("run ", run, ": merging ", rows.size(), " ",
+                                                    what, "s: ", merged.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void StateStore::WaitCommitted() const {
+  MutexLock lock(mu_);  // what was queued before the call is committed
+  const uint64_t target = enqueued_;
+  done_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return written_ >= target; });
+}
+
+absl::Status StateStore::MergeTotalSegments(runs::RunId run, int64_t segments,
+                                            const PercentileSet& set, LatencySnapshot* out) const {
+  absl::Status s = MergeTotalSegmentsOrFail(run, segments, set, out);
+  if (!s.ok()) ClearPercentiles(out);  // never part of an answer
+  return s;
+}
+
+absl::Status StateStore::MergeTotalSegmentsOrFail(runs::RunId run, int64_t segments,
+                                                  const PercentileSet& set,
+                                                  LatencySnapshot* out) const {
+  WaitCommitted();
+  absl::StatusOr<SqliteDb> db = OpenReader();
+  if (!db.ok()) return db.status();
+  // One read transaction: the rows and their blobs as one snapshot.
+  if (absl::Status s = db->Exec("BEGIN"); !s.ok()) return Annotate(s, path_);
+  absl::StatusOr<std::vector<StoredDistribution>> rows =
+      SelectStored(*db, SelectTotalSegmentsSql(), {static_cast<int64_t>(run), segments});
+  if (!rows.ok()) return Annotate(rows.status(), path_);
+  // Newest first: the run's last `segments`, numbered without a gap.
+  const bool whole = static_cast<int64_t>(rows->size()) == segments &&
+                     (rows->empty() || rows->front().seq - rows->back().seq + 1 == segments);
+  if (!whole) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run, ": its total has ", segments, " segments but ", rows->size(),
+                     " of them are stored (a window dropped before it was saved?)"));
+  }
+  return Annotate(MergeStored(*db, run, *rows, "total segment",
+                              "past retention.maxTotalSegmentBytesPerRun", set, out),
+                  path_);
 }
 
 absl::StatusOr<StateStore::MissingDistributions> StateStore::WindowsWithoutDistribution(

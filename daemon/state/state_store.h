@@ -64,6 +64,8 @@
 #include "absl/status/statusor.h"
 #include "daemon/common/mutex.h"
 #include "daemon/config/daemon_config.h"
+#include "daemon/core/latency_percentiles.h"
+#include "daemon/core/latency_snapshot.h"
 #include "daemon/runs/run_info.h"
 #include "daemon/runs/window_record.h"
 #include "daemon/state/checkpoint.h"
@@ -133,9 +135,11 @@ class StateStore {
 
   // Inserts or updates the run's row (its windows and total are kept).
   void SaveRun(runs::RunInfo run);
-  // Inserts (or replaces) a periodic window or total segment: counters and
-  // percentiles; the distribution is not copied. REQUIRES: the run was saved
-  // first, kind != kTotal (else a write error). May be dropped (see above).
+  // Inserts (or replaces) a periodic window or total segment: counters,
+  // percentiles and the distribution (copied; stored within its kind's
+  // retention budget). REQUIRES: the run was saved first, kind != kTotal
+  // (else a write error). A periodic window may be dropped (see above); a
+  // total segment waits for queue room instead (a spilled total needs them all).
   void SaveWindow(const runs::WindowRecord& window);
   // In one transaction: the run's row (its final state and end time) and its
   // total with the distribution blob (and its checkpoint is deleted). REQUIRES: total.kind ==
@@ -205,6 +209,20 @@ class StateStore {
   };
   [[nodiscard]] absl::StatusOr<std::vector<runs::WindowRecord>> ReadWindowRange(
       runs::RunId run, const WindowRange& range) const;
+  // The exact percentiles of a spilled run total (WindowRecord::spilled):
+  // the streaming merge of the run's `segments` newest stored total
+  // segments, each read blob by blob (memory: a 64 KiB buffer and a chunk
+  // per segment, never the distributions). `out` holds the total's counters
+  // (its `valid` is checked against the merge); `set`'s percentiles are
+  // filled. Waits until what was queued before the call is committed, then
+  // reads on a fresh connection in one read transaction. FailedPrecondition
+  // when a segment is missing or was stored without its distribution
+  // (retention.maxTotalSegmentBytesPerRun); DataLoss for a corrupt blob or a
+  // merge that does not match the counters; on any error `out` has no
+  // percentiles (ClearPercentiles). Any thread.
+  [[nodiscard]] absl::Status MergeTotalSegments(runs::RunId run, int64_t segments,
+                                                const PercentileSet& set,
+                                                LatencySnapshot* out) const;
   // The run's committed periodic windows that hold latencies but no stored
   // distribution, and the lowest seq among them (0: none). Does not wait
   // for the writer. Any thread.
@@ -295,6 +313,9 @@ class StateStore {
   void Enqueue(Item item, size_t bytes);
   void WriterLoop();
   absl::StatusOr<SqliteDb> OpenReader() const;  // read-only, with the busy timeout
+  void WaitCommitted() const;  // until what was queued before the call is committed
+  absl::Status MergeTotalSegmentsOrFail(runs::RunId run, int64_t segments, const PercentileSet& set,
+                                        LatencySnapshot* out) const;
 
   const std::unique_ptr<DirectoryLock> lock_;  // held while the store is open
   Mutex reserve_mu_;                           // ReserveRunIds, one at a time

@@ -14,6 +14,9 @@ it exits non-zero, prints nothing, or reports an error.
   same perld; the run's total exact (the binary checks it).
   spool_bench: 64-byte records, 0.05 s per step, 2,000 records iterated, no
   page-cache drop.
+  total_merge_bench: 3 total segments of 2,000 distinct latencies, one merge
+  checked against the in-memory merge (the binary checks it), and its
+  --breakdown.
 
   /usr/bin/python3 tests/bench/bench_smoke.py --perld build/release/daemon/bench/perld \
       --perlctl build/release/client/perlctl/perlctl build/release/tests/bench/*_bench \
@@ -48,7 +51,7 @@ GBENCH = {
 }
 # Benchmarks allowed to skip with an error: the machine's, not the code's.
 MAY_SKIP = {"BM_ClockTsc", "BM_RawRdtsc"}
-COMMANDS = ("query_latency", "ingest_bench", "spool_bench")
+COMMANDS = ("query_latency", "ingest_bench", "spool_bench", "total_merge_bench")
 
 failures = []
 
@@ -154,6 +157,15 @@ def main():
                                       "--records", "2000", "--size", "64", "--cold", "0"])
             check(got is not None and "| page cache warm |" in got[0] and
                   "| synced |" in got[0], "spool_bench: its tables incomplete")
+        if "total_merge_bench" in binaries:
+            got = run("total_merge_bench",
+                      [binaries["total_merge_bench"], "--segments", "3", "--distinct", "2000",
+                       "--repeat", "1", "--verify", "--breakdown",
+                       "--dir", os.path.join(tmp, "total_merge")])
+            check(got is not None and
+                  re.search(r"^total_merge segments=3 distinct=2000 .* verify=on .*result=ok$",
+                            got[0], re.M) is not None,
+                  "total_merge_bench: no verified summary line")
         if "query_latency" in binaries or "ingest_bench" in binaries:
             daemon_commands(binaries, args.perld, args.perlctl, tmp)
     print(f"\n{len(binaries)} benchmark binaries in {time.monotonic() - t0:.1f} s")

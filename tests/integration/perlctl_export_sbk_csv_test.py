@@ -9,8 +9,10 @@ Three daemons, each with csvDir set:
      bytes on stdout as with --out; a running run, an unknown run, a range
      and a bad --format are refused with a clear message;
   2. a windows-mode ingest run whose total window closes early on a 1 MB
-     budget (inexact_total_test.py's): its total segments are Total rows as
-     in csvDir, and its inexact total's percentile cells are empty in both;
+     budget (inexact_total_test.py's) and whose segments cannot be kept
+     (retention.maxTotalSegmentBytesPerRun 0): its total segments are Total
+     rows as in csvDir, and its inexact total's percentile cells are empty
+     in both;
      the same file once the restarted daemon restored the run from its
      state directory (its history then lists periodic windows first);
   3. retention.maxWindowsPerRun 3: only the newest windows are retained --
@@ -157,9 +159,11 @@ def main():
     check(d.stop() == 0, "daemon 1: SIGTERM, exit 0")
 
     # 2. Total segments and an inexact total (an ingest run over a 1 MB
-    # total budget): Total rows per segment, empty percentile cells.
+    # total budget, no room to keep its segments): Total rows per segment,
+    # empty percentile cells.
     d, csv_dir, query = start("segments", "exactTotalLatencyMaxMemoryMB: 1\n"
-                              "reportingIntervalMs: 200\ningest:\n  maxPairsPerReport: 50000\n")
+                              "reportingIntervalMs: 200\ningest:\n  maxPairsPerReport: 50000\n"
+                              "retention:\n  maxTotalSegmentBytesPerRun: 0\n")
     s = IngestStream(irpc.IngestStub(grpc.insecure_channel(d.grpc)), ipb, ipb.IngestOpen(
         run_name="wide", client_id="w", client_name="w", mode=ipb.IngestOpen.MODE_WINDOWS,
         time_unit=pb.TIME_UNIT_NS))

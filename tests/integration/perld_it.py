@@ -105,10 +105,11 @@ class Daemon:
         # Keep draining stdout so the daemon never blocks on a full pipe.
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
-    def rss_kib(self):
+    def rss_kib(self, field="VmRSS"):
+        """The daemon's resident memory (field "VmHWM": its peak) in KiB."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
         return 0
 

@@ -1,5 +1,6 @@
 #include "daemon/state/distribution_codec.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -159,6 +160,45 @@ TEST(DistributionCodecTest, StructuralCorruptionIsInvalidArgument) {
   }
   EXPECT_EQ(DecodeDistribution(Sealed(std::string("PDSX\x01\x00", 6))).status().code(),
             absl::StatusCode::kDataLoss);  // bad magic
+}
+
+TEST(DistributionCodecTest, BlobSourceStreamsALargeBlobInFixedMemory) {
+  // ~1 MB of blob: varints straddle every 64 KiB read.
+  std::mt19937_64 rng(27);
+  std::vector<LatencyBucket> buckets;
+  int64_t latency = 0;
+  for (int i = 0; i < 200'000; ++i) {
+    latency += 1 + static_cast<int64_t>(rng() % 100'000);
+    buckets.push_back({latency, 1 + static_cast<int64_t>(rng() % 1'000'000)});
+  }
+  absl::StatusOr<std::string> blob = EncodeDistribution(buckets);
+  ASSERT_TRUE(blob.ok());
+  size_t largest_read = 0;
+  absl::StatusOr<std::unique_ptr<DistributionBlobSource>> source = DistributionBlobSource::Open(
+      static_cast<int64_t>(blob->size()), [&](int64_t offset, std::span<char> into) {
+        largest_read = std::max(largest_read, into.size());
+        blob->copy(into.data(), into.size(), static_cast<size_t>(offset));
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_EQ((*source)->buckets(), buckets.size());
+  std::vector<LatencyBucket> read;
+  for (;;) {
+    absl::StatusOr<std::span<const LatencyBucket>> chunk = (*source)->Next();
+    ASSERT_TRUE(chunk.ok()) << chunk.status();
+    if (chunk->empty()) break;
+    EXPECT_LE(chunk->size(), DistributionBlobSource::kChunk);
+    read.insert(read.end(), chunk->begin(), chunk->end());
+  }
+  EXPECT_EQ(read, buckets);
+  EXPECT_LE(largest_read, size_t{64} << 10);
+  EXPECT_TRUE((*source)->Next().ok());  // stays at the end
+
+  // A read error is the source's error.
+  absl::StatusOr<std::unique_ptr<DistributionBlobSource>> failing = DistributionBlobSource::Open(
+      static_cast<int64_t>(blob->size()),
+      [](int64_t, std::span<char>) { return absl::UnavailableError("disk gone"); });
+  EXPECT_EQ(failing.status().code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ retention:
   maxWindowsPerRun: 100
   maxBytes: 2097152
   maxWindowDistributionBytesPerRun: 4096
+  maxTotalSegmentBytesPerRun: 8192
 limits:
   maxRunningRuns: 2
   maxBenchWorkers: 8
@@ -134,6 +135,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.retention.max_windows_per_run = 100;
   c.retention.max_bytes = 2'097'152;
   c.retention.max_window_distribution_bytes_per_run = 4096;
+  c.retention.max_total_segment_bytes_per_run = 8192;
   c.limits.max_running_runs = 2;
   c.limits.max_bench_workers = 8;
   c.limits.max_bench_payload_bytes = 4096;

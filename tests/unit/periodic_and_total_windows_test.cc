@@ -1,7 +1,10 @@
 #include "daemon/core/periodic_and_total_windows.h"
 
+#include <limits>
 #include <vector>
 
+#include "daemon/core/array_latency_recorder.h"
+#include "daemon/core/distribution_merge.h"
 #include "daemon/core/hash_map_latency_recorder.h"
 #include "daemon/core/latency_recorder_builder.h"
 #include "daemon/core/long_hash_map_latency_recorder.h"
@@ -27,6 +30,19 @@ std::vector<Observation> Stream(size_t n, int64_t base, int64_t step, uint64_t s
 void Record(PeriodicAndTotalWindows& w, const std::vector<Observation>& obs, int64_t now) {
   const std::vector<TimeStamp> ts = testing::ToTimeStamps(obs);
   w.RecordBatch(ts.data(), ts.size(), now);
+}
+
+// The percentile values of a spilled total: its segments' merge.
+std::vector<int64_t> SpilledPercentiles(const std::vector<WindowReport>& segments,
+                                        const WindowReport& total, const PercentileSet& set) {
+  std::vector<SpanBucketSource> spans;
+  spans.reserve(segments.size());
+  std::vector<BucketSource*> sources;
+  sources.reserve(segments.size());
+  for (const WindowReport& s : segments) sources.push_back(&spans.emplace_back(s.distribution));
+  LatencySnapshot out = total.snapshot;
+  EXPECT_TRUE(MergedPercentiles(sources, set, &out).ok());
+  return out.values;
 }
 
 TEST(PeriodicAndTotalWindowsTest, UsesTheBuilderPolicy) {
@@ -236,6 +252,93 @@ TEST(PeriodicAndTotalWindowsTest, FullTotalIsReportedAndReset) {
   EXPECT_TRUE(total.snapshot.values.empty());
   EXPECT_TRUE(total.snapshot.percents.empty());
   EXPECT_EQ(total.snapshot.median, 0);
+  // ... but spilled: the last segment is reported too, and the merge of the
+  // two segments' distributions is the exact total (issue 27).
+  EXPECT_TRUE(total.spilled);
+  std::vector<WindowReport> last = w.TakePendingReports();
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].scope, WindowReport::Scope::kTotalSegment);
+  EXPECT_FALSE(last[0].snapshot.closed_full);
+  EXPECT_EQ(last[0].distribution, (std::vector<LatencyBucket>{{5, 2}}));
+  SortedVectorOracle oracle(0, std::numeric_limits<int64_t>::max());
+  oracle.Add(a);
+  oracle.Add(b);
+  oracle.Add(c);
+  EXPECT_EQ(SpilledPercentiles({pending[0], last[0]}, total, w.percentiles()),
+            oracle.Expect(w.percentiles()).values);
+}
+
+// Issue 27's reproduction: array periodic [0, 100000], primitive-map total
+// of 1 MB (65,536 distinct values); 70,000 distinct latencies, a window
+// close (the total closes early), then one record of 5 -- or none. Before:
+// p50 = p99 = median = 5 (or 0), from the last segment alone. Now the total
+// has no percentile of its own, is spilled, and its segments merge to the
+// exact answer.
+TEST(PeriodicAndTotalWindowsTest, SpilledTotalMergesToTheExactAnswer) {
+  for (const bool record_after : {true, false}) {
+    SCOPED_TRACE(record_after ? "one record after the early close" : "nothing after it");
+    auto periodic = ArrayLatencyRecorder::Create(0, 100'000);
+    auto total_recorder = HashMapLatencyRecorder::Create(0, 100'000, 1);
+    ASSERT_TRUE(periodic.ok() && total_recorder.ok());
+    auto made = PeriodicAndTotalWindows::Create(std::move(*periodic), std::move(*total_recorder),
+                                                PercentileSet::Default(), 0);
+    ASSERT_TRUE(made.ok());
+    PeriodicAndTotalWindows& w = *made;
+    SortedVectorOracle oracle(0, 100'000);
+    std::vector<Observation> many;
+    for (int64_t v = 0; v < 70'000; ++v) many.push_back({v * 13 % 70'000, 1, 0});
+    Record(w, many, 1);
+    oracle.Add(many);
+    WindowReport window;
+    w.CloseWindow(10, &window);
+    std::vector<WindowReport> segments = w.TakePendingReports();
+    ASSERT_EQ(segments.size(), 1u);
+    if (record_after) {
+      const std::vector<Observation> five = {{5, 1, 0}};
+      Record(w, five, 11);
+      oracle.Add(five);
+      w.CloseWindow(20, &window);
+    }
+    WindowReport total;
+    w.CloseTotal(30, &total);
+    EXPECT_EQ(total.snapshot.valid, record_after ? 70'001 : 70'000);
+    EXPECT_FALSE(total.exact_total);
+    EXPECT_FALSE(total.snapshot.percentiles_exact);
+    EXPECT_TRUE(total.snapshot.values.empty());  // never the last segment's p50 of 5
+    ASSERT_TRUE(total.spilled);
+    for (WindowReport& r : w.TakePendingReports()) segments.push_back(std::move(r));
+    ASSERT_EQ(static_cast<int64_t>(segments.size()), total.segments);
+    const LatencySnapshot want = oracle.Expect(w.percentiles());
+    EXPECT_EQ(SpilledPercentiles(segments, total, w.percentiles()), want.values);
+  }
+}
+
+TEST(PeriodicAndTotalWindowsTest, ASeededTotalIsNotSpilled) {
+  // A run resumed from a checkpoint: its seed is in no reported segment,
+  // so a total that outgrows its budget stays without percentiles.
+  LatencyConfig config = LatencyConfig::ForUnit(TimeUnit::kNs);
+  config.total_max_hash_map_size_mb = 1;
+  auto made = PeriodicAndTotalWindows::Create(config, 0);
+  ASSERT_TRUE(made.ok());
+  PeriodicAndTotalWindows& w = *made;
+  std::vector<LatencyBucket> seed;
+  for (int64_t v = 0; v < 50'000; ++v) seed.push_back({2 * v, 1});
+  LatencyCounters counters;
+  counters.records = counters.valid = 50'000;
+  counters.min_latency = 0;
+  counters.max_latency = 99'998;
+  for (const LatencyBucket& b : seed) counters.total_latency += b.latency;
+  w.SeedTotal(counters, seed);
+  std::vector<Observation> odd;
+  for (int64_t v = 0; v < 50'000; ++v) odd.push_back({2 * v + 1, 1, 0});
+  Record(w, odd, 1);
+  WindowReport window;
+  w.CloseWindow(10, &window);
+  WindowReport total;
+  w.CloseTotal(20, &total);
+  EXPECT_EQ(total.snapshot.valid, 100'000);
+  EXPECT_FALSE(total.exact_total);
+  EXPECT_FALSE(total.spilled);
 }
 
 TEST(PeriodicAndTotalWindowsTest, RunTotalIsExactAcrossTotalSegments) {

@@ -8,10 +8,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/core/run_total.h"
 #include "daemon/state/distribution_codec.h"
 #include "daemon/state/sqlite_db.h"
 #include "gmock/gmock.h"
@@ -82,7 +85,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "9");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "10");
   EXPECT_EQ(Sql(store->path(), "PRAGMA synchronous"), "2");  // FULL on the store's connection
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
@@ -193,6 +196,88 @@ TEST(StateStoreTest, PeriodicWindowsKeepTheirDistributionsWithinTheRunsBudget) {
   for (const WindowRecord& w : runs[0].windows) EXPECT_TRUE(w.distribution.empty());
 }
 
+// A spilled run total (issue 27): total segments keep their distributions
+// within retention.maxTotalSegmentBytesPerRun, retention.maxWindowsPerRun
+// does not prune them, and MergeTotalSegments walks the merge of the run's
+// newest N segments -- the percentiles of all their data together.
+TEST(StateStoreTest, MergeTotalSegmentsIsTheExactTotalOfTheNewestSegments) {
+  ScratchDir tmp;
+  config::RetentionConfig retention;
+  retention.max_windows_per_run = 1;
+  auto store = OpenOrDie(tmp.path(), retention);
+  store->SaveRun(MakeRun(1));
+  std::mt19937_64 rng(27);
+  std::map<int64_t, int64_t> newest;  // the last 5 segments' data, counted
+  int64_t valid = 0;
+  for (int64_t seq = 1; seq <= 6; ++seq) {
+    std::map<int64_t, int64_t> counts;
+    for (int i = 0; i < 20'000; ++i) ++counts[static_cast<int64_t>(rng() % 1'000'000)];
+    WindowRecord w = MakeWindow(1, Kind::kTotalSegment, seq);
+    w.distribution.clear();
+    for (const auto& [latency, count] : counts) w.distribution.push_back({latency, count});
+    w.snapshot.valid = 20'000;
+    store->SaveWindow(w);
+    if (seq == 1) continue;  // before a warm-up's end, say: not in the total
+    for (const auto& [latency, count] : counts) newest[latency] += count;
+    valid += 20'000;
+  }
+  store->SaveWindow(MakeWindow(1, Kind::kPeriodic, 1));  // prunes periodic windows only
+  std::vector<LatencyBucket> all;
+  all.reserve(newest.size());
+  for (const auto& [latency, count] : newest) all.push_back({latency, count});
+  const PercentileSet set = PercentileSet::Default();
+  LatencySnapshot want;
+  want.valid = valid;
+  FillPercentiles(set, all, &want);
+
+  LatencySnapshot got;
+  got.valid = valid;
+  ASSERT_TRUE(store->MergeTotalSegments(1, 5, set, &got).ok());
+  EXPECT_EQ(got.values, want.values);
+  EXPECT_EQ(got.counts, want.counts);
+  EXPECT_EQ(got.median, want.median);
+  EXPECT_TRUE(got.percentiles_exact);
+
+  LatencySnapshot more;
+  more.valid = valid;
+  absl::Status missing = store->MergeTotalSegments(1, 7, set, &more);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kFailedPrecondition) << missing;
+  LatencySnapshot wrong;
+  wrong.valid = valid + 1;  // counters that do not match the stored data
+  EXPECT_EQ(store->MergeTotalSegments(1, 5, set, &wrong).code(), absl::StatusCode::kDataLoss);
+  EXPECT_FALSE(wrong.percentiles_exact);
+
+  // A segment's blob corrupted on disk: DataLoss naming it, never an answer.
+  Sql(store->path(),
+      "UPDATE windows SET distribution = CAST(substr(distribution, 1, 40) || x'ff' || "
+      "substr(distribution, 42) AS BLOB) WHERE kind = 'total_segment' AND seq = 4");
+  LatencySnapshot corrupt;
+  corrupt.valid = valid;
+  absl::Status bad = store->MergeTotalSegments(1, 5, set, &corrupt);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kDataLoss) << bad;
+  EXPECT_THAT(bad.message(), HasSubstr("total segment 4"));
+  EXPECT_FALSE(corrupt.percentiles_exact);
+}
+
+TEST(StateStoreTest, TotalSegmentsPastTheirBudgetAreStoredWithoutADistribution) {
+  ScratchDir tmp;
+  config::RetentionConfig retention;
+  retention.max_total_segment_bytes_per_run = 20;  // one small blob
+  auto store = OpenOrDie(tmp.path(), retention);
+  store->SaveRun(MakeRun(1));
+  for (int64_t seq = 1; seq <= 2; ++seq) {
+    WindowRecord w = MakeWindow(1, Kind::kTotalSegment, seq);
+    w.snapshot.valid = 3;  // {{3, 1}, {4, 2}}
+    store->SaveWindow(w);
+  }
+  const PercentileSet set = PercentileSet::Default();
+  LatencySnapshot both;  // segment 1 has its blob, segment 2 is past the budget
+  both.valid = 6;
+  absl::Status s = store->MergeTotalSegments(1, 2, set, &both);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("retention.maxTotalSegmentBytesPerRun"));
+}
+
 TEST(StateStoreTest, SaveRunUpdatesTheRowAndKeepsItsWindows) {
   ScratchDir tmp;
   auto store = OpenOrDie(tmp.path());
@@ -284,7 +369,7 @@ TEST(StateStoreTest, SaveFinalTotalIsAllOrNothing) {
   EXPECT_EQ(store->write_errors(), 2u);
 }
 
-TEST(StateStoreTest, WindowsBeyondTheQueueBoundAreDroppedAndCounted) {
+TEST(StateStoreTest, PeriodicWindowsBeyondTheQueueBoundAreDroppedAndCounted) {
   ScratchDir tmp;
   std::atomic<int> drop_lines{0};
   StateStoreOptions options;
@@ -299,6 +384,13 @@ TEST(StateStoreTest, WindowsBeyondTheQueueBoundAreDroppedAndCounted) {
   for (int i = 1; i <= 3; ++i) {
     store->SaveWindow(MakeWindow(1, Kind::kPeriodic, i));
   }
+  // A total segment waits for room instead (a spilled total needs it):
+  // with an empty queue, one larger than the bound goes in.
+  WindowRecord segment = MakeWindow(1, Kind::kTotalSegment, 1);
+  segment.distribution.clear();
+  for (int64_t v = 0; v < 10'000; ++v) segment.distribution.push_back({3 * v, 1});
+  segment.snapshot.valid = 10'000;
+  store->SaveWindow(segment);
   store->SaveFinalTotal(MakeRun(1, RunState::kFinished, 5), MakeTotal(1, 10));  // never dropped
   const absl::Status s = store->Flush();
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
@@ -306,9 +398,13 @@ TEST(StateStoreTest, WindowsBeyondTheQueueBoundAreDroppedAndCounted) {
   EXPECT_EQ(store->dropped_windows(), 3u);
   EXPECT_EQ(store->write_errors(), 0u);
   EXPECT_TRUE(store->Flush().ok());
+  LatencySnapshot merged;
+  merged.valid = 10'000;
+  EXPECT_TRUE(store->MergeTotalSegments(1, 1, PercentileSet::Default(), &merged).ok());
   const std::vector<StoredRun> runs = LoadOrDie(*store);
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_TRUE(runs[0].windows.empty());
+  ASSERT_EQ(runs[0].windows.size(), 1u);  // the segment only
+  EXPECT_EQ(runs[0].windows[0].kind, Kind::kTotalSegment);
   EXPECT_TRUE(runs[0].total.has_value());
   store.reset();  // the writer logs drops before it stops
   EXPECT_GE(drop_lines.load(), 1);
@@ -357,7 +453,9 @@ TEST(StateStoreTest, RetentionKeepsTheRunsThatEndedLastAndEveryRunningRun) {
   EXPECT_EQ(store->MaxRunId(), 5u);
 }
 
-TEST(StateStoreTest, RetentionKeepsTheNewestWindowsPerRunAndKind) {
+// Total segments are kept whole: a spilled total merges them all (their
+// bytes have their own budget, retention.maxTotalSegmentBytesPerRun).
+TEST(StateStoreTest, RetentionKeepsTheNewestPeriodicWindowsAndEveryTotalSegment) {
   ScratchDir tmp;
   config::RetentionConfig retention;
   retention.max_windows_per_run = 3;
@@ -376,7 +474,7 @@ TEST(StateStoreTest, RetentionKeepsTheNewestWindowsPerRunAndKind) {
   std::vector<StoredRun> runs = LoadOrDie(*store);
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(Seqs(runs[0], Kind::kPeriodic), (std::vector<int64_t>{8, 9, 10}));
-  EXPECT_EQ(Seqs(runs[0], Kind::kTotalSegment), (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(Seqs(runs[0], Kind::kTotalSegment), (std::vector<int64_t>{1, 2, 3, 4, 5}));
 
   // SetRetention applies to everything already stored, in queue order.
   retention.max_windows_per_run = 1;
@@ -384,7 +482,7 @@ TEST(StateStoreTest, RetentionKeepsTheNewestWindowsPerRunAndKind) {
   ASSERT_TRUE(store->Flush().ok());
   runs = LoadOrDie(*store);
   EXPECT_EQ(Seqs(runs[0], Kind::kPeriodic), (std::vector<int64_t>{10}));
-  EXPECT_EQ(Seqs(runs[0], Kind::kTotalSegment), (std::vector<int64_t>{5}));
+  EXPECT_EQ(Seqs(runs[0], Kind::kTotalSegment), (std::vector<int64_t>{1, 2, 3, 4, 5}));
 }
 
 TEST(StateStoreTest, OpenAppliesASmallerRetention) {
@@ -495,12 +593,12 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 10 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 11 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 10 is newer than this perld supports (9)"));
+              HasSubstr("schema version 11 is newer than this perld supports (10)"));
 }
 
 // Turns a current database back into one of `version`: drops the tables
@@ -545,7 +643,7 @@ TEST(StateStoreTest, UpgradesVersion1To8Databases) {
     DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "9");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "10");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM run_clients"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE slo = '' AND slo_state = ''"),
               "1");
