@@ -43,14 +43,14 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager, const ingest::RunT
                              const config::CurrentConfig& config,
                              const tiers::UpstreamForwarder* upstream,
                              const service::CallAuth* auth, const http::HttpServerStats* http_stats,
-                             const service::SbpService* sbp)
+                             const service::SbpService* sbp, const state::StateStore* store)
     : manager_(manager),
       ingest_runs_(ingest_runs),
       grpc_(grpc),
       config_(config),
       start_mono_ns_(MonotonicNanos()),
       ingest_(ingest_stats),
-      state_(manager, ingest_runs, upstream, auth, http_stats, sbp),
+      state_(manager, ingest_runs, upstream, auth, http_stats, sbp, store),
       uptime_(Gauge(registry_, "perld_uptime_seconds", "Seconds since the daemon started.")),
       omitted_(Gauge(registry_, "perld_exporter_runs_omitted",
                      "Runs left out of this scrape by prometheus.maxRuns (the oldest).")),

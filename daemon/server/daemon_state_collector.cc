@@ -99,6 +99,23 @@ std::vector<prometheus::MetricFamily> DaemonStateCollector::Collect() const {
             "Remote clients whose next message waits for queue room (ingest.maxClientMemoryBytes "
             "or ingest.maxMemoryBytes): parked, its stream not read, no thread held.",
             AsDouble(ingest_runs_.parked_clients()));
+  if (store_ != nullptr) {
+    const state::StateStore::DistributionCounts d = store_->distribution_counts();
+    AddSingle(&f, "perld_state_total_segment_bytes_total", MetricType::Counter,
+              "Bytes of total-segment distributions written to the state directory (a run "
+              "total past its memory budget is their merge).",
+              AsDouble(d.segment_bytes));
+    prometheus::MetricFamily& unstored = AddFamily(
+        &f, "perld_state_unstored_distributions_total", MetricType::Counter,
+        "Windows stored without their distribution, by kind: total_segment (past "
+        "retention.maxTotalSegmentBytesPerRun: the run's total gets no percentiles), periodic "
+        "(past retention.maxWindowDistributionBytesPerRun: ranges over it are refused).");
+    AddSample(unstored, AsDouble(d.segments_unstored), {{"kind", "total_segment"}});
+    AddSample(unstored, AsDouble(d.windows_unstored), {{"kind", "periodic"}});
+    AddSingle(&f, "perld_state_dropped_windows_total", MetricType::Counter,
+              "Periodic windows the state store's write queue dropped (it was full).",
+              AsDouble(store_->dropped_windows()));
+  }
   if (auth_ != nullptr) {
     prometheus::MetricFamily& family =
         AddFamily(&f, "perld_auth_refused_total", MetricType::Counter,

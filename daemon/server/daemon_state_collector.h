@@ -18,6 +18,9 @@
 //   perld_sbp_slots, perld_sbp_slots_freed_total{reason},
 //   perld_sbp_client_failures_total                       with the SBP service
 //   perld_upstream_*{node}                                with an upstream
+//   perld_state_total_segment_bytes_total,
+//   perld_state_unstored_distributions_total{kind},
+//   perld_state_dropped_windows_total                     with a state store
 //
 // Threads: Collect from any thread; every source must outlive the collector.
 #pragma once
@@ -32,6 +35,7 @@
 #include "daemon/runs/run_manager.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/service/sbp_service.h"
+#include "daemon/state/state_store.h"
 #include "daemon/tiers/upstream_forwarder.h"
 
 namespace perld::server {
@@ -41,13 +45,15 @@ class DaemonStateCollector final : public prometheus::Collectable {
   // The pointers may be null: their families are left out.
   DaemonStateCollector(const runs::RunManager& manager, const ingest::RunTable& ingest_runs,
                        const tiers::UpstreamForwarder* upstream, const service::CallAuth* auth,
-                       const http::HttpServerStats* http_stats, const service::SbpService* sbp)
+                       const http::HttpServerStats* http_stats, const service::SbpService* sbp,
+                       const state::StateStore* store)
       : manager_(manager),
         ingest_runs_(ingest_runs),
         upstream_(upstream),
         auth_(auth),
         http_(http_stats),
-        sbp_(sbp) {}
+        sbp_(sbp),
+        store_(store) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
@@ -58,6 +64,7 @@ class DaemonStateCollector final : public prometheus::Collectable {
   const service::CallAuth* const auth_;
   const http::HttpServerStats* const http_;
   const service::SbpService* const sbp_;
+  const state::StateStore* const store_;
 };
 
 }  // namespace perld::server

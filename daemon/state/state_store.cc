@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <map>
 #include <set>
@@ -407,16 +408,20 @@ class StateStore::Writer {
       const auto size = static_cast<int64_t>(encoded->size());
       if (stored + size <= budget) {
         stored += size;
+        if (segment) counts_.segment_bytes.fetch_add(static_cast<uint64_t>(size));
         blob = *std::move(encoded);
-      } else if (!over) {
-        over = true;
-        log::Warning("run ", item.window.run_id, ": ", segment ? "total segment " : "window ",
-                     item.window.seq, " on: distributions not stored, ", stored, " bytes reached ",
-                     segment ? "retention.maxTotalSegmentBytesPerRun ("
-                             : "retention.maxWindowDistributionBytesPerRun (",
-                     budget,
-                     segment ? "); the run's total will have exact counters and no percentiles"
-                             : "); ranges over these windows will be refused");
+      } else {
+        (segment ? counts_.segments_unstored : counts_.windows_unstored).fetch_add(1);
+        if (!std::exchange(over, true)) {
+          log::Warning("run ", item.window.run_id, ": ", segment ? "total segment " : "window ",
+                       item.window.seq, " on: distributions not stored, ", stored,
+                       " bytes reached ",
+                       segment ? "retention.maxTotalSegmentBytesPerRun ("
+                               : "retention.maxWindowDistributionBytesPerRun (",
+                       budget,
+                       segment ? "); the run's total will have exact counters and no percentiles"
+                               : "); ranges over these windows will be refused");
+        }
       }
     }
     insert_window_.Reset();
@@ -697,6 +702,14 @@ class StateStore::Writer {
   };
   std::map<runs::RunId, StoredBytes> window_distribution_bytes_;
   std::map<runs::RunId, StoredBytes> segment_bytes_;
+
+ public:
+  // Written here, read by any thread (StateStore::distribution_counts).
+  struct {
+    std::atomic<uint64_t> segment_bytes{0};
+    std::atomic<uint64_t> segments_unstored{0};
+    std::atomic<uint64_t> windows_unstored{0};
+  } counts_;
 };
 
 // --- StateStore --------------------------------------------------------------
@@ -1068,6 +1081,12 @@ runs::RunId StateStore::MaxRunId() const {
 uint64_t StateStore::write_errors() const {
   MutexLock lock(mu_);
   return write_errors_;
+}
+
+StateStore::DistributionCounts StateStore::distribution_counts() const {
+  return DistributionCounts{writer_->counts_.segment_bytes.load(),
+                            writer_->counts_.segments_unstored.load(),
+                            writer_->counts_.windows_unstored.load()};
 }
 
 uint64_t StateStore::dropped_windows() const {

@@ -259,6 +259,13 @@ class StateStore {
 
   uint64_t write_errors() const;
   uint64_t dropped_windows() const;
+  // Distributions stored and left out since this store was opened.
+  struct DistributionCounts {
+    uint64_t segment_bytes = 0;      // total-segment distribution bytes stored
+    uint64_t segments_unstored = 0;  // total segments past maxTotalSegmentBytesPerRun
+    uint64_t windows_unstored = 0;   // periodic windows past maxWindowDistributionBytesPerRun
+  };
+  DistributionCounts distribution_counts() const;
   const std::string& path() const { return path_; }
 
  private:

@@ -1,5 +1,6 @@
 #include "daemon/core/periodic_and_total_windows.h"
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -311,6 +312,60 @@ TEST(PeriodicAndTotalWindowsTest, SpilledTotalMergesToTheExactAnswer) {
     const LatencySnapshot want = oracle.Expect(w.percentiles());
     EXPECT_EQ(SpilledPercentiles(segments, total, w.percentiles()), want.values);
   }
+}
+
+// The oracle over many segments: random windows of random widths into
+// total windows of random caps (1-2 MB: 65,536-131,072 distinct latencies),
+// so runs close their total 0 to ~10 times; the final total -- in memory, or
+// the merge of every segment reported -- equals the concatenated raw data's.
+TEST(PeriodicAndTotalWindowsTest, TotalsOfManySegmentsEqualTheRawData) {
+  std::mt19937_64 rng(2027);
+  int spilled = 0;
+  int64_t most_segments = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    SCOPED_TRACE(trial);
+    LatencyConfig config = LatencyConfig::ForUnit(TimeUnit::kNs);
+    config.total_max_hash_map_size_mb = 1 + static_cast<int64_t>(rng() % 2);
+    auto made = PeriodicAndTotalWindows::Create(config, 0);
+    ASSERT_TRUE(made.ok());
+    PeriodicAndTotalWindows& w = *made;
+    SortedVectorOracle oracle(config.min_latency, config.max_latency);
+    std::vector<WindowReport> segments;
+    const int windows = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < windows; ++i) {
+      std::vector<Observation> obs(rng() % 60'000);
+      const uint64_t spread = 1 + rng() % 2'000'000;
+      for (Observation& o : obs) {
+        o = {static_cast<int64_t>(rng() % spread), static_cast<int32_t>(1 + rng() % 3), 0};
+      }
+      Record(w, obs, i);
+      oracle.Add(obs);
+      WindowReport window;
+      w.CloseWindow(i + 1, &window);
+      for (WindowReport& r : w.TakePendingReports()) {
+        if (r.scope == WindowReport::Scope::kTotalSegment) segments.push_back(std::move(r));
+      }
+    }
+    WindowReport total;
+    w.CloseTotal(100, &total);
+    for (WindowReport& r : w.TakePendingReports()) segments.push_back(std::move(r));
+    const LatencySnapshot want = oracle.Expect(w.percentiles());
+    EXPECT_EQ(total.snapshot.valid, want.valid);
+    EXPECT_EQ(total.snapshot.records, want.records);
+    if (total.exact_total) {
+      EXPECT_FALSE(total.spilled);
+      EXPECT_EQ(total.snapshot.values, want.values);
+      EXPECT_EQ(total.snapshot.median, want.median);
+    } else {
+      ASSERT_TRUE(total.spilled);
+      ++spilled;
+      most_segments = std::max(most_segments, total.segments);
+      EXPECT_EQ(static_cast<int64_t>(segments.size()), total.segments);
+      EXPECT_EQ(SpilledPercentiles(segments, total, w.percentiles()), want.values);
+    }
+  }
+  EXPECT_GE(spilled, 2) << "the trials must exercise spilled totals";
+  EXPECT_GE(most_segments, 4);
 }
 
 TEST(PeriodicAndTotalWindowsTest, ASeededTotalIsNotSpilled) {
