@@ -59,8 +59,7 @@ class DaemonMetrics {
                 const tiers::UpstreamForwarder* upstream = nullptr,
                 const service::CallAuth* auth = nullptr,
                 const http::HttpServerStats* http_stats = nullptr,
-                const service::SbpService* sbp = nullptr,
-                const state::StateStore* store = nullptr);
+                const service::SbpService* sbp = nullptr, const state::StateStore* store = nullptr);
 
   // Renders the whole exposition into `buffer` (replacing its text, keeping
   // its capacity: a scraper's repeated ~1 MB texts cost no regrowth).

@@ -365,10 +365,9 @@ absl::Status BuildServices(Parts* p) {
   p->sbp =
       std::make_unique<service::SbpService>(*p->ingest_runs, p->ingest_stats, p->current, *p->auth);
   p->ingest_runs->SetDepartureHook(p->sbp->DepartureHook());
-  p->metrics = std::make_unique<DaemonMetrics>(*p->manager, *p->ingest_runs, p->ingest_stats,
-                                               p->grpc_stats, p->current, p->upstream.get(),
-                                               p->auth.get(), &p->http_stats, p->sbp.get(),
-                                               &p->history->store());
+  p->metrics = std::make_unique<DaemonMetrics>(
+      *p->manager, *p->ingest_runs, p->ingest_stats, p->grpc_stats, p->current, p->upstream.get(),
+      p->auth.get(), &p->http_stats, p->sbp.get(), &p->history->store());
   return absl::OkStatus();
 }
 
