@@ -42,7 +42,7 @@ RunManager::RunManager(const Options& options)
     : options_(options),
       budget_(options.max_memory_bytes),
       max_running_runs_(options.max_running_runs),
-      registry_(options.retention, options.merge_total_segments),
+      registry_(options.retention, options.stored_totals),
       host_(&outbox_),
       recorder_(host_, options.recorder),
       next_id_(options.first_id),
@@ -62,8 +62,8 @@ SloStatus RunManager::FinalSloStatus(const RunInfo& info, const WindowRecord& to
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(SloPercents(info.spec));
   if (exact && set.ok() && snapshot.valid > 0) {
     if (total.spilled) {
-      exact = options_.merge_total_segments &&
-              options_.merge_total_segments(info.id, total.segments, *set, &snapshot).ok();
+      exact = options_.stored_totals.final_total &&
+              options_.stored_totals.final_total(info.id, total.segments, *set, &snapshot).ok();
     } else {
       // One pass over the total's buckets (no copy: the registry indexes them next).
       PercentileWalker walker(*set, snapshot.valid, &snapshot);
@@ -82,8 +82,8 @@ void RunManager::MergeSpilledTotal(const RunInfo& info, WindowRecord* total) {
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(info.spec.latency.percentiles);
   if (!set.ok()) {
     s = set.status();
-  } else if (options_.merge_total_segments) {
-    s = options_.merge_total_segments(info.id, total->segments, *set, &total->snapshot);
+  } else if (options_.stored_totals.final_total) {
+    s = options_.stored_totals.final_total(info.id, total->segments, *set, &total->snapshot);
   }
   if (s.ok()) {
     total->exact_total = true;

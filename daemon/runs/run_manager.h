@@ -121,15 +121,12 @@ class RunManager {
     // store's ReserveRunIds), called with blocks of kIdBlock ids; an error
     // refuses the run. Null: ids are not reserved (tests, no state).
     std::function<absl::Status(RunId through)> reserve_ids;
-    // Fills `set`'s percentiles of a spilled run total (WindowRecord::
-    // spilled) into `out` (which holds its counters) from its `segments`
-    // stored total segments: the state store's MergeTotalSegments. Called on
-    // the dispatcher thread as the run ends (a merge of many large segments
-    // takes seconds: other runs' windows wait meanwhile). Null: a spilled
-    // total keeps exact counters and no percentiles.
-    std::function<absl::Status(RunId id, int64_t segments, const PercentileSet& set,
-                               LatencySnapshot* out)>
-        merge_total_segments;
+    // Totals too large for memory, answered from the state store
+    // (stored_totals.h). final_total is also called on the dispatcher thread
+    // as a spilled run ends (a merge of many large segments takes seconds:
+    // other runs' windows wait meanwhile). Empty: a spilled total keeps
+    // exact counters and no percentiles.
+    StoredTotals stored_totals;
   };
   static constexpr RunId kIdBlock = 16;
 
@@ -215,7 +212,7 @@ class RunManager {
   // The SLO's verdict on the run's final total (its exact distribution).
   SloStatus FinalSloStatus(const RunInfo& info, const WindowRecord& total);
   // A spilled total's percentiles from its stored segments
-  // (Options::merge_total_segments); when they cannot be merged, none (the
+  // (Options::stored_totals); when they cannot be merged, none (the
   // reason is logged) and the total is no longer `spilled`.
   void MergeSpilledTotal(const RunInfo& info, WindowRecord* total);
   void NotifyEvicted(const std::vector<RunId>& ids);

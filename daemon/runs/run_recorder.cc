@@ -162,6 +162,7 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
     case WindowReport::Scope::kTotalSegment:
       w.kind = WindowRecord::Kind::kTotalSegment;
       w.seq = ++segment_seq_;
+      w.through_window = periodic_seq_;  // the windows it holds are published
       w.remote = run_remote_;
       break;
     case WindowReport::Scope::kTotal:

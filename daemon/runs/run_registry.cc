@@ -185,6 +185,16 @@ struct RunRegistry::Entry {
   int64_t first_event = 0;           // event number of history.front()
   int64_t events = 0;
   int64_t released_segments = 0;  // kTotalSegment windows so far
+  // The live total's parts in the state store (StoredTotals::running_total):
+  // its periodic windows (the first after the warm-up, the latest), the
+  // total segments among them and the last window the last segment holds.
+  // A run resumed from a checkpoint (live_resumed) has a part in none.
+  int64_t live_first_window = 0;
+  int64_t live_last_window = 0;
+  int64_t live_first_segment = 0;
+  int64_t live_last_segment = 0;
+  int64_t live_segment_through = 0;
+  bool live_resumed = false;
   bool ended = false;
   int64_t bytes = 0;
 
@@ -202,8 +212,8 @@ struct RunRegistry::Entry {
   }
 };
 
-RunRegistry::RunRegistry(config::RetentionConfig retention, SegmentMerger merge_segments)
-    : merge_segments_(std::move(merge_segments)), retention_(retention) {}
+RunRegistry::RunRegistry(config::RetentionConfig retention, StoredTotals stored)
+    : stored_(std::move(stored)), retention_(retention) {}
 RunRegistry::~RunRegistry() = default;
 
 RunRegistry::Entry* RunRegistry::Find(RunId id) {
@@ -242,6 +252,7 @@ void RunRegistry::AddResumed(const RunInfo& info, std::vector<WindowRecord> hist
   // A base covering no window (a run resumed from before its first
   // checkpoint) adds nothing: its first window starts the total.
   if (base_seconds > 0 || base.records > 0) entry->live.Add(base, ascending);
+  entry->live_resumed = true;  // its checkpointed part is in no stored segment
   WindowRecord& t = entry->live_total;
   t.run_id = info.id;
   t.kind = WindowRecord::Kind::kTotal;
@@ -314,6 +325,8 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
         break;
       }
       e->live.Add(CountersOf(window.snapshot), window.distribution);
+      if (e->live_first_window == 0) e->live_first_window = window.seq;
+      e->live_last_window = window.seq;
       WindowRecord& t = e->live_total;
       if (e->live.windows() == 1) t.snapshot.start_time = window.snapshot.start_time;
       if (e->live.windows() == 1) t.start_unix_ms = window.start_unix_ms;
@@ -336,6 +349,12 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
     case WindowRecord::Kind::kTotalSegment:
       // Released on its limit (a spilled total's last segment is not).
       if (window.snapshot.closed_full) ++e->released_segments;
+      // A segment of the live total (not of the warm-up, which it left out).
+      if (e->live_first_window > 0 && window.through_window >= e->live_first_window) {
+        if (e->live_first_segment == 0) e->live_first_segment = window.seq;
+        e->live_last_segment = window.seq;
+        e->live_segment_through = window.through_window;
+      }
       // Its distribution is the state store's (a spilled total merges the
       // stored segments): memory here stays independent of distinct latencies.
       std::vector<LatencyBucket>().swap(window.distribution);
@@ -521,20 +540,32 @@ absl::StatusOr<RunId> RunRegistry::Resolve(const std::string& id_or_name) const 
 }
 
 absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileScope scope,
-                                                          std::vector<double> percents) const {
+                                                          std::vector<double> percents,
+                                                          bool merge_running) const {
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents));
   if (!set.ok()) return set.status();
   absl::StatusOr<PercentileAnswer> answer;
   {
     ReaderLock lock(mu_);
-    answer = PercentilesLocked(id, scope, *set);
+    answer = PercentilesLocked(id, scope, *set, merge_running && stored_.running_total);
   }
-  if (!answer.ok() || answer->spilled_segments == 0) return answer;
-  if (!merge_segments_) {
+  if (!answer.ok()) return answer;
+  if (answer->running_parts) {
+    // Past memory while running: the stored parts, else no percentile.
+    const RunningTotalParts parts = *std::exchange(answer->running_parts, std::nullopt);
+    LatencySnapshot merged = answer->snapshot;
+    if (stored_.running_total(id, parts, *set, &merged).ok()) {
+      answer->snapshot = std::move(merged);
+      answer->exact = true;
+    }
+    return answer;
+  }
+  if (answer->spilled_segments == 0) return answer;
+  if (!stored_.final_total) {
     return absl::FailedPreconditionError(absl::StrCat(
         "run ", id, ": its total spilled to the state directory, which this perld has not"));
   }
-  if (absl::Status s = merge_segments_(id, answer->spilled_segments, *set, &answer->snapshot);
+  if (absl::Status s = stored_.final_total(id, answer->spilled_segments, *set, &answer->snapshot);
       !s.ok()) {
     return s;
   }
@@ -543,7 +574,8 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
 }
 
 absl::StatusOr<PercentileAnswer> RunRegistry::PercentilesLocked(RunId id, PercentileScope scope,
-                                                                const PercentileSet& set) const {
+                                                                const PercentileSet& set,
+                                                                bool merge_running) const {
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   PercentileAnswer answer;
@@ -576,6 +608,17 @@ absl::StatusOr<PercentileAnswer> RunRegistry::PercentilesLocked(RunId id, Percen
   answer.exact = e->live.exact();
   answer.rate_seconds = e->live_total.RateSeconds();
   e->live.FillPercentiles(set, &answer.snapshot);
+  if (!answer.exact && merge_running && !e->live_resumed && e->live_last_window > 0) {
+    RunningTotalParts parts;
+    parts.first_window = e->live_first_window;
+    if (e->live_first_segment > 0) {
+      parts.first_segment = e->live_first_segment;
+      parts.last_segment = e->live_last_segment;
+      parts.first_window = e->live_segment_through + 1;
+    }
+    parts.last_window = e->live_last_window;
+    answer.running_parts = parts;
+  }
   return answer;
 }
 

@@ -51,6 +51,7 @@
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/run_total.h"
 #include "daemon/runs/run_info.h"
+#include "daemon/runs/stored_totals.h"
 #include "daemon/runs/window_record.h"
 
 namespace perld::runs {
@@ -73,9 +74,11 @@ struct PercentileAnswer {
   bool exact = true;         // false when the total's distribution lost segments
   bool total_final = false;
   double rate_seconds = 0;  // the span the total's rate divides by
-  // Inside RunRegistry only: > 0 while the requested percentiles of a
-  // spilled total are still to be merged from this many stored segments.
+  // Inside RunRegistry only: the requested percentiles still to be merged
+  // from the store -- a spilled total's segments (> 0), a running total's
+  // parts.
   int64_t spilled_segments = 0;
+  std::optional<RunningTotalParts> running_parts;
 };
 
 struct RunFilter {
@@ -91,14 +94,10 @@ struct RunPage {
 
 class RunRegistry {
  public:
-  // Fills `set`'s percentiles of a spilled final total (WindowRecord::
-  // spilled) from its `segments` stored segments into `out`, which holds
-  // its counters (StateStore::MergeTotalSegments). Without one, such
-  // percentiles are FailedPrecondition.
-  using SegmentMerger = std::function<absl::Status(RunId id, int64_t segments,
-                                                   const PercentileSet& set, LatencySnapshot* out)>;
-
-  explicit RunRegistry(config::RetentionConfig retention, SegmentMerger merge_segments = nullptr);
+  // `stored` answers totals too large for memory (stored_totals.h): without
+  // final_total a spilled total's other percentiles are FailedPrecondition;
+  // without running_total a running total past memory has none.
+  explicit RunRegistry(config::RetentionConfig retention, StoredTotals stored = {});
   ~RunRegistry();
 
   // A new running run. REQUIRES: a fresh id.
@@ -144,9 +143,14 @@ class RunRegistry {
   // Exact percentiles of any set (SBK's percent spelling: 50, 99.9, ...).
   // FailedPrecondition for kLatest before the run's first closed window.
   // A spilled final total answers other percentiles than its stored ones
-  // by merging its stored segments (SegmentMerger), outside the lock.
+  // by merging its stored segments (StoredTotals::final_total), outside the
+  // lock. With `merge_running`, a running total past its memory budget is
+  // merged from the store too (StoredTotals::running_total: costs a pass
+  // over the run's stored data, so only where a user asked; else, and when
+  // that merge fails, it has no percentile).
   absl::StatusOr<PercentileAnswer> Percentiles(RunId id, PercentileScope scope,
-                                               std::vector<double> percents) const;
+                                               std::vector<double> percents,
+                                               bool merge_running = false) const;
   // An ended run's exact total distribution from the first latency above
   // `after` (none: from the lowest), at most `max` buckets; `more` when
   // some are left. FailedPrecondition while the run runs or when its total
@@ -227,7 +231,8 @@ class RunRegistry {
   // Percentiles under the lock; a spilled total's are left to the caller
   // (PercentileAnswer::spilled_segments).
   absl::StatusOr<PercentileAnswer> PercentilesLocked(RunId id, PercentileScope scope,
-                                                     const PercentileSet& set) const
+                                                     const PercentileSet& set,
+                                                     bool merge_running) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   class ChangeLock;
@@ -239,7 +244,7 @@ class RunRegistry {
   // see absl::Mutex ordering and the concurrency tests would report false
   // races (daemon/common/mutex.h).
   mutable SharedMutex mu_;
-  const SegmentMerger merge_segments_;
+  const StoredTotals stored_;
   config::RetentionConfig retention_ ABSL_GUARDED_BY(mu_);
   std::map<RunId, std::unique_ptr<Entry>> runs_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -52,6 +52,10 @@ struct WindowRecord {
   // windows) and the total is their merge. exact_total turns true once the
   // merge filled the percentiles; `distribution` stays empty.
   bool spilled = false;
+  // kTotalSegment: the last periodic window whose records it holds (the
+  // segments partition a run's periodic windows since its warm-up). Not
+  // stored in the history.
+  int64_t through_window = 0;
   // Memory the run's periodic and total recorders retained as the window
   // closed (LatencyRecorder::RetainedBytes); not stored in the history.
   int64_t recorder_bytes = 0;

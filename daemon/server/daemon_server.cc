@@ -281,10 +281,17 @@ absl::Status BuildRuns(Parts* p, const config::DaemonConfig& config) {
   options.reserve_ids = [store_for_ids](runs::RunId through) {
     return store_for_ids->ReserveRunIds(through);
   };
-  options.merge_total_segments = [store_for_ids](runs::RunId id, int64_t segments,
-                                                 const PercentileSet& set, LatencySnapshot* out) {
+  options.stored_totals.final_total = [store_for_ids](runs::RunId id, int64_t segments,
+                                                      const PercentileSet& set,
+                                                      LatencySnapshot* out) {
     return store_for_ids->MergeTotalSegments(id, segments, set, out);
   };
+  options.stored_totals.running_total = [store_for_ids](
+                                            runs::RunId id, const runs::RunningTotalParts& parts,
+                                            const PercentileSet& set, LatencySnapshot* out) {
+    return store_for_ids->MergeRunningTotal(id, parts, set, out);
+  };
+
   p->manager = std::make_unique<runs::RunManager>(options);
   absl::StatusOr<std::vector<state::StoredRun>> resumable =
       p->history->Restore(p->manager->registry());

@@ -309,7 +309,10 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
   const runs::PercentileScope scope = request.scope() == v1::GetPercentilesRequest::SCOPE_LATEST
                                           ? runs::PercentileScope::kLatest
                                           : runs::PercentileScope::kTotal;
-  absl::StatusOr<runs::PercentileAnswer> answer = registry_.Percentiles(*id, scope, percents);
+  // A running total past its memory budget is merged from the state store
+  // here, where a user asked (not on every scrape, page refresh or SLO check).
+  absl::StatusOr<runs::PercentileAnswer> answer =
+      registry_.Percentiles(*id, scope, percents, /*merge_running=*/true);
   if (!answer.ok() && scope == runs::PercentileScope::kLatest &&
       answer.status().code() == absl::StatusCode::kFailedPrecondition && store_ != nullptr) {
     // The latest window of a run loaded from the history has no distribution

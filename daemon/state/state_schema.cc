@@ -344,6 +344,12 @@ std::string SelectTotalSegmentsSql() {
          "kind = 'total_segment' ORDER BY seq DESC LIMIT ?2";
 }
 
+std::string SelectStoredRangeSql(bool segments) {
+  return absl::StrCat(
+      "SELECT rowid, seq, valid, length(distribution) FROM windows WHERE run_id = ?1 AND kind = '",
+      segments ? "total_segment" : "periodic", "' AND seq BETWEEN ?2 AND ?3 ORDER BY seq");
+}
+
 std::string SelectWindowsWithoutDistributionSql() {
   return "SELECT count(*), coalesce(min(seq), 0) FROM windows WHERE run_id = ?1 AND "
          "kind = 'periodic' AND valid > 0 AND length(distribution) = 0";

@@ -352,6 +352,9 @@ std::string SelectWindowRangeSql();
 // rowid, seq, valid, length(distribution) of run ?1's ?2 newest total
 // segments, newest first.
 std::string SelectTotalSegmentsSql();
+// rowid, seq, valid, length(distribution) of run ?1's total segments
+// (`segments`) or periodic windows with ?2 <= seq <= ?3, ascending.
+std::string SelectStoredRangeSql(bool segments);
 // count(*), min(seq) of a run's periodic windows with latencies and no blob.
 std::string SelectWindowsWithoutDistributionSql();
 int WindowBlobColumn();

@@ -826,26 +826,27 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
   // merge). Positional on
   // purpose: a member added to WindowRecord makes
   // -Wmissing-field-initializers fail the build here.
-  runs::WindowRecord copy{
-      window.run_id,
-      window.kind,
-      window.seq,
-      window.start_unix_ms,
-      window.end_unix_ms,
-      window.seconds,
-      window.rate_seconds,
-      window.snapshot,
-      window.distribution,
-      window.segments,
-      window.exact_total,
-      window.spilled,
-      0,
-      0,
-      {},
-      {},
-      false,
-      false,
-      {}};  // live-only: recorder_bytes, cache_releases, remote, applied, cut, warmup, left out
+  runs::WindowRecord copy{window.run_id,
+                          window.kind,
+                          window.seq,
+                          window.start_unix_ms,
+                          window.end_unix_ms,
+                          window.seconds,
+                          window.rate_seconds,
+                          window.snapshot,
+                          window.distribution,
+                          window.segments,
+                          window.exact_total,
+                          window.spilled,
+                          0,
+                          0,
+                          0,
+                          {},
+                          {},
+                          false,
+                          false,
+                          {}};  // live-only: through_window, recorder_bytes, cache_releases,
+                                // remote, applied, cut, warmup, left out
   const size_t bytes = WindowBytes(copy);
   {
     MutexLock lock(mu_);
@@ -1198,9 +1199,11 @@ namespace {
 // A stored window row to merge: where its blob is and what it should hold.
 struct StoredDistribution {
   int64_t rowid, seq, valid, bytes;
+  bool segment;  // a total segment (else a periodic window)
 };
 
 absl::StatusOr<std::vector<StoredDistribution>> SelectStored(SqliteDb& db, const std::string& sql,
+                                                             bool segments,
                                                              std::initializer_list<int64_t> args) {
   absl::StatusOr<SqliteStatement> select = db.Prepare(sql);
   if (!select.ok()) return select.status();
@@ -1212,25 +1215,26 @@ absl::StatusOr<std::vector<StoredDistribution>> SelectStored(SqliteDb& db, const
     if (!row.ok()) return row.status();
     if (!*row) return rows;
     rows.push_back(StoredDistribution{select->ColumnInt64(0), select->ColumnInt64(1),
-                                      select->ColumnInt64(2), select->ColumnInt64(3)});
+                                      select->ColumnInt64(2), select->ColumnInt64(3), segments});
   }
 }
 
 // `set`'s percentiles of the merge of `rows`' blobs into `out` (whose valid
-// is checked), each blob streamed. `what` names a row ("total segment"),
-// `budget_key` the key that leaves a row without its blob.
+// is checked), each blob streamed.
 absl::Status MergeStored(SqliteDb& db, runs::RunId run, std::span<const StoredDistribution> rows,
-                         absl::string_view what, absl::string_view budget_key,
                          const PercentileSet& set, LatencySnapshot* out) {
   std::vector<SqliteBlob> blobs;
   blobs.reserve(rows.size());  // the sources point into it
   std::vector<std::unique_ptr<DistributionBlobSource>> sources;
   for (const StoredDistribution& row : rows) {
+    const absl::string_view what = row.segment ? "total segment" : "window";
     if (row.valid == 0) continue;
     if (row.bytes == 0) {
-      return absl::FailedPreconditionError(absl::StrCat("run ", run, ": ", what, " ", row.seq,
-                                                        " was stored without its distribution (",
-                                                        budget_key, ")"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "run ", run, ": ", what, " ", row.seq, " was stored without its distribution (past ",
+          row.segment ? "retention.maxTotalSegmentBytesPerRun"
+                      : "retention.maxWindowDistributionBytesPerRun",
+          ")"));
     }
     absl::StatusOr<SqliteBlob> blob = db.OpenBlob("windows", "distribution", row.rowid);
     if (!blob.ok()) return blob.status();
@@ -1250,8 +1254,8 @@ absl::Status MergeStored(SqliteDb& db, runs::RunId run, std::span<const StoredDi
   for (const auto& source : sources) inputs.push_back(source.get());
   absl::Status merged = MergedPercentiles(inputs, set, out);
   if (!merged.ok()) {
-    return absl::Status(merged.code(), absl::StrCat("run ", run, ": merging ", rows.size(), " ",
-                                                    what, "s: ", merged.message()));
+    return absl::Status(merged.code(), absl::StrCat("run ", run, ": merging ", rows.size(),
+                                                    " stored distributions: ", merged.message()));
   }
   return absl::OkStatus();
 }
@@ -1280,7 +1284,7 @@ absl::Status StateStore::MergeTotalSegmentsOrFail(runs::RunId run, int64_t segme
   // One read transaction: the rows and their blobs as one snapshot.
   if (absl::Status s = db->Exec("BEGIN"); !s.ok()) return Annotate(s, path_);
   absl::StatusOr<std::vector<StoredDistribution>> rows =
-      SelectStored(*db, SelectTotalSegmentsSql(), {static_cast<int64_t>(run), segments});
+      SelectStored(*db, SelectTotalSegmentsSql(), true, {static_cast<int64_t>(run), segments});
   if (!rows.ok()) return Annotate(rows.status(), path_);
   // Newest first: the run's last `segments`, numbered without a gap.
   const bool whole = static_cast<int64_t>(rows->size()) == segments &&
@@ -1290,9 +1294,47 @@ absl::Status StateStore::MergeTotalSegmentsOrFail(runs::RunId run, int64_t segme
         absl::StrCat("run ", run, ": its total has ", segments, " segments but ", rows->size(),
                      " of them are stored (a window dropped before it was saved?)"));
   }
-  return Annotate(MergeStored(*db, run, *rows, "total segment",
-                              "past retention.maxTotalSegmentBytesPerRun", set, out),
-                  path_);
+  return Annotate(MergeStored(*db, run, *rows, set, out), path_);
+}
+
+absl::Status StateStore::MergeRunningTotal(runs::RunId run, const runs::RunningTotalParts& parts,
+                                           const PercentileSet& set, LatencySnapshot* out) const {
+  absl::Status s = MergeRunningTotalOrFail(run, parts, set, out);
+  if (!s.ok()) ClearPercentiles(out);  // never part of an answer
+  return s;
+}
+
+absl::Status StateStore::MergeRunningTotalOrFail(runs::RunId run,
+                                                 const runs::RunningTotalParts& parts,
+                                                 const PercentileSet& set,
+                                                 LatencySnapshot* out) const {
+  WaitCommitted();
+  absl::StatusOr<SqliteDb> db = OpenReader();
+  if (!db.ok()) return db.status();
+  if (absl::Status s = db->Exec("BEGIN"); !s.ok()) return Annotate(s, path_);
+  std::vector<StoredDistribution> rows;
+  // Every number of each range must be stored, else part of the total is gone.
+  const auto take = [&](bool segments, int64_t first, int64_t last) -> absl::Status {
+    if (first == 0 || first > last) return absl::OkStatus();
+    absl::StatusOr<std::vector<StoredDistribution>> got = SelectStored(
+        *db, SelectStoredRangeSql(segments), segments, {static_cast<int64_t>(run), first, last});
+    if (!got.ok()) return got.status();
+    if (static_cast<int64_t>(got->size()) != last - first + 1) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "run ", run, ": ", last - first + 1 - static_cast<int64_t>(got->size()), " of ",
+          segments ? "total segments " : "windows ", first, "-", last,
+          " are not stored (retention.maxWindowsPerRun, or a window the store dropped)"));
+    }
+    rows.insert(rows.end(), got->begin(), got->end());
+    return absl::OkStatus();
+  };
+  if (absl::Status s = take(true, parts.first_segment, parts.last_segment); !s.ok()) {
+    return Annotate(s, path_);
+  }
+  if (absl::Status s = take(false, parts.first_window, parts.last_window); !s.ok()) {
+    return Annotate(s, path_);
+  }
+  return Annotate(MergeStored(*db, run, rows, set, out), path_);
 }
 
 absl::StatusOr<StateStore::MissingDistributions> StateStore::WindowsWithoutDistribution(

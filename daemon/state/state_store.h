@@ -67,6 +67,7 @@
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/latency_snapshot.h"
 #include "daemon/runs/run_info.h"
+#include "daemon/runs/stored_totals.h"
 #include "daemon/runs/window_record.h"
 #include "daemon/state/checkpoint.h"
 #include "daemon/state/directory_lock.h"
@@ -223,6 +224,15 @@ class StateStore {
   [[nodiscard]] absl::Status MergeTotalSegments(runs::RunId run, int64_t segments,
                                                 const PercentileSet& set,
                                                 LatencySnapshot* out) const;
+  // The same for a running run's total past its memory budget: total
+  // segments parts.first_segment..last_segment and periodic windows
+  // parts.first_window..last_window merged. FailedPrecondition when one of
+  // them is not stored (retention.maxWindowsPerRun) or has no distribution
+  // (retention.maxTotalSegmentBytesPerRun, maxWindowDistributionBytesPerRun).
+  [[nodiscard]] absl::Status MergeRunningTotal(runs::RunId run,
+                                               const runs::RunningTotalParts& parts,
+                                               const PercentileSet& set,
+                                               LatencySnapshot* out) const;
   // The run's committed periodic windows that hold latencies but no stored
   // distribution, and the lowest seq among them (0: none). Does not wait
   // for the writer. Any thread.
@@ -323,6 +333,8 @@ class StateStore {
   void WaitCommitted() const;  // until what was queued before the call is committed
   absl::Status MergeTotalSegmentsOrFail(runs::RunId run, int64_t segments, const PercentileSet& set,
                                         LatencySnapshot* out) const;
+  absl::Status MergeRunningTotalOrFail(runs::RunId run, const runs::RunningTotalParts& parts,
+                                       const PercentileSet& set, LatencySnapshot* out) const;
 
   const std::unique_ptr<DirectoryLock> lock_;  // held while the store is open
   Mutex reserve_mu_;                           // ReserveRunIds, one at a time

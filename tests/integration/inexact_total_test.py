@@ -6,6 +6,10 @@ One windows client sends 8 windows of 40,000 distinct ns latencies each
 (exactTotalLatencyMaxMemoryMB: 1): the total window closes early and its
 segments do not fit the run total's budget together.
 
+* While it runs (one report per periodic window) its live total outgrows
+  the same budget: GetRun has no percentile for it, GetPercentiles merges
+  its stored parts (total segments, then the windows after them) and
+  equals the raw data sent so far.
 * When it ends, the total is the streaming merge of its spilled segments:
   exact, every percentile equal to the one computed here over the raw data
   -- the run's configured set (GetRun, /api/run) and any other set
@@ -47,14 +51,24 @@ def window(ipb, seq, first):
                             latency_delta=deltas, count=[1] * DISTINCT)
 
 
-def send_run(ipb, pb, irpc, channel, name):
+def send_run(ipb, pb, irpc, channel, name, windows=WINDOWS):
+    """Opens the run and sends its first `windows` windows."""
     s = IngestStream(irpc.IngestStub(channel), ipb, ipb.IngestOpen(
         run_name=name, client_id=name, client_name=name, mode=ipb.IngestOpen.MODE_WINDOWS,
         time_unit=pb.TIME_UNIT_NS))
     opened = s.recv().opened
-    for k in range(WINDOWS):
+    for k in range(windows):
         s.ask(window=window(ipb, k + 1, 1000 + k * DISTINCT))
     return s, opened.run_id
+
+
+def wait_records(pb, query, run_id, records):
+    for _ in range(200):
+        t = query.GetRun(pb.GetRunRequest(run=str(run_id)), timeout=10).total
+        if t.records >= records:
+            return t
+        time.sleep(0.05)
+    return t
 
 
 def check_no_percentiles(d, pb, query, ctl, run_id, name, when):
@@ -157,23 +171,31 @@ def main():
     query = rpc.QueryStub(channel)
     ctl = [args.perlctl, "--target", d.grpc]
 
-    s, run_id = send_run(ipb, pb, irpc, channel, "wide")
-    # The windows are merged once a periodic window closes (200 ms).
+    # While it runs: one report per periodic window (200 ms), so the live
+    # total (the windows merged, the same 1 MB budget) outgrows memory at
+    # the second and has no percentile of its own; GetPercentiles merges its
+    # stored parts (total segments, then the windows after them).
+    s, run_id = send_run(ipb, pb, irpc, channel, "wide", windows=0)
     records = WINDOWS * DISTINCT
-    for _ in range(100):
-        t = query.GetRun(pb.GetRunRequest(run=str(run_id)), timeout=10).total
-        if t.records == records:
-            break
-        time.sleep(0.1)
-    # The registry's live total (the periodic windows merged, the same
-    # budget) is exact while the windows fit, else it has no percentile:
-    # one window (the 8 reports merged in one interval) always fits.
-    t = query.GetRun(pb.GetRunRequest(run=str(run_id)), timeout=10).total
-    check(t.records == records and
-          ((t.exact_total and len(t.percentiles) > 0 and not t.inexact_reason) or
-           (not t.exact_total and not t.percentiles and "not exact" in t.inexact_reason)),
-          f"running: the live total is exact or has no percentile ({t.records} records, "
+    running = 5
+    for k in range(running):
+        s.ask(window=window(ipb, k + 1, 1000 + k * DISTINCT))
+        t = wait_records(pb, query, run_id, (k + 1) * DISTINCT)
+    so_far = [(1000 + i, 1) for i in range(running * DISTINCT)]
+    check(t.records == running * DISTINCT and not t.exact_total and not t.percentiles and
+          "not exact" in t.inexact_reason,
+          f"running: GetRun's live total has no percentile ({t.records} records, "
           f"exact {t.exact_total}, {len(t.percentiles)} percentiles)")
+    asked = [1, 50, 99, 99.99]
+    p = query.GetPercentiles(pb.GetPercentilesRequest(run=str(run_id), percentiles=asked),
+                             timeout=30)
+    got = [q.latency for q in p.percentiles]
+    check(p.exact and not p.final and p.valid_latency_records == running * DISTINCT and
+          got == perld_it.exact_percentiles(so_far, asked),
+          f"running: GetPercentiles merges the stored parts: {got} "
+          f"(want {perld_it.exact_percentiles(so_far, asked)})")
+    for k in range(running, WINDOWS):
+        s.ask(window=window(ipb, k + 1, 1000 + k * DISTINCT))
     s.finish(WINDOWS)
     run = wait_ended(query, pb, run_id)
     check(run.total.segments >= 2, f"the total window closed early: {run.total.segments} segments")

@@ -124,6 +124,78 @@ TEST(RunRegistryTest, AnInexactTotalAnswersNoPercentile) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// A running total past its memory budget has no percentile of its own; where
+// a user asks (merge_running), the registry hands the store its parts: the
+// total segments since the warm-up and the periodic windows after the last
+// of them.
+TEST(RunRegistryTest, ARunningTotalPastMemoryIsMergedFromItsStoredParts) {
+  std::vector<RunningTotalParts> asked;
+  StoredTotals stored;
+  stored.running_total = [&asked](RunId, const RunningTotalParts& parts, const PercentileSet&,
+                                  LatencySnapshot* out) {
+    asked.push_back(parts);
+    out->values = {4242, 4243};
+    out->percentiles_exact = true;
+    return absl::OkStatus();
+  };
+  RunRegistry registry(config::RetentionConfig{}, stored);
+  RunInfo info = Info(8, "long");
+  info.spec.latency.total_max_hash_map_size_mb = 1;  // 65,536 distinct latencies
+  registry.AddRunning(info);
+  // 40,000 distinct latencies per window: two no longer fit the live total.
+  const auto wide = [](int64_t seq, bool warmup) {
+    WindowRecord w = Window(8, seq, 0, 40'000);
+    w.warmup = warmup;
+    w.distribution.clear();
+    for (int64_t v = 0; v < 40'000; ++v) w.distribution.push_back({seq * 100'000 + v, 1});
+    return w;
+  };
+  const auto segment = [](int64_t seq, int64_t through) {
+    WindowRecord w = Window(8, seq, 0, 1);
+    w.kind = WindowRecord::Kind::kTotalSegment;
+    w.through_window = through;
+    w.snapshot.closed_full = true;
+    return w;
+  };
+  registry.AddWindow(wide(1, /*warmup=*/true));
+  registry.AddWindow(segment(1, 1));  // the warm-up's: not the live total's
+  for (int64_t seq = 2; seq <= 4; ++seq) registry.AddWindow(wide(seq, false));
+  registry.AddWindow(segment(2, 3));
+  registry.AddWindow(segment(3, 4));
+  registry.AddWindow(wide(5, false));
+  registry.AddWindow(wide(6, false));
+
+  absl::StatusOr<PercentileAnswer> plain =
+      registry.Percentiles(8, PercentileScope::kTotal, {50, 99});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->exact);
+  EXPECT_TRUE(plain->snapshot.values.empty()) << "no percentile from part of the run";
+  EXPECT_TRUE(asked.empty()) << "only where a user asked";
+
+  absl::StatusOr<PercentileAnswer> merged =
+      registry.Percentiles(8, PercentileScope::kTotal, {50, 99}, /*merge_running=*/true);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0], (RunningTotalParts{2, 3, 5, 6}));
+  EXPECT_TRUE(merged->exact);
+  EXPECT_EQ(merged->snapshot.values, (std::vector<int64_t>{4242, 4243}));
+  EXPECT_EQ(merged->snapshot.valid, 5 * 40'000) << "the windows after the warm-up";
+
+  // A failed merge leaves the answer without percentiles, never an error.
+  RunRegistry failing(config::RetentionConfig{},
+                      StoredTotals{nullptr, [](RunId, const RunningTotalParts&,
+                                               const PercentileSet&, LatencySnapshot*) {
+                                     return absl::FailedPreconditionError("window 5 not stored");
+                                   }});
+  failing.AddRunning(info);
+  for (int64_t seq = 1; seq <= 2; ++seq) failing.AddWindow(wide(seq, false));
+  absl::StatusOr<PercentileAnswer> none =
+      failing.Percentiles(8, PercentileScope::kTotal, {50}, /*merge_running=*/true);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->exact);
+  EXPECT_TRUE(none->snapshot.values.empty());
+}
+
 // perlctl export reads an ended run's exact total distribution in pages;
 // a running run, an inexact total or one whose distribution was not kept
 // is refused rather than answered from less.

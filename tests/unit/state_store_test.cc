@@ -259,6 +259,58 @@ TEST(StateStoreTest, MergeTotalSegmentsIsTheExactTotalOfTheNewestSegments) {
   EXPECT_FALSE(corrupt.percentiles_exact);
 }
 
+// A running total past memory: its total segments since the warm-up, then
+// the periodic windows after the last of them, merged as one.
+TEST(StateStoreTest, MergeRunningTotalMergesSegmentsThenWindows) {
+  ScratchDir tmp;
+  auto store = OpenOrDie(tmp.path());
+  store->SaveRun(MakeRun(1));
+  std::map<int64_t, int64_t> counts;
+  int64_t valid = 0;
+  const auto distribution = [&](int64_t base, bool counted) {
+    std::vector<LatencyBucket> d;
+    for (int64_t v = 0; v < 1000; ++v) d.push_back({base + 7 * v, 1 + v % 3});
+    if (counted) {
+      for (const LatencyBucket& b : d) {
+        counts[b.latency] += b.count;
+        valid += b.count;
+      }
+    }
+    return d;
+  };
+  for (int64_t seq = 1; seq <= 3; ++seq) {  // segment 1 is the warm-up's
+    WindowRecord w = MakeWindow(1, Kind::kTotalSegment, seq);
+    w.distribution = distribution(seq * 10, seq >= 2);
+    w.snapshot.valid = 0;
+    for (const LatencyBucket& b : w.distribution) w.snapshot.valid += b.count;
+    store->SaveWindow(w);
+  }
+  for (int64_t seq = 1; seq <= 6; ++seq) {  // windows 5 and 6 follow segment 3
+    WindowRecord w = MakeWindow(1, Kind::kPeriodic, seq);
+    w.distribution = distribution(seq * 3, seq >= 5);
+    w.snapshot.valid = 0;
+    for (const LatencyBucket& b : w.distribution) w.snapshot.valid += b.count;
+    store->SaveWindow(w);
+  }
+  std::vector<LatencyBucket> all;
+  all.reserve(counts.size());
+  for (const auto& [latency, count] : counts) all.push_back({latency, count});
+  const PercentileSet set = PercentileSet::Default();
+  LatencySnapshot want;
+  want.valid = valid;
+  FillPercentiles(set, all, &want);
+  LatencySnapshot got;
+  got.valid = valid;
+  ASSERT_TRUE(store->MergeRunningTotal(1, {2, 3, 5, 6}, set, &got).ok());
+  EXPECT_EQ(got.values, want.values);
+  EXPECT_EQ(got.median, want.median);
+  LatencySnapshot gone;  // window 7 was never stored
+  gone.valid = valid;
+  absl::Status s = store->MergeRunningTotal(1, {2, 3, 5, 7}, set, &gone);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_FALSE(gone.percentiles_exact);
+}
+
 TEST(StateStoreTest, TotalSegmentsPastTheirBudgetAreStoredWithoutADistribution) {
   ScratchDir tmp;
   config::RetentionConfig retention;
