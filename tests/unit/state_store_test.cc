@@ -196,6 +196,20 @@ TEST(StateStoreTest, PeriodicWindowsKeepTheirDistributionsWithinTheRunsBudget) {
   for (const WindowRecord& w : runs[0].windows) EXPECT_TRUE(w.distribution.empty());
 }
 
+// `set`'s percentiles of raw data counted by latency (the merges' oracle).
+LatencySnapshot ExpectedPercentiles(const std::map<int64_t, int64_t>& counts,
+                                    const PercentileSet& set) {
+  std::vector<LatencyBucket> all;
+  all.reserve(counts.size());
+  LatencySnapshot want;
+  for (const auto& [latency, count] : counts) {
+    all.push_back({latency, count});
+    want.valid += count;
+  }
+  FillPercentiles(set, all, &want);
+  return want;
+}
+
 // A spilled run total (issue 27): total segments keep their distributions
 // within retention.maxTotalSegmentBytesPerRun, retention.maxWindowsPerRun
 // does not prune them, and MergeTotalSegments walks the merge of the run's
@@ -222,13 +236,8 @@ TEST(StateStoreTest, MergeTotalSegmentsIsTheExactTotalOfTheNewestSegments) {
     valid += 20'000;
   }
   store->SaveWindow(MakeWindow(1, Kind::kPeriodic, 1));  // prunes periodic windows only
-  std::vector<LatencyBucket> all;
-  all.reserve(newest.size());
-  for (const auto& [latency, count] : newest) all.push_back({latency, count});
   const PercentileSet set = PercentileSet::Default();
-  LatencySnapshot want;
-  want.valid = valid;
-  FillPercentiles(set, all, &want);
+  const LatencySnapshot want = ExpectedPercentiles(newest, set);
 
   LatencySnapshot got;
   got.valid = valid;
@@ -292,13 +301,8 @@ TEST(StateStoreTest, MergeRunningTotalMergesSegmentsThenWindows) {
     for (const LatencyBucket& b : w.distribution) w.snapshot.valid += b.count;
     store->SaveWindow(w);
   }
-  std::vector<LatencyBucket> all;
-  all.reserve(counts.size());
-  for (const auto& [latency, count] : counts) all.push_back({latency, count});
   const PercentileSet set = PercentileSet::Default();
-  LatencySnapshot want;
-  want.valid = valid;
-  FillPercentiles(set, all, &want);
+  const LatencySnapshot want = ExpectedPercentiles(counts, set);
   LatencySnapshot got;
   got.valid = valid;
   ASSERT_TRUE(store->MergeRunningTotal(1, {2, 3, 5, 6}, set, &got).ok());
