@@ -98,6 +98,29 @@ void RunTotal::FillPercentiles(const PercentileSet& set, LatencySnapshot* out) c
   }
 }
 
+bool PickStoredPercentiles(const LatencySnapshot& stored, const PercentileSet& set,
+                           LatencySnapshot* out, double* missing) {
+  std::vector<int64_t> values;
+  std::vector<int64_t> counts;
+  values.reserve(set.size());
+  counts.reserve(set.size());
+  for (double p : set.percents()) {
+    auto it = std::find(stored.percents.begin(), stored.percents.end(), p);
+    if (it == stored.percents.end()) {
+      *missing = p;
+      return false;
+    }
+    const auto i = static_cast<size_t>(it - stored.percents.begin());
+    values.push_back(stored.values[i]);
+    counts.push_back(stored.counts[i]);
+  }
+  out->percents = set.percents();
+  out->fractions = set.fractions();
+  out->values = std::move(values);
+  out->counts = std::move(counts);
+  return true;
+}
+
 void ClearPercentiles(LatencySnapshot* out) {
   out->percents.clear();
   out->fractions.clear();

@@ -56,6 +56,13 @@ inline constexpr char kInexactTotalReason[] =
 // (LatencySnapshot::percentiles_exact false).
 void ClearPercentiles(LatencySnapshot* out);
 
+// `set`'s percentiles taken from those `stored` already holds (a window or
+// total kept without its distribution) into `out`'s percents, fractions,
+// values and counts. False, `out` untouched, when one is not among them
+// (`*missing`: the first such percent).
+bool PickStoredPercentiles(const LatencySnapshot& stored, const PercentileSet& set,
+                           LatencySnapshot* out, double* missing);
+
 // Merges `add` into the ascending distribution `into` (equal latencies sum).
 void MergeAscending(std::span<const LatencyBucket> add, std::vector<LatencyBucket>* into);
 

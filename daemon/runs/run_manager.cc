@@ -61,9 +61,13 @@ SloStatus RunManager::FinalSloStatus(const RunInfo& info, const WindowRecord& to
   LatencySnapshot snapshot = total.snapshot;
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(SloPercents(info.spec));
   if (exact && set.ok() && snapshot.valid > 0) {
+    double missing = 0;
     if (total.spilled) {
-      exact = options_.stored_totals.final_total &&
-              options_.stored_totals.final_total(info.id, total.segments, *set, &snapshot).ok();
+      // Its configured percentiles were merged as it ended: a second pass
+      // over the stored segments only for an SLO term outside them.
+      exact = PickStoredPercentiles(total.snapshot, *set, &snapshot, &missing) ||
+              (options_.stored_totals.final_total &&
+               options_.stored_totals.final_total(info.id, total.segments, *set, &snapshot).ok());
     } else {
       // One pass over the total's buckets (no copy: the registry indexes them next).
       PercentileWalker walker(*set, snapshot.valid, &snapshot);

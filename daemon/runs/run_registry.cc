@@ -38,32 +38,18 @@ absl::Status FillFrom(const WindowRecord& w, const PercentileIndex& index, const
     index.Fill(set, out);
     return absl::OkStatus();
   }
-  const LatencySnapshot& stored = w.snapshot;
-  LatencySnapshot answer = *out;
-  answer.percents = set.percents();
-  answer.fractions = set.fractions();
-  answer.values.clear();
-  answer.counts.clear();
-  for (double p : set.percents()) {
-    auto it = std::find(stored.percents.begin(), stored.percents.end(), p);
-    if (it == stored.percents.end()) {
-      if (w.kind == WindowRecord::Kind::kTotal) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "percentile ", p,
-            " is not available: this run's total was rebuilt from its stored windows after "
-            "perld stopped without closing the run, so it has counters but no distribution"));
-      }
-      return absl::FailedPreconditionError(
-          absl::StrCat("percentile ", p,
-                       " is not available: this window's distribution is not kept (only "
-                       "its configured percentiles are); ask for the total"));
-    }
-    const size_t i = static_cast<size_t>(it - stored.percents.begin());
-    answer.values.push_back(stored.values[i]);
-    answer.counts.push_back(stored.counts[i]);
+  double missing = 0;
+  if (PickStoredPercentiles(w.snapshot, set, out, &missing)) return absl::OkStatus();
+  if (w.kind == WindowRecord::Kind::kTotal) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "percentile ", missing,
+        " is not available: this run's total was rebuilt from its stored windows after "
+        "perld stopped without closing the run, so it has counters but no distribution"));
   }
-  *out = std::move(answer);
-  return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("percentile ", missing,
+                   " is not available: this window's distribution is not kept (only "
+                   "its configured percentiles are); ask for the total"));
 }
 
 }  // namespace
@@ -545,37 +531,37 @@ absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileSc
   absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents));
   if (!set.ok()) return set.status();
   absl::StatusOr<PercentileAnswer> answer;
+  StoreMerge pending;
   {
     ReaderLock lock(mu_);
-    answer = PercentilesLocked(id, scope, *set, merge_running && stored_.running_total);
+    answer = PercentilesLocked(id, scope, *set, merge_running && stored_.running_total, &pending);
   }
   if (!answer.ok()) return answer;
-  if (answer->running_parts) {
+  if (pending.running) {
     // Past memory while running: the stored parts, else no percentile.
-    const RunningTotalParts parts = *std::exchange(answer->running_parts, std::nullopt);
     LatencySnapshot merged = answer->snapshot;
-    if (stored_.running_total(id, parts, *set, &merged).ok()) {
+    if (stored_.running_total(id, *pending.running, *set, &merged).ok()) {
       answer->snapshot = std::move(merged);
       answer->exact = true;
     }
     return answer;
   }
-  if (answer->spilled_segments == 0) return answer;
+  if (pending.spilled_segments == 0) return answer;
   if (!stored_.final_total) {
     return absl::FailedPreconditionError(absl::StrCat(
         "run ", id, ": its total spilled to the state directory, which this perld has not"));
   }
-  if (absl::Status s = stored_.final_total(id, answer->spilled_segments, *set, &answer->snapshot);
+  if (absl::Status s = stored_.final_total(id, pending.spilled_segments, *set, &answer->snapshot);
       !s.ok()) {
     return s;
   }
-  answer->spilled_segments = 0;
   return answer;
 }
 
 absl::StatusOr<PercentileAnswer> RunRegistry::PercentilesLocked(RunId id, PercentileScope scope,
                                                                 const PercentileSet& set,
-                                                                bool merge_running) const {
+                                                                bool merge_running,
+                                                                StoreMerge* pending) const {
   const Entry* e = Find(id);
   if (e == nullptr) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   PercentileAnswer answer;
@@ -600,7 +586,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::PercentilesLocked(RunId id, Percen
       if (!e->final_total->spilled) return s;
       // Percentiles other than the stored ones: the caller merges the
       // stored segments (StateStore::MergeTotalSegments).
-      answer.spilled_segments = e->final_total->segments;
+      pending->spilled_segments = e->final_total->segments;
     }
     return answer;
   }
@@ -617,7 +603,7 @@ absl::StatusOr<PercentileAnswer> RunRegistry::PercentilesLocked(RunId id, Percen
       parts.first_window = e->live_segment_through + 1;
     }
     parts.last_window = e->live_last_window;
-    answer.running_parts = parts;
+    pending->running = parts;
   }
   return answer;
 }

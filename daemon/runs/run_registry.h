@@ -74,11 +74,6 @@ struct PercentileAnswer {
   bool exact = true;         // false when the total's distribution lost segments
   bool total_final = false;
   double rate_seconds = 0;  // the span the total's rate divides by
-  // Inside RunRegistry only: the requested percentiles still to be merged
-  // from the store -- a spilled total's segments (> 0), a running total's
-  // parts.
-  int64_t spilled_segments = 0;
-  std::optional<RunningTotalParts> running_parts;
 };
 
 struct RunFilter {
@@ -228,11 +223,17 @@ class RunRegistry {
   std::vector<RunId> Evict() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Append(Entry& e, WindowRecord window) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddWindowLocked(Entry* e, WindowRecord window) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Percentiles under the lock; a spilled total's are left to the caller
-  // (PercentileAnswer::spilled_segments).
+  // What an answer under the lock still needs merged from the store: a
+  // spilled total's segments (> 0), a running total's parts.
+  struct StoreMerge {
+    int64_t spilled_segments = 0;
+    std::optional<RunningTotalParts> running;
+  };
+  // Percentiles under the lock; those of stored data are left to the caller
+  // (`pending`).
   absl::StatusOr<PercentileAnswer> PercentilesLocked(RunId id, PercentileScope scope,
-                                                     const PercentileSet& set,
-                                                     bool merge_running) const
+                                                     const PercentileSet& set, bool merge_running,
+                                                     StoreMerge* pending) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   class ChangeLock;

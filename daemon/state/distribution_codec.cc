@@ -160,6 +160,13 @@ absl::StatusOr<std::unique_ptr<DistributionBlobSource>> DistributionBlobSource::
   return source;
 }
 
+absl::StatusOr<std::unique_ptr<DistributionBlobSource>> DistributionBlobSource::OpenStored(
+    const SqliteBlob* blob) {
+  return Open(blob->size(), [blob](int64_t offset, std::span<char> into) {
+    return blob->Read(offset, into.data(), static_cast<int>(into.size()));
+  });
+}
+
 absl::Status DistributionBlobSource::Fill(size_t want) {
   if (filled_ - at_ >= want || offset_ == body_end_) return absl::OkStatus();
   // Keep the unread tail, then read as much as the buffer holds.

@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/core/bucket_source.h"
 #include "daemon/core/latency_recorder.h"
+#include "daemon/state/sqlite_db.h"
 
 namespace perld::state {
 
@@ -64,6 +65,10 @@ class DistributionBlobSource final : public BucketSource {
   // bucket count -- errors as DecodeDistribution's, and a read's own error.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DistributionBlobSource>> Open(
       int64_t size, BlobReader read);
+  // Open over a stored blob read through SQLite's incremental I/O. `blob`
+  // must outlive the source.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DistributionBlobSource>> OpenStored(
+      const SqliteBlob* blob);
 
   uint64_t buckets() const { return buckets_; }
   // The next buckets (up to kChunk); empty at the end. A format error

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -1194,39 +1195,41 @@ absl::StatusOr<std::vector<runs::WindowRecord>> StateStore::ReadWindowRange(
   return out;
 }
 
-namespace {
-
 // A stored window row to merge: where its blob is and what it should hold.
-struct StoredDistribution {
+struct StateStore::StoredRow {
   int64_t rowid, seq, valid, bytes;
   bool segment;  // a total segment (else a periodic window)
 };
 
-absl::StatusOr<std::vector<StoredDistribution>> SelectStored(SqliteDb& db, const std::string& sql,
-                                                             bool segments,
-                                                             std::initializer_list<int64_t> args) {
+namespace {
+
+using StoredRow = StateStore::StoredRow;
+
+absl::StatusOr<std::vector<StoredRow>> SelectStored(SqliteDb& db, const std::string& sql,
+                                                    bool segments,
+                                                    std::initializer_list<int64_t> args) {
   absl::StatusOr<SqliteStatement> select = db.Prepare(sql);
   if (!select.ok()) return select.status();
   int i = 1;
   for (int64_t arg : args) select->BindInt64(i++, arg);
-  std::vector<StoredDistribution> rows;
+  std::vector<StoredRow> rows;
   for (;;) {
     absl::StatusOr<bool> row = select->Step();
     if (!row.ok()) return row.status();
     if (!*row) return rows;
-    rows.push_back(StoredDistribution{select->ColumnInt64(0), select->ColumnInt64(1),
-                                      select->ColumnInt64(2), select->ColumnInt64(3), segments});
+    rows.push_back(StoredRow{select->ColumnInt64(0), select->ColumnInt64(1), select->ColumnInt64(2),
+                             select->ColumnInt64(3), segments});
   }
 }
 
 // `set`'s percentiles of the merge of `rows`' blobs into `out` (whose valid
 // is checked), each blob streamed.
-absl::Status MergeStored(SqliteDb& db, runs::RunId run, std::span<const StoredDistribution> rows,
+absl::Status MergeStored(SqliteDb& db, runs::RunId run, std::span<const StoredRow> rows,
                          const PercentileSet& set, LatencySnapshot* out) {
   std::vector<SqliteBlob> blobs;
   blobs.reserve(rows.size());  // the sources point into it
   std::vector<std::unique_ptr<DistributionBlobSource>> sources;
-  for (const StoredDistribution& row : rows) {
+  for (const StoredRow& row : rows) {
     const absl::string_view what = row.segment ? "total segment" : "window";
     if (row.valid == 0) continue;
     if (row.bytes == 0) {
@@ -1238,11 +1241,8 @@ absl::Status MergeStored(SqliteDb& db, runs::RunId run, std::span<const StoredDi
     }
     absl::StatusOr<SqliteBlob> blob = db.OpenBlob("windows", "distribution", row.rowid);
     if (!blob.ok()) return blob.status();
-    const SqliteBlob* b = &blobs.emplace_back(*std::move(blob));
     absl::StatusOr<std::unique_ptr<DistributionBlobSource>> source =
-        DistributionBlobSource::Open(b->size(), [b](int64_t offset, std::span<char> into) {
-          return b->Read(offset, into.data(), static_cast<int>(into.size()));
-        });
+        DistributionBlobSource::OpenStored(&blobs.emplace_back(*std::move(blob)));
     if (!source.ok()) {
       return absl::Status(source.status().code(), absl::StrCat("run ", run, " ", what, " ", row.seq,
                                                                ": ", source.status().message()));
@@ -1268,73 +1268,70 @@ void StateStore::WaitCommitted() const {
   done_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return written_ >= target; });
 }
 
-absl::Status StateStore::MergeTotalSegments(runs::RunId run, int64_t segments,
-                                            const PercentileSet& set, LatencySnapshot* out) const {
-  absl::Status s = MergeTotalSegmentsOrFail(run, segments, set, out);
-  if (!s.ok()) ClearPercentiles(out);  // never part of an answer
-  return s;
+absl::Status StateStore::MergeStoredRows(
+    runs::RunId run, absl::FunctionRef<absl::Status(SqliteDb&, std::vector<StoredRow>*)> select,
+    const PercentileSet& set, LatencySnapshot* out) const {
+  WaitCommitted();
+  absl::Status s = [&]() -> absl::Status {
+    absl::StatusOr<SqliteDb> db = OpenReader();
+    if (!db.ok()) return db.status();
+    // One read transaction: the rows and their blobs as one snapshot.
+    if (absl::Status begun = db->Exec("BEGIN"); !begun.ok()) return begun;
+    std::vector<StoredRow> rows;
+    if (absl::Status selected = select(*db, &rows); !selected.ok()) return selected;
+    return MergeStored(*db, run, rows, set, out);
+  }();
+  if (s.ok()) return s;
+  ClearPercentiles(out);  // never part of an answer
+  return Annotate(s, path_);
 }
 
-absl::Status StateStore::MergeTotalSegmentsOrFail(runs::RunId run, int64_t segments,
-                                                  const PercentileSet& set,
-                                                  LatencySnapshot* out) const {
-  WaitCommitted();
-  absl::StatusOr<SqliteDb> db = OpenReader();
-  if (!db.ok()) return db.status();
-  // One read transaction: the rows and their blobs as one snapshot.
-  if (absl::Status s = db->Exec("BEGIN"); !s.ok()) return Annotate(s, path_);
-  absl::StatusOr<std::vector<StoredDistribution>> rows =
-      SelectStored(*db, SelectTotalSegmentsSql(), true, {static_cast<int64_t>(run), segments});
-  if (!rows.ok()) return Annotate(rows.status(), path_);
-  // Newest first: the run's last `segments`, numbered without a gap.
-  const bool whole = static_cast<int64_t>(rows->size()) == segments &&
-                     (rows->empty() || rows->front().seq - rows->back().seq + 1 == segments);
-  if (!whole) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("run ", run, ": its total has ", segments, " segments but ", rows->size(),
-                     " of them are stored (a window dropped before it was saved?)"));
-  }
-  return Annotate(MergeStored(*db, run, *rows, set, out), path_);
+absl::Status StateStore::MergeTotalSegments(runs::RunId run, int64_t segments,
+                                            const PercentileSet& set, LatencySnapshot* out) const {
+  return MergeStoredRows(
+      run,
+      [&](SqliteDb& db, std::vector<StoredRow>* rows) -> absl::Status {
+        absl::StatusOr<std::vector<StoredRow>> got =
+            SelectStored(db, SelectTotalSegmentsSql(), true, {static_cast<int64_t>(run), segments});
+        if (!got.ok()) return got.status();
+        // Newest first: the run's last `segments`, numbered without a gap.
+        if (static_cast<int64_t>(got->size()) != segments ||
+            (!got->empty() && got->front().seq - got->back().seq + 1 != segments)) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("run ", run, ": its total has ", segments, " segments but ", got->size(),
+                           " of them are stored (a window dropped before it was saved?)"));
+        }
+        *rows = *std::move(got);
+        return absl::OkStatus();
+      },
+      set, out);
 }
 
 absl::Status StateStore::MergeRunningTotal(runs::RunId run, const runs::RunningTotalParts& parts,
                                            const PercentileSet& set, LatencySnapshot* out) const {
-  absl::Status s = MergeRunningTotalOrFail(run, parts, set, out);
-  if (!s.ok()) ClearPercentiles(out);  // never part of an answer
-  return s;
-}
-
-absl::Status StateStore::MergeRunningTotalOrFail(runs::RunId run,
-                                                 const runs::RunningTotalParts& parts,
-                                                 const PercentileSet& set,
-                                                 LatencySnapshot* out) const {
-  WaitCommitted();
-  absl::StatusOr<SqliteDb> db = OpenReader();
-  if (!db.ok()) return db.status();
-  if (absl::Status s = db->Exec("BEGIN"); !s.ok()) return Annotate(s, path_);
-  std::vector<StoredDistribution> rows;
-  // Every number of each range must be stored, else part of the total is gone.
-  const auto take = [&](bool segments, int64_t first, int64_t last) -> absl::Status {
-    if (first == 0 || first > last) return absl::OkStatus();
-    absl::StatusOr<std::vector<StoredDistribution>> got = SelectStored(
-        *db, SelectStoredRangeSql(segments), segments, {static_cast<int64_t>(run), first, last});
-    if (!got.ok()) return got.status();
-    if (static_cast<int64_t>(got->size()) != last - first + 1) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "run ", run, ": ", last - first + 1 - static_cast<int64_t>(got->size()), " of ",
-          segments ? "total segments " : "windows ", first, "-", last,
-          " are not stored (retention.maxWindowsPerRun, or a window the store dropped)"));
-    }
-    rows.insert(rows.end(), got->begin(), got->end());
-    return absl::OkStatus();
-  };
-  if (absl::Status s = take(true, parts.first_segment, parts.last_segment); !s.ok()) {
-    return Annotate(s, path_);
-  }
-  if (absl::Status s = take(false, parts.first_window, parts.last_window); !s.ok()) {
-    return Annotate(s, path_);
-  }
-  return Annotate(MergeStored(*db, run, rows, set, out), path_);
+  return MergeStoredRows(
+      run,
+      [&](SqliteDb& db, std::vector<StoredRow>* rows) -> absl::Status {
+        // Every number of each range must be stored, else part of the total is gone.
+        for (const auto& [segments, first, last] :
+             {std::tuple{true, parts.first_segment, parts.last_segment},
+              std::tuple{false, parts.first_window, parts.last_window}}) {
+          if (first == 0 || first > last) continue;
+          absl::StatusOr<std::vector<StoredRow>> got =
+              SelectStored(db, SelectStoredRangeSql(segments), segments,
+                           {static_cast<int64_t>(run), first, last});
+          if (!got.ok()) return got.status();
+          if (static_cast<int64_t>(got->size()) != last - first + 1) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "run ", run, ": ", last - first + 1 - static_cast<int64_t>(got->size()), " of ",
+                segments ? "total segments " : "windows ", first, "-", last,
+                " are not stored (retention.maxWindowsPerRun, or a window the store dropped)"));
+          }
+          rows->insert(rows->end(), got->begin(), got->end());
+        }
+        return absl::OkStatus();
+      },
+      set, out);
 }
 
 absl::StatusOr<StateStore::MissingDistributions> StateStore::WindowsWithoutDistribution(

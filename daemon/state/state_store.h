@@ -60,6 +60,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/common/mutex.h"
@@ -224,6 +225,7 @@ class StateStore {
   [[nodiscard]] absl::Status MergeTotalSegments(runs::RunId run, int64_t segments,
                                                 const PercentileSet& set,
                                                 LatencySnapshot* out) const;
+  struct StoredRow;  // a window row to merge (its blob, seq, valid); state_store.cc
   // The same for a running run's total past its memory budget: total
   // segments parts.first_segment..last_segment and periodic windows
   // parts.first_window..last_window merged. FailedPrecondition when one of
@@ -331,10 +333,12 @@ class StateStore {
   void WriterLoop();
   absl::StatusOr<SqliteDb> OpenReader() const;  // read-only, with the busy timeout
   void WaitCommitted() const;  // until what was queued before the call is committed
-  absl::Status MergeTotalSegmentsOrFail(runs::RunId run, int64_t segments, const PercentileSet& set,
-                                        LatencySnapshot* out) const;
-  absl::Status MergeRunningTotalOrFail(runs::RunId run, const runs::RunningTotalParts& parts,
-                                       const PercentileSet& set, LatencySnapshot* out) const;
+  // What MergeTotalSegments and MergeRunningTotal share: on a fresh reader
+  // in one read transaction, `select` picks the rows (or refuses), and
+  // their blobs are merged; on any error `out` has no percentiles.
+  absl::Status MergeStoredRows(
+      runs::RunId run, absl::FunctionRef<absl::Status(SqliteDb&, std::vector<StoredRow>*)> select,
+      const PercentileSet& set, LatencySnapshot* out) const;
 
   const std::unique_ptr<DirectoryLock> lock_;  // held while the store is open
   Mutex reserve_mu_;                           // ReserveRunIds, one at a time

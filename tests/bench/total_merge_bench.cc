@@ -334,12 +334,6 @@ absl::StatusOr<StoredBlobs> OpenBlobs(const std::string& path, perld::runs::RunI
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<DistributionBlobSource>> OpenSource(const SqliteBlob* blob) {
-  return DistributionBlobSource::Open(blob->size(), [blob](int64_t offset, std::span<char> into) {
-    return blob->Read(offset, into.data(), static_cast<int>(into.size()));
-  });
-}
-
 // Counts what a merge hands over.
 class CountingSink final : public perld::LatencyBucketSink {
  public:
@@ -388,7 +382,8 @@ bool Breakdown(const std::string& path, perld::runs::RunId run, int64_t segments
   double open_s = 0;
   for (const SqliteBlob& blob : blobs) {
     const auto o0 = Clock::now();
-    absl::StatusOr<std::unique_ptr<DistributionBlobSource>> source = OpenSource(&blob);
+    absl::StatusOr<std::unique_ptr<DistributionBlobSource>> source =
+        DistributionBlobSource::OpenStored(&blob);
     if (!source.ok()) return fail("open", source.status());
     open_s += Seconds(o0, Clock::now());
     for (;;) {
@@ -407,7 +402,8 @@ bool Breakdown(const std::string& path, perld::runs::RunId run, int64_t segments
     std::vector<std::unique_ptr<DistributionBlobSource>> sources;
     std::vector<perld::BucketSource*> inputs;
     for (const SqliteBlob& blob : blobs) {
-      absl::StatusOr<std::unique_ptr<DistributionBlobSource>> source = OpenSource(&blob);
+      absl::StatusOr<std::unique_ptr<DistributionBlobSource>> source =
+          DistributionBlobSource::OpenStored(&blob);
       if (!source.ok()) return fail("open", source.status());
       inputs.push_back(source->get());
       sources.push_back(*std::move(source));
