@@ -117,8 +117,14 @@ def main():
             lines = driver.find_elements(By.CSS_SELECTOR, "#chart-latency path")
             check(len(lines) >= 1, f"the latency chart has lines ({len(lines)})")
             # The run's SLO as perld evaluates it, line for line as the API says.
-            slo = json.loads(http_status(d.http, f"/api/run?id={run_id}")[1])["run"]["slo"]
-            shown = driver.find_element(By.ID, "run-slo").text
+            # The page refreshes on its own: read both until they show the
+            # same window (bounded), then compare them.
+            for _ in range(20):
+                slo = json.loads(http_status(d.http, f"/api/run?id={run_id}")[1])["run"]["slo"]
+                shown = driver.find_element(By.ID, "run-slo").text
+                if f"evaluated at window {slo['window']}" in shown:
+                    break
+                time.sleep(0.25)
             check(slo["state"] == "holding" and
                   shown.startswith("SLO holding: invalid=0,p99<=60s") and
                   all(v["line"] in shown for v in slo["verdicts"]) and len(slo["verdicts"]) == 2,
