@@ -14,8 +14,9 @@
 // destroyed with it). Shutdown() first stops the server from taking calls
 // (grpc_server_shutdown_and_notify: GOAWAY on every connection, listeners
 // closed, new calls refused), waits until no call is in flight or the
-// deadline passed, lets the transports write what the finished calls sent
-// (at most kFlushGrace, within the deadline), then ends the rest
+// deadline passed; then, when calls were in flight, lets the connections
+// close gracefully (their clients read the last messages and acknowledge
+// the GOAWAY) for at most kFlushGrace within the deadline; then ends the rest
 // (grpc::Server::Shutdown at that deadline: calls still open are cancelled,
 // every connection is closed, idle ones included).
 //
@@ -46,8 +47,8 @@ namespace perld::server {
 
 class GrpcDrain {
  public:
-  // How long the transports may write the finished calls' last messages
-  // before the connections close.
+  // How long connections may take to close gracefully (their clients
+  // reading the finished calls' last messages) when calls were in flight.
   static constexpr absl::Duration kFlushGrace = absl::Seconds(1);
 
   // The interceptor factory to hand to grpc::ServerBuilder.
