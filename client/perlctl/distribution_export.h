@@ -11,6 +11,12 @@
 //         footer), one row per distinct latency: the percentile is the exact
 //         fraction of records at or below it (no bucketing; "Buckets" counts
 //         the distinct latencies)
+//   hgrm with --method M: HdrHistogram's own percentile ladder instead
+//         (outputPercentileDistribution with 5 ticks per half distance:
+//         levels 0, 10, ..., 50, 55, ..., 75, 77.5, ...; one row per level
+//         up to the first in the maximum's bucket, then the 100% row), each
+//         level's value the exact record picked by rule M
+//         (latency_percentiles.h) and TotalCount the records at or below it
 //
 // Pure functions; any thread.
 #pragma once
@@ -20,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/core/latency_percentiles.h"
 #include "perld/v1/perld.pb.h"
 
 namespace perld::perlctl {
@@ -38,5 +45,6 @@ struct ExportedDistribution {
 std::string DistributionJson(const ExportedDistribution& d);
 std::string DistributionCsv(const ExportedDistribution& d);
 std::string DistributionHgrm(const ExportedDistribution& d);
+std::string DistributionHgrmLadder(const ExportedDistribution& d, PercentileMethod method);
 
 }  // namespace perld::perlctl

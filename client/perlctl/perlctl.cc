@@ -3,7 +3,7 @@
 //   perlctl [--target HOST:PORT] [--json] COMMAND ...
 //     runs [--state running|finished|failed] [--label KEY=VALUE]... [--wide]
 //     show RUN
-//     percentiles RUN [--p 50,99,99.9] [--scope total|latest]
+//     percentiles RUN [--p 50,99,99.9] [--scope total|latest] [--method sbk|nearest-rank|hdr]
 //     history RUN
 //     clients RUN [--p 50,99,99.9]
 //     watch RUN [--from-start]
@@ -12,7 +12,7 @@
 //     stop RUN [--wait]
 //     check RUN --slo EXPR [--junit FILE]
 //     compare A B [--p LIST] [--fail-if TERMS]
-//     export RUN [--format json|csv|hgrm|sbk-csv|hlog] [--out FILE]
+//     export RUN [--format json|csv|hgrm|sbk-csv|hlog] [--out FILE] [--method M]
 //     load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
 //     import --format fio|k6 FILE... --run NAME [--mode windows|raw] [--unit ns|us|ms]
 //            [--metric NAME] [--distribution-out FILE]
@@ -73,10 +73,14 @@ const char* kUsage =
                                                a range's exact figures)
   percentiles RUN [--p 50,99,99.9] [--scope total|latest]
               [--windows A-B] [--from T] [--to T] [--warmup D]
+              [--method sbk|nearest-rank|hdr]
                                                exact percentiles of any set; over a range
                                                of windows (T: RFC 3339 or an offset from
                                                the run's start, 30s, 2m; --warmup D drops
-                                               the first D) from their stored distributions
+                                               the first D) from their stored distributions;
+                                               --method: SBK's index rule (default),
+                                               HdrHistogram Java's (nearest-rank) or C's
+                                               (hdr) rank
   history RUN [--p LIST] [--sbk]               the run's retained windows
   clients RUN [--p 50,99,99.9]                 each remote client's share of the run
   watch RUN [--from-start] [--p LIST] [--sbk]  each window as it closes, then the total
@@ -102,10 +106,13 @@ const char* kUsage =
                                                [range]: --windows/--from/--to/--warmup as
                                                for percentiles (each run's own windows)
   export RUN [--format json|csv|hgrm|sbk-csv|hlog] [--out FILE] [range]
+             [--method sbk|nearest-rank|hdr]
                                                an ended run's exact total distribution (or
                                                a range's, running runs too): [latency,
                                                count] pairs or HdrHistogram's percentile
-                                               text; sbk-csv: the ended run's retained
+                                               text (a row per distinct latency; with
+                                               --method, HdrHistogram's ladder of levels,
+                                               each value exact by that rule); sbk-csv: the ended run's retained
                                                windows and total in SBK's CSV layout, as
                                                csvDir writes them (no range); hlog: its
                                                retained windows as an HdrHistogram log
@@ -293,6 +300,27 @@ WindowFormat TakeFormat(Cli& cli) {
 }
 
 // Replaces `window`'s percentiles by exactly `percents` of `scope` (show --p).
+// `--method sbk|nearest-rank|hdr` (latency_percentiles.h), if given.
+std::optional<PercentileMethod> TakeMethod(Cli& cli) {
+  const std::optional<std::string> name = TakeOne(&cli.args, "method");
+  if (!name) return std::nullopt;
+  absl::StatusOr<PercentileMethod> method = ParsePercentileMethod(*name);
+  if (!method.ok()) throw UsageError{"--" + std::string(method.status().message())};
+  return *method;
+}
+
+v1::PercentileMethod ToProto(PercentileMethod method) {
+  switch (method) {
+    case PercentileMethod::kSbk:
+      return v1::PERCENTILE_METHOD_SBK;
+    case PercentileMethod::kNearestRank:
+      return v1::PERCENTILE_METHOD_NEAREST_RANK;
+    case PercentileMethod::kHdr:
+      return v1::PERCENTILE_METHOD_HDR;
+  }
+  return v1::PERCENTILE_METHOD_SBK;
+}
+
 grpc::Status AskPercentiles(Cli& cli, uint64_t run, v1::GetPercentilesRequest::Scope scope,
                             const std::vector<double>& percents, v1::Window* window) {
   v1::GetPercentilesRequest request;
@@ -485,6 +513,8 @@ int Percentiles(Cli& cli) {
   request.set_run(TakeRun(&cli.args, "percentiles"));
   TakePercents(cli, &request);
   const std::optional<WindowRangeOptions> range = TakeWindowRange(cli);
+  const PercentileMethod method = TakeMethod(cli).value_or(PercentileMethod::kSbk);
+  request.set_method(ToProto(method));
   if (std::optional<std::string> scope = TakeOne(&cli.args, "scope")) {
     if (*scope == "total") {
       request.set_scope(v1::GetPercentilesRequest::SCOPE_TOTAL);
@@ -518,6 +548,7 @@ int Percentiles(Cli& cli) {
     json.BeginObject();
     json.Key("run").Uint(response.run_id());
     json.Key("scope").String(range ? "range" : latest ? "latest" : "total");
+    json.Key("method").String(PercentileMethodName(method));
     if (range) {
       // The windows merged and their counters (records, min, max, avg, ...).
       json.Key("firstWindow").Int(response.range().seq());
@@ -563,12 +594,18 @@ int Percentiles(Cli& cli) {
     std::printf("  latency: min %lld %s, avg %.1f %s, max %lld %s\n",
                 static_cast<long long>(w.min_latency()), unit, w.avg_latency(), unit,
                 static_cast<long long>(w.max_latency()), unit);
+    if (method != PercentileMethod::kSbk) {
+      std::printf("  percentiles by method %s\n", PercentileMethodName(method));
+    }
     PrintPercentileLadder(response, unit);
   } else {
-    std::printf("run %llu, %s%s, %lld valid latency records\n",
+    std::printf("run %llu, %s%s, %lld valid latency records%s\n",
                 static_cast<unsigned long long>(response.run_id()),
                 latest ? "latest window" : "total", latest || response.final() ? "" : " (running)",
-                static_cast<long long>(response.valid_latency_records()));
+                static_cast<long long>(response.valid_latency_records()),
+                method == PercentileMethod::kSbk
+                    ? ""
+                    : absl::StrCat(" (method ", PercentileMethodName(method), ")").c_str());
     if (!response.exact()) {
       std::printf("  %s\n", response.inexact_reason().c_str());
       return 1;
@@ -1277,7 +1314,11 @@ int Export(Cli& cli) {
                      ": the run's total, or a range (--windows/--from/--to/--warmup)"};
   }
   const std::optional<WindowRangeOptions> range = TakeWindowRange(cli);
+  const std::optional<PercentileMethod> method = TakeMethod(cli);
   NoMoreArgs(cli.args);
+  if (method && format != "hgrm") {
+    throw UsageError{"export: --method applies to --format hgrm (its percentile ladder)"};
+  }
   if (format == "sbk-csv") {
     if (range) {
       throw UsageError{
@@ -1344,6 +1385,7 @@ int Export(Cli& cli) {
   }
   const std::string text = format == "json"  ? DistributionJson(d)
                            : format == "csv" ? DistributionCsv(d)
+                           : method          ? DistributionHgrmLadder(d, *method)
                                              : DistributionHgrm(d);
   return WriteExport(text, out_path);
 }

@@ -11,6 +11,21 @@
 // rounding-up double product can never miss. An empty window (V = 0) reports
 // 0 for every value and count.
 //
+// Other tools rank differently, so the same data gives them other p99s. A
+// PercentileSet carries one of three rules (PercentileMethod), each exact on
+// the exact distribution; with r the 1-based rank of the record reported:
+//   kSbk          the rule above: r = floor(V * f) + 1, at most V; the
+//                 median is the record at index V >> 1 (SBK medianIndex)
+//   kNearestRank  HdrHistogram Java (getValueAtPercentile, and its
+//                 percentile-distribution output): r = max(1, ceil(V * f')),
+//                 f' = nextDown(percent) / 100, at most V -- the smallest
+//                 value with at least f of the records at or below it
+//   kHdr          HdrHistogram C (hdr_value_at_percentile): r = max(1,
+//                 (int64)(f * V + 0.5)), at most V -- rank rounded to nearest
+// Example, V = 10 records 1..10 (sbk, nearest-rank, hdr): p50 is 6, 5, 5;
+// p30 is 4, 3, 3; p12 is 2, 2, 1; p95 is 10, 10, 10. With the
+// non-SBK rules the median is the method's p50.
+//
 // PercentileSet is immutable once built; share it across threads.
 // PercentileWalker is a per-extraction cursor owned by the recorder thread;
 // Add() is inline, O(1) amortized, allocation-free: all requested
@@ -21,6 +36,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,6 +44,13 @@
 #include "daemon/core/latency_snapshot.h"
 
 namespace perld {
+
+enum class PercentileMethod { kSbk, kNearestRank, kHdr };
+
+// "sbk", "nearest-rank", "hdr" (the names of perlctl's --method).
+const char* PercentileMethodName(PercentileMethod method);
+// The method named `name` (PercentileMethodName), or InvalidArgument.
+absl::StatusOr<PercentileMethod> ParsePercentileMethod(std::string_view name);
 
 // OK, or InvalidArgument naming the key "percentiles": every value finite,
 // in [0, 100], no duplicates. Any order. 0 is the minimum (index 0) and
@@ -38,22 +61,29 @@ namespace perld {
 class PercentileSet {
  public:
   // Sorts `percents` ascending and validates them (ValidatePercentiles).
-  static absl::StatusOr<PercentileSet> Create(std::vector<double> percents);
+  static absl::StatusOr<PercentileSet> Create(std::vector<double> percents,
+                                              PercentileMethod method = PercentileMethod::kSbk);
   // SBK's default set (DefaultPercentiles()).
   static PercentileSet Default();
 
   const std::vector<double>& percents() const { return percents_; }
   const std::vector<double>& fractions() const { return fractions_; }
   size_t size() const { return percents_.size(); }
+  PercentileMethod method() const { return method_; }
 
-  // The bucket index for fractions()[i] in a window of `valid` records, as
-  // in the header comment. REQUIRES: valid >= 1.
+  // The 0-based record index for percents()[i] in a window of `valid`
+  // records, by method() (header comment); ascending in i. REQUIRES:
+  // valid >= 1.
   int64_t Index(size_t i, int64_t valid) const;
+  // The 0-based record index of the median. REQUIRES: valid >= 1.
+  int64_t MedianIndex(int64_t valid) const;
 
  private:
-  explicit PercentileSet(std::vector<double> sorted_percents);
+  PercentileSet(std::vector<double> sorted_percents, PercentileMethod method);
+  int64_t IndexOf(double percent, double fraction, int64_t valid) const;
   std::vector<double> percents_;
   std::vector<double> fractions_;
+  PercentileMethod method_ = PercentileMethod::kSbk;
 };
 
 class PercentileWalker {

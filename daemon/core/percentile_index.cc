@@ -45,7 +45,7 @@ void PercentileIndex::Fill(const PercentileSet& set, LatencySnapshot* out) const
     out->values[i] = b.latency;
     out->counts[i] = b.count;
   }
-  out->median = At(n >> 1).latency;
+  out->median = At(set.MedianIndex(n)).latency;
 }
 
 }  // namespace perld

@@ -100,6 +100,10 @@ void RunTotal::FillPercentiles(const PercentileSet& set, LatencySnapshot* out) c
 
 bool PickStoredPercentiles(const LatencySnapshot& stored, const PercentileSet& set,
                            LatencySnapshot* out, double* missing) {
+  if (set.method() != PercentileMethod::kSbk && set.size() > 0) {
+    *missing = set.percents().front();
+    return false;
+  }
   std::vector<int64_t> values;
   std::vector<int64_t> counts;
   values.reserve(set.size());

@@ -59,7 +59,8 @@ void ClearPercentiles(LatencySnapshot* out);
 // `set`'s percentiles taken from those `stored` already holds (a window or
 // total kept without its distribution) into `out`'s percents, fractions,
 // values and counts. False, `out` untouched, when one is not among them
-// (`*missing`: the first such percent).
+// (`*missing`: the first such percent), or when `set` ranks by another rule
+// than SBK's (stored percentiles are SBK's; `*missing`: the first percent).
 bool PickStoredPercentiles(const LatencySnapshot& stored, const PercentileSet& set,
                            LatencySnapshot* out, double* missing);
 

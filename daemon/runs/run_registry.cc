@@ -40,14 +40,19 @@ absl::Status FillFrom(const WindowRecord& w, const PercentileIndex& index, const
   }
   double missing = 0;
   if (PickStoredPercentiles(w.snapshot, set, out, &missing)) return absl::OkStatus();
+  const std::string asked =
+      set.method() == PercentileMethod::kSbk
+          ? absl::StrCat("percentile ", missing)
+          : absl::StrCat("percentile ", missing, " by method ", PercentileMethodName(set.method()),
+                         " (only SBK's rule is stored without a distribution)");
   if (w.kind == WindowRecord::Kind::kTotal) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "percentile ", missing,
+        asked,
         " is not available: this run's total was rebuilt from its stored windows after "
         "perld stopped without closing the run, so it has counters but no distribution"));
   }
   return absl::FailedPreconditionError(
-      absl::StrCat("percentile ", missing,
+      absl::StrCat(asked,
                    " is not available: this window's distribution is not kept (only "
                    "its configured percentiles are); ask for the total"));
 }
@@ -527,8 +532,9 @@ absl::StatusOr<RunId> RunRegistry::Resolve(const std::string& id_or_name) const 
 
 absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileScope scope,
                                                           std::vector<double> percents,
-                                                          bool merge_running) const {
-  absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents));
+                                                          bool merge_running,
+                                                          PercentileMethod method) const {
+  absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents), method);
   if (!set.ok()) return set.status();
   absl::StatusOr<PercentileAnswer> answer;
   StoreMerge pending;

@@ -143,9 +143,9 @@ class RunRegistry {
   // merged from the store too (StoredTotals::running_total: costs a pass
   // over the run's stored data, so only where a user asked; else, and when
   // that merge fails, it has no percentile).
-  absl::StatusOr<PercentileAnswer> Percentiles(RunId id, PercentileScope scope,
-                                               std::vector<double> percents,
-                                               bool merge_running = false) const;
+  absl::StatusOr<PercentileAnswer> Percentiles(
+      RunId id, PercentileScope scope, std::vector<double> percents, bool merge_running = false,
+      PercentileMethod method = PercentileMethod::kSbk) const;
   // An ended run's exact total distribution from the first latency above
   // `after` (none: from the lowest), at most `max` buckets; `more` when
   // some are left. FailedPrecondition while the run runs or when its total

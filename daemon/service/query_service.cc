@@ -303,8 +303,24 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
                         absl::StrCat("scope: unknown scope ", request.scope(),
                                      " (SCOPE_TOTAL = 0, SCOPE_LATEST = 1)"));
   }
+  PercentileMethod method = PercentileMethod::kSbk;
+  switch (request.method()) {
+    case v1::PERCENTILE_METHOD_SBK:
+      break;
+    case v1::PERCENTILE_METHOD_NEAREST_RANK:
+      method = PercentileMethod::kNearestRank;
+      break;
+    case v1::PERCENTILE_METHOD_HDR:
+      method = PercentileMethod::kHdr;
+      break;
+    default:
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("method: unknown percentile method ", request.method(),
+                                       " (PERCENTILE_METHOD_SBK = 0, NEAREST_RANK = 1, HDR = 2)"));
+  }
+  response->set_method(request.method());
   if (request.has_range()) {
-    return DoRangePercentiles(*id, *info, request.range(), std::move(percents), response);
+    return DoRangePercentiles(*id, *info, request.range(), std::move(percents), method, response);
   }
   const runs::PercentileScope scope = request.scope() == v1::GetPercentilesRequest::SCOPE_LATEST
                                           ? runs::PercentileScope::kLatest
@@ -312,7 +328,7 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
   // A running total past its memory budget is merged from the state store
   // here, where a user asked (not on every scrape, page refresh or SLO check).
   absl::StatusOr<runs::PercentileAnswer> answer =
-      registry_.Percentiles(*id, scope, percents, /*merge_running=*/true);
+      registry_.Percentiles(*id, scope, percents, /*merge_running=*/true, method);
   if (!answer.ok() && scope == runs::PercentileScope::kLatest &&
       answer.status().code() == absl::StatusCode::kFailedPrecondition && store_ != nullptr) {
     // The latest window of a run loaded from the history has no distribution
@@ -322,7 +338,7 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
       v1::WindowRange latest;
       latest.set_first_window(view->latest->seq);
       latest.set_last_window(view->latest->seq);
-      if (DoRangePercentiles(*id, *info, latest, percents, response).ok()) {
+      if (DoRangePercentiles(*id, *info, latest, percents, method, response).ok()) {
         response->clear_range();
         response->clear_last_window();
         response->clear_windows();
@@ -345,8 +361,9 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
 }
 
 grpc::Status QueryService::AnswerRange(runs::RunId id, const v1::WindowRange& range,
-                                       std::vector<double> percents, runs::RangeAnswer* answer,
-                                       v1::Window* window, std::vector<LatencyBucket>* merged) {
+                                       std::vector<double> percents, PercentileMethod method,
+                                       runs::RangeAnswer* answer, v1::Window* window,
+                                       std::vector<LatencyBucket>* merged) {
   const auto bad = [](const std::string& what) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "range: " + what);
   };
@@ -365,7 +382,7 @@ grpc::Status QueryService::AnswerRange(runs::RunId id, const v1::WindowRange& ra
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "ranges are answered from the state directory, which this perld has not");
   }
-  absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents));
+  absl::StatusOr<PercentileSet> set = PercentileSet::Create(std::move(percents), method);
   if (!set.ok()) return ToGrpcStatus(set.status());
   state::StateStore::WindowRange asked;
   if (range.first_window() > 0) asked.first_seq = range.first_window();
@@ -392,11 +409,11 @@ grpc::Status QueryService::AnswerRange(runs::RunId id, const v1::WindowRange& ra
 
 grpc::Status QueryService::DoRangePercentiles(runs::RunId id, const runs::RunInfo& info,
                                               const v1::WindowRange& range,
-                                              std::vector<double> percents,
+                                              std::vector<double> percents, PercentileMethod method,
                                               v1::GetPercentilesResponse* response) {
   runs::RangeAnswer answer;
-  if (grpc::Status s =
-          AnswerRange(id, range, std::move(percents), &answer, response->mutable_range(), nullptr);
+  if (grpc::Status s = AnswerRange(id, range, std::move(percents), method, &answer,
+                                   response->mutable_range(), nullptr);
       !s.ok()) {
     return s;
   }
@@ -438,8 +455,9 @@ grpc::Status QueryService::DoGetDistribution(const v1::GetDistributionRequest& r
   if (request.has_range()) {
     runs::RangeAnswer answer;
     std::vector<LatencyBucket> merged;
-    if (grpc::Status s = AnswerRange(*id, request.range(), info->spec.latency.percentiles, &answer,
-                                     response->mutable_total(), &merged);
+    if (grpc::Status s =
+            AnswerRange(*id, request.range(), info->spec.latency.percentiles,
+                        PercentileMethod::kSbk, &answer, response->mutable_total(), &merged);
         !s.ok()) {
       return s;
     }

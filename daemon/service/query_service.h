@@ -89,11 +89,12 @@ class QueryService final : public v1::Query::CallbackService {
   // (may be null). INVALID_ARGUMENT for a malformed range; RangePercentiles'
   // refusals.
   grpc::Status AnswerRange(runs::RunId id, const v1::WindowRange& range,
-                           std::vector<double> percents, runs::RangeAnswer* answer,
-                           v1::Window* window, std::vector<LatencyBucket>* merged);
+                           std::vector<double> percents, PercentileMethod method,
+                           runs::RangeAnswer* answer, v1::Window* window,
+                           std::vector<LatencyBucket>* merged);
   grpc::Status DoRangePercentiles(runs::RunId id, const runs::RunInfo& info,
                                   const v1::WindowRange& range, std::vector<double> percents,
-                                  v1::GetPercentilesResponse* response);
+                                  PercentileMethod method, v1::GetPercentilesResponse* response);
   grpc::Status DoGetPercentiles(const v1::GetPercentilesRequest& request,
                                 v1::GetPercentilesResponse* response);
   grpc::Status DoGetWindowHistory(const v1::GetWindowHistoryRequest& request,

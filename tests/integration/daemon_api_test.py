@@ -125,6 +125,8 @@ def main():
                      grpc.StatusCode.NOT_FOUND),
                     (query.GetPercentiles, pb.GetPercentilesRequest(run=str(run_id), scope=7),
                      grpc.StatusCode.INVALID_ARGUMENT),
+                    (query.GetPercentiles, pb.GetPercentilesRequest(run=str(run_id), method=7),
+                     grpc.StatusCode.INVALID_ARGUMENT),
                     (control.StartBench,
                      pb.StartBenchRequest(options=pb.BenchOptions(writers=-1, records=10)),
                      grpc.StatusCode.INVALID_ARGUMENT)):

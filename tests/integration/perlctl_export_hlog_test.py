@@ -109,14 +109,15 @@ def main():
         lines = out.splitlines()[1:]
         return [tuple(int(x) for x in line.split(",")) for line in lines]
 
-    def perld_percentiles(run, levels):
-        """perld's exact percentiles at `levels` (decimal strings)."""
-        rc, out, err = ctl("--json", "percentiles", run, "--p", ",".join(levels))
+    def perld_percentiles(run, levels, method="sbk"):
+        """perld's exact percentiles at `levels` (decimal strings) by `method`."""
+        rc, out, err = ctl("--json", "percentiles", run, "--p", ",".join(levels),
+                           "--method", method)
         check(rc == 0, f"{run}: percentiles --p ({len(levels)} levels; {err.strip()[:200]})")
         got = json.loads(out)["percentiles"] if rc == 0 else {}
         return {float(k): v for k, v in got.items()}
 
-    def check_percentiles(name, run, hgrm_rows, pairs):
+    def check_percentiles(name, run, hgrm_rows, pairs, method="sbk"):
         n = sum(c for _, c in pairs)
         cum = {}
         running = 0
@@ -129,14 +130,15 @@ def main():
             percent = (decimal.Decimal(fraction) * 100).normalize()
             rows.append((int(float(value)), format(percent, "f"), int(total_count)))
         levels = sorted({p for _, p, _ in rows}, key=float)
-        perld = perld_percentiles(run, levels)
+        perld = perld_percentiles(run, levels, method)
         compared_exact = compared_buckets = skipped = 0
         wrong = []
         for value, percent, total_count in rows:
             if value < EXACT_BELOW and cum.get(value) != total_count:
                 wrong.append(f"TotalCount at {value}: {total_count} != exact {cum.get(value)}")
             x = n * float(percent) / 100
-            if float(percent) not in (0.0, 100.0) and abs(x - round(x)) < 1e-3:
+            if (method == "sbk" and float(percent) not in (0.0, 100.0) and
+                    abs(x - round(x)) < 1e-3):
                 skipped += 1  # the rules differ at an integer x (see the docstring)
                 continue
             want = perld.get(float(percent))
@@ -146,10 +148,38 @@ def main():
                 compared_exact += 1
             else:
                 compared_buckets += 1
-        check(not wrong and compared_exact >= len(rows) // 2,
-              f"{name}: the processor's percentiles are perld's exact ones ({compared_exact} "
+        check(not wrong and compared_exact >= len(rows) // 2 and
+              (method == "sbk" or skipped == 0),
+              f"{name}: the processor's percentiles are perld's exact ones by method {method} "
+              f"({compared_exact} "
               f"rows below 2^18 equal, {compared_buckets} above in perld's value's bucket, "
               f"{skipped} at an integer rank not compared; {wrong[:4]})")
+
+    def check_ladder(name, run, hgrm_rows, outside):
+        """perld's `export --format hgrm --method nearest-rank` is the
+        processor's own percentile ladder: the same levels, row for row; each
+        value perld's exact one (the processor's is its bucket's top at or
+        above 2^18), the same TotalCount below 2^18; as many rows when every
+        record is below 2^18 (above, the processor's coarser top bucket may
+        end the ladder earlier)."""
+        rc, out, err = ctl("export", run, "--format", "hgrm", "--method", "nearest-rank")
+        check(rc == 0, f"{name}: export --format hgrm --method nearest-rank ({err.strip()[:200]})")
+        ours = [line.split() for line in out.splitlines()
+                if line.strip() and not line.startswith("#") and not line.split()[0] == "Value"]
+        theirs = [(int(float(r[0])), r[1], int(r[2])) for r in hgrm_rows]
+        wrong = []
+        for i, (row, (value, level, count)) in enumerate(zip(ours, theirs)):
+            mine, my_level, my_count = int(float(row[0])), row[1], int(row[2])
+            if my_level != level:
+                wrong.append(f"row {i}: level {my_level} != {level}")
+            elif value < EXACT_BELOW and (mine != value or my_count != count):
+                wrong.append(f"row {i} ({level}): {mine} x{my_count} != {value} x{count}")
+            elif value >= EXACT_BELOW and highest_equivalent(mine) != value:
+                wrong.append(f"row {i} ({level}): {mine} not in the bucket topped by {value}")
+        same_length = len(ours) == len(theirs) or outside > 0
+        check(not wrong and same_length and len(ours) > 10,
+              f"{name}: the hgrm ladder by nearest-rank is the processor's ({len(ours)} rows, "
+              f"processor {len(theirs)}; {wrong[:4]})")
 
     def run_case(name, bench_args, tagged=False):
         rc, _, err = ctl("bench", "-writers", "2", "-size", "100", "-interval", "1",
@@ -220,6 +250,9 @@ def main():
               f"{name}: the processor's total count is perld's valid latency records "
               f"({total}, {view.total.valid_latency_records})")
         check_percentiles(name, name, hgrm, pairs)
+        # HdrHistogram Java's own rule: every row agrees, integer ranks too.
+        check_percentiles(name, name, hgrm, pairs, method="nearest-rank")
+        check_ladder(name, name, hgrm, outside)
         if tagged:
             rc, perr = processor(hlog, out + "-warmup", "-tag", "warmup")
             tagged_rows = read_csv_rows(out + "-warmup")

@@ -185,6 +185,45 @@ def main():
     check(ok and len(body) == len(pairs) and len(body[-1]) == 3 and footer and
           f"Total count    = {total.get('validLatencyRecords'):>12}" in footer[0],
           f"export --format hgrm: one row per latency, exact cumulative counts ({lines[:3]})")
+    # --method: HdrHistogram Java's and C's ranks, exact, median included, on
+    # the total and on a range of all its windows; bad names are usage errors.
+    levels = [0, 1, 12.5, 25, 50, 90, 99, 99.9, 100]
+    for method in ("sbk", "nearest-rank", "hdr"):
+        want = exact_percentiles(pairs, levels + [50], method)
+        got = []
+        for asked in ([], ["--windows", "1-1000000"]):
+            rc, out, err = ctl("--json", "percentiles", "out", "--p", ",".join(map(str, levels)),
+                               "--method", method, *asked)
+            answer = json.loads(out) if rc == 0 else {}
+            got.append([answer.get("percentiles", {}).get(f"{p:g}") for p in levels] +
+                       [answer.get("medianLatency")])
+            got.append(answer.get("method"))
+        check(got == [want, method, want, method],
+              f"percentiles --method {method}: the exact ranks on the total and on a range "
+              f"of every window, median too ({got[0]} want {want}; {err.strip()[-160:]})")
+    # Where the rules differ: ten records 1..10 ns (a fio latency log), p12,
+    # p30, p50 and the median by each (latency_percentiles.h's example).
+    fio_log = os.path.join(tmp, "ten_lat.1.log")
+    with open(fio_log, "w") as f:
+        f.writelines(f"{i}, {i}, 1, 4096, {i * 4096}\n" for i in range(1, 11))
+    rc, _, err = ctl("import", "--format", "fio", fio_log, "--run", "ten")
+    check(rc == 0, f"import of ten fio records as run ten-write ({err.strip()[-160:]})")
+    seen = {}
+    for method in ("sbk", "nearest-rank", "hdr"):
+        rc, out, err = ctl("--json", "percentiles", "ten-write", "--p", "12,30,50", "--method",
+                           method)
+        answer = json.loads(out) if rc == 0 else {}
+        seen[method] = [answer.get("percentiles", {}).get(k) for k in ("12", "30", "50")] + \
+            [answer.get("medianLatency")]
+    check(seen == {"sbk": [2, 4, 6, 6], "nearest-rank": [2, 3, 5, 5], "hdr": [1, 3, 5, 5]},
+          f"records 1..10: p12, p30, p50, median differ by method as documented ({seen})")
+    rc, _, err = ctl("percentiles", "out", "--method", "nearest")
+    check(rc == 2 and "sbk, nearest-rank or hdr" in err,
+          f"--method nearest: usage error naming the methods ({rc}, {err.strip()})")
+    rc, _, err = ctl("export", "out", "--format", "csv", "--method", "hdr")
+    check(rc == 2 and "--format hgrm" in err,
+          f"export --format csv --method: usage error ({rc}, {err.strip()})")
+
     ctl("bench", "-writers", "1", "-seconds", "30", "-time", "ns", "--name", "long")
     rc, _, err = ctl("export", "long")
     check(rc == 1 and "FAILED_PRECONDITION" in err and "is running" in err,

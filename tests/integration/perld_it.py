@@ -5,6 +5,7 @@ Run under Debian's /usr/bin/python3 (python3-grpcio, python3-grpc-tools).
 """
 import importlib
 import json
+import math
 import os
 import queue
 import re
@@ -230,16 +231,24 @@ def merged_distributions(files):
     return sorted(pairs.items()), records
 
 
-def exact_percentiles(pairs, percents):
-    """The daemon's index rule (daemon/core/latency_percentiles.h) over
-    ascending (latency, count) pairs: index floor(V * p / 100), clamped to V - 1."""
+def exact_percentiles(pairs, percents, method="sbk"):
+    """The daemon's rules (daemon/core/latency_percentiles.h) over ascending
+    (latency, count) pairs, as 0-based indexes clamped to [0, V - 1]:
+    sbk floor(V * p / 100); nearest-rank (HdrHistogram Java) ceil(V *
+    nextDown(p) / 100) - 1; hdr (HdrHistogram C) int(p / 100 * V + 0.5) - 1."""
     valid = sum(c for _, c in pairs)
     out = []
     for p in percents:
         if valid == 0:
             out.append(0)
             continue
-        index = min(int(valid * (p / 100.0)), valid - 1)
+        if method == "sbk":
+            index = int(valid * (p / 100.0))
+        elif method == "nearest-rank":
+            index = math.ceil(min(max(math.nextafter(p, -math.inf), 0.0), 100.0) * valid / 100.0) - 1
+        else:
+            index = int(min(p, 100.0) / 100 * valid + 0.5) - 1
+        index = min(max(index, 0), valid - 1)
         cumulative = 0
         for latency, count in pairs:
             if index < cumulative + count:

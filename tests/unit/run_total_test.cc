@@ -81,6 +81,24 @@ TEST(RunTotalTest, MergeAscendingCombinesEqualLatencies) {
 namespace perld {
 namespace {
 
+TEST(PickStoredPercentilesTest, OnlySbksRuleIsStored) {
+  LatencySnapshot stored;
+  stored.percents = {50, 99};
+  stored.fractions = {0.5, 0.99};
+  stored.values = {10, 20};
+  stored.counts = {1, 1};
+  LatencySnapshot out;
+  double missing = -1;
+  EXPECT_TRUE(PickStoredPercentiles(stored, PercentileSet::Create({99}).value(), &out, &missing));
+  EXPECT_EQ(out.values, (std::vector<int64_t>{20}));
+  LatencySnapshot other;
+  EXPECT_FALSE(PickStoredPercentiles(
+      stored, PercentileSet::Create({99}, PercentileMethod::kNearestRank).value(), &other,
+      &missing));
+  EXPECT_EQ(missing, 99);
+  EXPECT_TRUE(other.values.empty());
+}
+
 TEST(PercentileIndexTest, AnswersExactlyAsTheWalk) {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     testing::SortedVectorOracle oracle(0, 1'000'000);
