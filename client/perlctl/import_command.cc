@@ -352,6 +352,7 @@ int ImportCommand(const std::string& target, const client::ChannelSecurity& secu
   // The send pass.
   const auto t0 = std::chrono::steady_clock::now();
   std::string send_error;
+  const bool windows_mode = mode_name == "windows";
   const absl::Status sent = ReadSamples(src, [&](const ImportSample& sample) {
     if (stop.load(std::memory_order_relaxed)) return false;
     Stream& s = streams[static_cast<size_t>(sample.stream)];
@@ -361,7 +362,7 @@ int ImportCommand(const std::string& target, const client::ChannelSecurity& secu
     }
     s.recorder->Record(sample.end - sample.latency, sample.end, 1, sample.bytes);
     ++s.sent;
-    if (mode_name == "windows" && ++s.since_flush >= kMaxRecordsPerReport) {
+    if (windows_mode && ++s.since_flush >= kMaxRecordsPerReport) {
       s.since_flush = 0;
       // Closes the window and waits for its acknowledgement, in short steps
       // so a signal is taken at once (an empty window sends nothing).

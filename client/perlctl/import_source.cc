@@ -1,8 +1,11 @@
 #include "client/perlctl/import_source.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
+#include <cstring>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +35,98 @@ absl::Status MulOverflow(int64_t a, int64_t b, int64_t* out, absl::string_view w
   return absl::OkStatus();
 }
 
+// ScaleDecimal(e.latency, shift) for a fio value (digits only, at most 18 of
+// them: ParseFioLogLine checked) without a string per value: the value at
+// ns (shift 0), or rounded half up to us (-3) or ms (-6). Text ScaleDecimal
+// refuses (a leading zero, "012") goes to it for its error.
+absl::StatusOr<ScaledValue> ScaleFioLatency(const FioLogEntry& e, int shift) {
+  if (e.latency.size() > 1 && e.latency[0] == '0') return ScaleDecimal(e.latency, shift);
+  const int64_t divisor = shift == 0 ? 1 : shift == -3 ? 1000 : 1'000'000;
+  const int64_t rest = e.latency_ns % divisor;
+  return ScaledValue{e.latency_ns / divisor + (2 * rest >= divisor ? 1 : 0), rest != 0};
+}
+
+// The lines of one file, read in large blocks (no copy or allocation per
+// line): a line is what std::getline gives, the bytes up to a '\n' (not
+// included), and a last line without one.
+class LineReader {
+ public:
+  // `fd` is owned (closed by the destructor).
+  explicit LineReader(int fd) : fd_(fd), buffer_(kBlock) {}
+  ~LineReader() { close(fd_); }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // The first bytes of the file, up to `n` (fewer only in a shorter file);
+  // false on a read error (errno set).
+  bool Peek(size_t n, absl::string_view* head) {
+    while (end_ - begin_ < n && !eof_) {
+      if (!Fill()) return false;
+    }
+    *head = absl::string_view(buffer_.data() + begin_, std::min(n, end_ - begin_));
+    return true;
+  }
+
+  // The next line into `line` (valid until the next call); false at the end
+  // of the file, or on a read error (then error() is true, errno set).
+  bool Next(absl::string_view* line) {
+    for (;;) {
+      const char* const from = buffer_.data() + begin_;
+      const auto* nl = static_cast<const char*>(std::memchr(from, '\n', end_ - begin_));
+      if (nl != nullptr) {
+        *line = absl::string_view(from, static_cast<size_t>(nl - from));
+        begin_ += line->size() + 1;
+        return true;
+      }
+      if (eof_) {
+        if (begin_ == end_) return false;
+        *line = absl::string_view(from, end_ - begin_);
+        begin_ = end_;
+        return true;
+      }
+      if (!Fill()) return false;
+    }
+  }
+
+  bool error() const { return error_; }
+
+ private:
+  static constexpr size_t kBlock = size_t{1} << 20;
+
+  // Reads more after what is buffered (moving a partial line to the front,
+  // growing the buffer for a line longer than it). False on a read error.
+  bool Fill() {
+    if (begin_ > 0) {
+      std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    if (buffer_.size() - end_ < kBlock / 2) buffer_.resize(buffer_.size() + kBlock);
+    for (;;) {
+      const ssize_t got = read(fd_, buffer_.data() + end_, buffer_.size() - end_);
+      if (got > 0) {
+        end_ += static_cast<size_t>(got);
+        return true;
+      }
+      if (got == 0) {
+        eof_ = true;
+        return true;
+      }
+      if (errno != EINTR) {
+        error_ = true;
+        return false;
+      }
+    }
+  }
+
+  const int fd_;
+  std::vector<char> buffer_;
+  size_t begin_ = 0;  // the unread bytes: [begin_, end_)
+  size_t end_ = 0;
+  bool eof_ = false;
+  bool error_ = false;
+};
+
 }  // namespace
 
 absl::Status ReadSamples(const ImportSource& src,
@@ -41,37 +136,37 @@ absl::Status ReadSamples(const ImportSource& src,
   const int fio_shift = src.ns_per_unit == 1 ? 0 : src.ns_per_unit == 1000 ? -3 : -6;
   const int k6_shift = fio_shift + 6;
   const int64_t units_per_ms = 1'000'000 / src.ns_per_unit;
-  std::string line;
   for (const std::string& file : src.files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
+    const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
       return absl::NotFoundError(absl::StrCat(file, ": cannot open: ", common::ErrnoText(errno)));
     }
+    LineReader in(fd);
+    const auto read_error = [&] {
+      return absl::DataLossError(absl::StrCat(file, ": read error: ", common::ErrnoText(errno)));
+    };
     if (src.format == ImportFormat::kFio) {
       if (std::optional<std::string> problem = FioLogNameProblem(file)) {
         return absl::InvalidArgumentError(absl::StrCat(file, ": ", *problem));
       }
     }
-    if (in.peek() == 0x1f) {
-      char magic[2] = {};
-      in.read(magic, 2);
-      if (in.gcount() == 2 && static_cast<unsigned char>(magic[1]) == 0x8b) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(file, ": gzip-compressed; decompress it first (zcat ", file, " > FILE)"));
-      }
-      in.clear();
-      in.seekg(0);
+    absl::string_view magic;
+    if (!in.Peek(2, &magic)) return read_error();
+    if (magic == "\x1f\x8b") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": gzip-compressed; decompress it first (zcat ", file, " > FILE)"));
     }
     K6MetricReader k6(src.metric);
     int64_t number = 0;
-    while (std::getline(in, line)) {
+    absl::string_view line;
+    while (in.Next(&line)) {
       ++number;
       if (FioBlankLine(line)) continue;
       ImportSample sample;
       if (src.format == ImportFormat::kFio) {
         absl::StatusOr<FioLogEntry> e = ParseFioLogLine(line);
         if (!e.ok()) return At(file, number, e.status());
-        absl::StatusOr<ScaledValue> latency = ScaleDecimal(e->latency, fio_shift);
+        absl::StatusOr<ScaledValue> latency = ScaleFioLatency(*e, fio_shift);
         if (!latency.ok()) return At(file, number, Prefixed("latency", latency.status()));
         if (absl::Status s = MulOverflow(e->time_ms, units_per_ms, &sample.end, "time"); !s.ok()) {
           return At(file, number, s);
@@ -99,9 +194,7 @@ absl::Status ReadSamples(const ImportSource& src,
         }
       }
     }
-    if (in.bad()) {
-      return absl::DataLossError(absl::StrCat(file, ": read error: ", common::ErrnoText(errno)));
-    }
+    if (in.error()) return read_error();
   }
   return absl::OkStatus();
 }

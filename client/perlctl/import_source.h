@@ -2,7 +2,8 @@
 // (fio_log.h) or a k6 JSON output (k6_json.h), each line parsed and its value
 // scaled exactly to the run's unit (decimal_scale.h). ReadSamples reads
 // every file in order; the import calls it twice, once to check everything
-// before anything is sent and once to send (so memory stays bounded).
+// before anything is sent and once to send (so memory stays bounded: files
+// are read in 1 MiB blocks, no allocation per line).
 //
 // A record's end is the source's own time in the unit (fio: the log's ms
 // since the job started; k6: the Point's UNIX time) and its latency the

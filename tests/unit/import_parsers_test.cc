@@ -143,6 +143,46 @@ TEST(FioLogTest, RefusesBandwidthAndIopsLogsByName) {
   EXPECT_THAT(*FioLogNameProblem("job_iops.1.log"), HasSubstr("iops log"));
 }
 
+TEST(FioLogTest, OtherBlanksAndEdgeValuesAsBefore) {
+  // What fio writes and what only the general path takes (other ASCII
+  // blanks, a '\r' inside a column) give the same entry.
+  for (const char* line : {"3, 7384, 1, 4096", "3,\v7384 ,\f1,4096\t", "3\r, 7384,1 ,4096\r"}) {
+    absl::StatusOr<FioLogEntry> e = ParseFioLogLine(line);
+    ASSERT_TRUE(e.ok()) << line << ": " << e.status();
+    EXPECT_EQ(e->time_ms, 3) << line;
+    EXPECT_EQ(e->latency_ns, 7384) << line;
+    EXPECT_EQ(std::string(e->latency), "7384") << line;
+    EXPECT_EQ(e->direction, 1) << line;
+    EXPECT_EQ(e->block_size, 4096) << line;
+  }
+  // 18 digits, 8 columns, the largest block size, a sync of block size 0.
+  absl::StatusOr<FioLogEntry> e =
+      ParseFioLogLine("1, 123456789012345678, 0, 2147483647, 0, 0, 0, 0");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->latency_ns, 123456789012345678);
+  EXPECT_EQ(e->block_size, 2147483647);
+  EXPECT_TRUE(ParseFioLogLine("\t1\t,\t2\t,\t3\t,\t0\t").ok());
+}
+
+TEST(FioLogTest, RefusesEveryMalformedColumnByName) {
+  const auto why = [](const char* line) {
+    absl::StatusOr<FioLogEntry> e = ParseFioLogLine(line);
+    EXPECT_FALSE(e.ok()) << line;
+    return std::string(e.status().message());
+  };
+  EXPECT_THAT(why("1,,0,4096"), HasSubstr("column 2 (latency): '' is not"));
+  EXPECT_THAT(why("1, 2 3, 0, 4096"), HasSubstr("column 2 (latency): '2 3' is not"));
+  EXPECT_THAT(why("1, 1234567890123456789, 0, 4096"), HasSubstr("column 2 (latency)"));
+  EXPECT_THAT(why("1, 2, 0, 4096,"), HasSubstr("column 5: '' is not"));
+  EXPECT_THAT(why("1, 2, 0, 4096, 0, 0, 0, 0,"), HasSubstr("9 columns"));
+  EXPECT_THAT(why("1, 2, 0, 4096, 0, 0, 0, 0, 0, 0, 0"), HasSubstr("11 columns"));
+  EXPECT_THAT(why("1, 2, 0, 2147483648"), HasSubstr("2^31"));
+  EXPECT_THAT(why("1, 2, 1, 0"), HasSubstr("log_avg_msec"));
+  EXPECT_THAT(why("1, 2, 9, 0"), HasSubstr("column 3 (data direction): 9"));
+  EXPECT_THAT(why("1, 2, 0, +4096"), HasSubstr("column 4 (block size)"));
+  EXPECT_THAT(why("1, 2\n, 0, 4096, x"), HasSubstr("column 5"));  // '\n' is a blank there
+}
+
 TEST(JsonTest, ParsesStrictJson) {
   absl::StatusOr<JsonValue> v =
       ParseJson(R"( {"a":[1,-2.5e3,true,false,null],"s":"\u00e9\ud83d\ude00\n\"","o":{}} )");
@@ -303,6 +343,76 @@ TEST_F(ReadSamplesTest, ErrorsNameFileAndLine) {
   EXPECT_EQ(Read(src, &got).code(), absl::StatusCode::kNotFound);
   src.files = {Write("z.log.gz", std::string("\x1f\x8b\x08\x00", 4))};
   EXPECT_THAT(std::string(Read(src, &got).message()), HasSubstr("gzip"));
+}
+
+TEST_F(ReadSamplesTest, FioValuesScaleAsScaleDecimalDoes) {
+  const std::vector<std::string> values = {
+      "0",      "1",      "499",     "500",     "501",
+      "999",    "1000",   "1499",    "1500",    "999499",
+      "999500", "999999", "1000000", "1500000", "123456789012345678"};
+  std::string text;
+  for (const std::string& v : values) text += "7, " + v + ", 0, 4096, 0\n";
+  ImportSource src;
+  src.files = {Write("v_lat.1.log", text)};
+  for (const int shift : {0, -3, -6}) {
+    src.ns_per_unit = shift == 0 ? 1 : shift == -3 ? 1000 : 1'000'000;
+    std::vector<ImportSample> got;
+    ASSERT_TRUE(Read(src, &got).ok());
+    ASSERT_EQ(got.size(), values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      const ScaledValue want = Scaled(values[i].c_str(), shift);
+      EXPECT_EQ(got[i].latency, want.value) << values[i] << " at 10^" << shift;
+      EXPECT_EQ(got[i].rounded, want.rounded) << values[i] << " at 10^" << shift;
+      EXPECT_EQ(got[i].end, int64_t{7'000'000} / src.ns_per_unit);
+    }
+  }
+  // ScaleDecimal's refusal of a leading zero stays.
+  src.files = {Write("z_lat.1.log", "0, 10, 0, 4096\n0, 012, 0, 4096\n")};
+  std::vector<ImportSample> got;
+  EXPECT_THAT(std::string(Read(src, &got).message()),
+              HasSubstr("z_lat.1.log:2: latency '012' is not a number"));
+}
+
+TEST_F(ReadSamplesTest, EveryLineOfLargeFilesOnceWithItsNumber) {
+  // Over several read blocks (1 MiB): lines across block ends, CRLF ends, a
+  // blank line longer than a block, a last line without a newline.
+  std::string text;
+  int64_t lines = 0;
+  int64_t sum = 0;
+  for (int64_t i = 0; i < 200'000; ++i) {
+    if (i == 100'000) {
+      text += std::string(3 << 20, ' ') + "\n";
+      ++lines;
+    }
+    const int64_t latency = 1000 + i * 7 % 100'003;
+    text += std::to_string(i / 1000) + ", " + std::to_string(latency) + ", " +
+            std::to_string(i % 4) + ", 4096, " + std::to_string(i * 4096) +
+            (i % 3 == 0 ? "\r\n" : "\n");
+    ++lines;
+    sum += latency;
+  }
+  text.pop_back();  // the last line without its newline
+  ImportSource src;
+  src.files = {Write("big_lat.1.log", text)};
+  std::vector<ImportSample> got;
+  ASSERT_TRUE(Read(src, &got).ok());
+  ASSERT_EQ(got.size(), 200'000u);
+  int64_t got_sum = 0;
+  for (const ImportSample& s : got) got_sum += s.latency;
+  EXPECT_EQ(got_sum, sum);
+  EXPECT_EQ(got.back().end, int64_t{199'000'000});
+  EXPECT_EQ(got.back().stream, 199'999 % 4);
+  // A malformed line deep in the file names its own line.
+  text += "\n5, 6, 7, 8\n";
+  src.files = {Write("bad_lat.1.log", text)};
+  got.clear();
+  EXPECT_THAT(std::string(Read(src, &got).message()),
+              HasSubstr("bad_lat.1.log:" + std::to_string(lines + 1) + ": column 3"));
+  // An empty file and one of blank lines hold no record.
+  src.files = {Write("e_lat.1.log", ""), Write("b_lat.1.log", "\n \r\n\t\n")};
+  got.clear();
+  EXPECT_TRUE(Read(src, &got).ok());
+  EXPECT_TRUE(got.empty());
 }
 
 TEST_F(ReadSamplesTest, K6PointsOfTheMetricOnly) {
