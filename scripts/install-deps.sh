@@ -9,6 +9,7 @@ BUILD_PACKAGES=(
   libabsl-dev libconcurrentqueue-dev libcpp-httplib-dev libssl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libyaml-cpp-dev libsqlite3-dev libsystemd-dev prometheus-cpp-dev zlib1g-dev
+  libsnappy-dev
 )
 TEST_PACKAGES=(
   time procps clang clang-format clang-tidy libclang-rt-14-dev
@@ -17,6 +18,7 @@ TEST_PACKAGES=(
   chromium chromium-driver python3-selenium
   systemd yamllint openssl fio
   libhdrhistogram-java openjdk-17-jre-headless
+  victoria-metrics
 )
 PACKAGES=("${BUILD_PACKAGES[@]}")
 if [ "${1:-}" != "--build-only" ]; then

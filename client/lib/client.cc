@@ -342,6 +342,7 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   open.set_client_name(impl->options.client_name);
   open.set_clock(o.clock);
   open.set_clock_resolution_ns(o.clock_resolution_ns);
+  open.set_bucketed_reason(o.bucketed_reason);
   if (!o.slo.empty()) {
     open.mutable_slo()->set_expression(o.slo);
     open.mutable_slo()->set_abort_on_fail(o.slo_abort_on_fail);

@@ -3,9 +3,11 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -32,23 +34,37 @@ namespace {
 
 constexpr char kImportUsage[] =
     R"(usage: perlctl [--target HOST:PORT] [--json] [--timeout SECONDS] [security] import
-         --format fio|k6 FILE... --run NAME [--mode windows|raw] [--unit ns|us|ms]
-         [--metric NAME] [--distribution-out FILE] [--name CLIENT] [--label KEY=VALUE]...
+         --format fio|k6|hlog FILE... --run NAME [--mode windows|raw] [--unit ns|us|ms]
+         [--metric NAME] [--tag NAME] [--run-unit ns|us|ms] [--distribution-out FILE] [--name CLIENT] [--label KEY=VALUE]...
          [--join | --new] [--interval-ms N] [--min-latency N] [--max-latency N]
          [--connect-timeout SECONDS]
-Streams the latencies of fio latency logs or a k6 JSON output into perld, one record per
-I/O or sample, through the ordinary ingest path. Every file is checked whole first: a
-malformed line (FILE:LINE), a k6 metric that is not a trend of time or no record at all
-exits 2 and opens no run. Exits 0 only when perld acknowledged every record.
+Streams the latencies of fio latency logs, a k6 JSON output or HdrHistogram interval logs
+into perld, one record per I/O, sample or histogram count, through the ordinary ingest
+path. Every file is checked whole first: a malformed line (FILE:LINE), a k6 metric that
+is not a trend of time, an hlog histogram that does not decode, or no record at all exits
+2 and opens no run. Exits 0 only when perld acknowledged every record.
   --format fio            fio logs of write_lat_log with log_avg_msec=0 (NAME_lat.N.log,
                           _clat, _slat; values in ns); each data direction goes to its own
                           run NAME-read, NAME-write, NAME-trim, NAME-sync (label direction)
   --format k6             `k6 run --out json=FILE` (uncompressed): the Points of --metric
                           (default http_req_duration; a trend of time, ms) into run NAME
-  --unit ns|us|ms         the run's unit (default ns); a value with more digits than the
-                          unit keeps is rounded to the nearest unit, halves up, and counted
-  --mode windows|raw      windows (default): exact latency/count windows; raw: every
-                          record's timestamps. The same exact total either way
+  --format hlog           HdrHistogram interval logs (HistogramLogWriter, format 1.2/1.3)
+                          into run NAME, merged: each count at its bucket's highest
+                          equivalent value (what HdrHistogram reports), exact below
+                          2^ceil(log2(2*10^digits)) with lowestDiscernibleValue 1, else
+                          within 1/2^(bits) of the raw value; the run is marked bucketed
+                          (exact false, the reason in show, percentiles still answered)
+  --unit ns|us|ms         fio, k6: the run's unit (default ns); a value with more digits
+                          than the unit keeps is rounded to the nearest unit, halves up, and
+                          counted. hlog: the unit of the log's values (logs do not say;
+                          default ns)
+  --run-unit ns|us|ms     hlog: the run's unit (default --unit); each value converted
+                          exactly, or refused (a bucket value not a whole number of it)
+  --tag NAME              hlog: import the intervals tagged NAME (default: the untagged
+                          ones, as HistogramLogProcessor without -tag)
+  --mode windows|raw      windows (default): exact latency/count windows (hlog: a window
+                          report per interval); raw: every record's timestamps (hlog: one
+                          per bucket carrying its count). The same exact total either way
   --distribution-out F    what was sent, exactly: per run its counters and ascending
                           [latency, count] pairs (JSON)
   --name CLIENT           this client's name in the run(s) (default: the host name)
@@ -59,9 +75,9 @@ exits 2 and opens no run. Exits 0 only when perld acknowledged every record.
   --max-latency N         3 minutes); records outside it are counted, not in percentiles
   --connect-timeout S     how long to wait for perld to open the run(s) (default 5)
   --timeout S             (before import) how long to wait for the last acknowledgements
-A record's end is the source's time and its start end - latency; perld puts records
-into the window in which they arrive, so the run's windows are import time; its total is
-the point.
+A record's end is the source's time (hlog: its interval's end) and its start end -
+latency; perld puts records into the window in which they arrive, so the run's windows are
+import time; its total is the point.
 )";
 
 // Every window mode report holds at most this many records (so at most this
@@ -109,33 +125,42 @@ int ImportCommand(const std::string& target, const client::ChannelSecurity& secu
   }
   ImportSource src;
   const std::optional<std::string> format = TakeOne(&args, "format");
-  if (!format) throw UsageError{"import: --format fio|k6 is needed"};
+  if (!format) throw UsageError{"import: --format fio|k6|hlog is needed"};
   if (*format == "fio") {
     src.format = ImportFormat::kFio;
   } else if (*format == "k6") {
     src.format = ImportFormat::kK6;
+  } else if (*format == "hlog") {
+    src.format = ImportFormat::kHlog;
   } else {
-    throw UsageError{"import: --format must be fio or k6"};
+    throw UsageError{"import: --format must be fio, k6 or hlog"};
   }
+  const bool hlog = src.format == ImportFormat::kHlog;
   const std::optional<std::string> run = TakeOne(&args, "run");
   if (!run || run->empty()) throw UsageError{"import: --run NAME is needed"};
   const std::string mode_name = TakeOne(&args, "mode").value_or("windows");
   if (mode_name != "raw" && mode_name != "windows") {
     throw UsageError{"import: --mode must be windows or raw"};
   }
-  const std::string unit_name = TakeOne(&args, "unit").value_or("ns");
-  LatencyUnit client_unit = LatencyUnit::kNs;
-  if (unit_name == "ns") {
-    src.ns_per_unit = 1;
-  } else if (unit_name == "us") {
-    client_unit = LatencyUnit::kUs;
-    src.ns_per_unit = 1000;
-  } else if (unit_name == "ms") {
-    client_unit = LatencyUnit::kMs;
-    src.ns_per_unit = 1'000'000;
-  } else {
-    throw UsageError{"import: --unit must be ns, us or ms"};
-  }
+  const auto ns_of_unit = [](const std::string& name, const char* option) -> int64_t {
+    if (name == "ns") return 1;
+    if (name == "us") return 1000;
+    if (name == "ms") return 1'000'000;
+    throw UsageError{absl::StrCat("import: --", option, " must be ns, us or ms")};
+  };
+  // fio, k6: --unit is the run's. hlog: --unit is the log's, --run-unit the run's.
+  const std::string log_unit_name = TakeOne(&args, "unit").value_or("ns");
+  const std::optional<std::string> run_unit = TakeOne(&args, "run-unit");
+  if (run_unit && !hlog) throw UsageError{"import: --run-unit is for --format hlog"};
+  const std::string unit_name = run_unit.value_or(log_unit_name);
+  src.hlog_ns_per_value = ns_of_unit(log_unit_name, "unit");
+  src.ns_per_unit = ns_of_unit(unit_name, run_unit ? "run-unit" : "unit");
+  const LatencyUnit client_unit = src.ns_per_unit == 1      ? LatencyUnit::kNs
+                                  : src.ns_per_unit == 1000 ? LatencyUnit::kUs
+                                                            : LatencyUnit::kMs;
+  src.hlog_tag = TakeOne(&args, "tag");
+  if (src.hlog_tag && !hlog) throw UsageError{"import: --tag is for --format hlog"};
+  if (src.hlog_tag && src.hlog_tag->empty()) throw UsageError{"import: --tag needs a NAME"};
   const std::optional<std::string> metric = TakeOne(&args, "metric");
   if (metric && src.format != ImportFormat::kK6) {
     throw UsageError{"import: --metric is for --format k6"};
@@ -171,15 +196,24 @@ int ImportCommand(const std::string& target, const client::ChannelSecurity& secu
   // The check pass: every line of every file, before anything is sent.
   std::array<Stream, kFioDirections> streams;
   std::vector<std::string> k6_metrics;
-  const absl::Status checked = ReadSamples(
+  HlogFacts hlog_facts;
+  bool too_many = false;
+  absl::Status checked = ReadSamples(
       src,
       [&](const ImportSample& s) {
         Stream& stream = streams[static_cast<size_t>(s.stream)];
-        ++stream.checked;
+        if (__builtin_add_overflow(stream.checked, s.records, &stream.checked)) {
+          too_many = true;
+          return false;
+        }
         stream.rounded += s.rounded ? 1 : 0;
         return true;
       },
-      &k6_metrics);
+      &k6_metrics, &hlog_facts);
+  if (checked.ok() && too_many) {
+    checked = absl::InvalidArgumentError(
+        absl::StrCat(absl::StrJoin(src.files, ", "), ": over 2^63 - 1 records in all"));
+  }
   if (!checked.ok()) {
     std::cerr << "perlctl: import: " << checked.message()
               << "\nperlctl: import: nothing was sent (no run opened)\n";
@@ -198,15 +232,49 @@ int ImportCommand(const std::string& target, const client::ChannelSecurity& secu
     active.push_back(&s);
   }
   if (active.empty()) {
+    const auto tag_text = [](const std::string& t) { return t.empty() ? "untagged" : "Tag=" + t; };
+    std::vector<std::string> tags;
+    for (const std::string& t : hlog_facts.tags_seen) tags.push_back(tag_text(t));
     std::cerr << "perlctl: import: "
               << (src.format == ImportFormat::kFio
                       ? std::string("no I/O line in ") + absl::StrJoin(src.files, ", ")
-                      : absl::StrCat("no Point of metric '", src.metric, "' in ",
-                                     absl::StrJoin(src.files, ", "), " (metrics declared: ",
-                                     k6_metrics.empty() ? "none" : absl::StrJoin(k6_metrics, ", "),
-                                     ")"))
+                  : hlog ? absl::StrCat("no count in the ", hlog_facts.intervals, " ",
+                                        tag_text(src.hlog_tag.value_or("")), " interval(s) of ",
+                                        absl::StrJoin(src.files, ", "), " (intervals seen: ",
+                                        tags.empty() ? "none" : absl::StrJoin(tags, ", "), ")")
+                         : absl::StrCat(
+                               "no Point of metric '", src.metric, "' in ",
+                               absl::StrJoin(src.files, ", "), " (metrics declared: ",
+                               k6_metrics.empty() ? "none" : absl::StrJoin(k6_metrics, ", "), ")"))
               << "; nothing was sent (no run opened)\n";
     return 2;
+  }
+
+  // hlog: why the run is bucketed (IngestOpen.bucketed_reason, at most
+  // limits.maxNameBytes = 256 bytes by default).
+  std::string bucketed_reason;
+  if (hlog) {
+    std::vector<std::string> names;
+    for (const std::string& f : src.files) names.push_back(f.substr(f.rfind('/') + 1));
+    const std::string precision =
+        hlog_facts.exact_below == 0
+            ? absl::StrCat("within 1/2^", hlog_facts.relative_bits,
+                           " of the raw ones above the lowest bucket; lowestDiscernibleValue > 1")
+        : hlog_facts.exact_below == INT64_MAX
+            ? std::string("no count")
+            : absl::StrCat("within 1/2^", hlog_facts.relative_bits,
+                           " of the raw ones; exact below ", hlog_facts.exact_below, " ",
+                           log_unit_name);
+    const auto reason = [&](const std::string& what) {
+      return absl::StrCat("imported from ", what,
+                          ": values are HdrHistogram's highest equivalent values (", precision,
+                          ")");
+    };
+    bucketed_reason = reason(absl::StrCat("HdrHistogram log", names.size() > 1 ? "s " : " ",
+                                          absl::StrJoin(names, ", ")));
+    if (bucketed_reason.size() > 250) {
+      bucketed_reason = reason(absl::StrCat(names.size(), " HdrHistogram logs"));
+    }
   }
 
   // SIGINT/SIGTERM are taken by the watcher thread (blocked before any
@@ -238,8 +306,10 @@ int ImportCommand(const std::string& target, const client::ChannelSecurity& secu
     options.reporting_interval_ms = interval_ms;
     if (client_name) options.client_name = *client_name;
     options.clock = src.format == ImportFormat::kFio ? "fio log time (ms since the job started)"
-                                                     : "k6 Point time (UNIX, RFC 3339)";
-    options.clock_resolution_ns = src.format == ImportFormat::kFio ? 1'000'000 : 1;
+                    : hlog ? "hlog interval ends (StartTimestamp + BaseTime + Interval_Length)"
+                           : "k6 Point time (UNIX, RFC 3339)";
+    options.clock_resolution_ns = src.format == ImportFormat::kK6 ? 1 : 1'000'000;
+    options.bucketed_reason = bucketed_reason;
     options.max_recorders = 1;
     std::string error;
     s->client = Client::Create(options, &error);
@@ -356,13 +426,21 @@ int ImportCommand(const std::string& target, const client::ChannelSecurity& secu
   const absl::Status sent = ReadSamples(src, [&](const ImportSample& sample) {
     if (stop.load(std::memory_order_relaxed)) return false;
     Stream& s = streams[static_cast<size_t>(sample.stream)];
-    if (s.recorder == nullptr || s.sent == s.checked) {
+    if (s.recorder == nullptr || s.checked - s.sent < sample.records) {
       send_error = "the files changed since they were checked (more records now)";
       return false;
     }
-    s.recorder->Record(sample.end - sample.latency, sample.end, 1, sample.bytes);
-    ++s.sent;
-    if (windows_mode && ++s.since_flush >= kMaxRecordsPerReport) {
+    // A count over 2^31 - 1 (hlog) in several records' timestamps.
+    for (int64_t left = sample.records; left > 0;) {
+      const auto n = static_cast<int32_t>(std::min<int64_t>(left, INT32_MAX));
+      s.recorder->Record(sample.end - sample.latency, sample.end, n, sample.bytes);
+      left -= n;
+      ++s.since_flush;
+    }
+    s.sent += sample.records;
+    // Windows mode: a report per hlog interval, and at most
+    // kMaxRecordsPerReport Record calls (latency/count pairs) in one.
+    if (windows_mode && (s.since_flush >= kMaxRecordsPerReport || sample.interval_end)) {
       s.since_flush = 0;
       // Closes the window and waits for its acknowledgement, in short steps
       // so a signal is taken at once (an empty window sends nothing).
@@ -432,6 +510,14 @@ int ImportCommand(const std::string& target, const client::ChannelSecurity& secu
   }
   // The source's own unit, for the rounding sentence.
   const char* source_unit = src.format == ImportFormat::kFio ? "fio's ns" : "k6's ms";
+  if (hlog && !json_output) {
+    std::cerr << "perlctl: import: " << hlog_facts.intervals << " interval(s)"
+              << (hlog_facts.other_tag_lines > 0
+                      ? absl::StrCat(" (", hlog_facts.other_tag_lines,
+                                     " of other tags skipped: --tag NAME selects them)")
+                      : "")
+              << "; the run is bucketed: " << bucketed_reason << "\n";
+  }
   if (json_output) {
     JsonWriter j;
     j.BeginObject();
@@ -440,6 +526,13 @@ int ImportCommand(const std::string& target, const client::ChannelSecurity& secu
     for (const std::string& f : src.files) j.String(f);
     j.EndArray();
     if (src.format == ImportFormat::kK6) j.Key("metric").String(src.metric);
+    if (hlog) {
+      j.Key("logUnit").String(log_unit_name);
+      j.Key("tag").String(src.hlog_tag.value_or(""));
+      j.Key("intervals").Int(hlog_facts.intervals);
+      j.Key("otherTagIntervals").Int(hlog_facts.other_tag_lines);
+      j.Key("bucketedReason").String(bucketed_reason);
+    }
     j.Key("mode").String(mode_name);
     j.Key("unit").String(unit_name);
     j.Key("seconds").Double(seconds);
@@ -478,7 +571,9 @@ int ImportCommand(const std::string& target, const client::ChannelSecurity& secu
                   << " outside the latency range";
       }
       std::cout << "), ";
-      if (s->rounded == 0) {
+      if (hlog) {
+        std::cout << "HdrHistogram's bucket values, bucketed";
+      } else if (s->rounded == 0) {
         std::cout << "every value exact in " << unit_name;
       } else {
         std::cout << s->rounded << " of them rounded from " << source_unit << " to the nearest "

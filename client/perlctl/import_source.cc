@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -12,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "client/perlctl/decimal_scale.h"
 #include "client/perlctl/fio_log.h"
+#include "client/perlctl/hlog_log_reader.h"
 #include "client/perlctl/k6_json.h"
 #include "daemon/common/errno_text.h"
 
@@ -127,11 +129,56 @@ class LineReader {
   bool error_ = false;
 };
 
+const char* UnitName(int64_t ns) { return ns == 1 ? "ns" : ns == 1000 ? "us" : "ms"; }
+
+// An hlog interval's samples, each value converted exactly from the log's
+// unit to the run's (or refused).
+absl::Status HlogSamples(const ImportSource& src, const HlogInterval& interval,
+                         const std::function<bool(const ImportSample&)>& each, bool* stop) {
+  const double end_s = interval.start_s + interval.length_s;
+  const double end = std::round(end_s * (1e9 / static_cast<double>(src.ns_per_unit)));
+  if (!(std::fabs(end) < 9e18)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the interval's end (", end_s, " s) is out of range"));
+  }
+  const std::vector<std::pair<int64_t, int64_t>>& pairs = interval.histogram.ascending;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& [value, count] = pairs[i];
+    ImportSample sample;
+    sample.end = static_cast<int64_t>(end);
+    sample.records = count;
+    sample.interval_end = i + 1 == pairs.size();
+    if (src.hlog_ns_per_value >= src.ns_per_unit) {
+      if (__builtin_mul_overflow(value, src.hlog_ns_per_value / src.ns_per_unit, &sample.latency)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("value ", value, " ", UnitName(src.hlog_ns_per_value), " is too large in ",
+                         UnitName(src.ns_per_unit)));
+      }
+    } else {
+      const int64_t divisor = src.ns_per_unit / src.hlog_ns_per_value;
+      if (value % divisor != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("value ", value, " ", UnitName(src.hlog_ns_per_value),
+                         " (a bucket's highest equivalent value) is not a whole number of ",
+                         UnitName(src.ns_per_unit), ": import into a run of ",
+                         UnitName(src.hlog_ns_per_value), " or finer (--run-unit)"));
+      }
+      sample.latency = value / divisor;
+    }
+    if (!each(sample)) {
+      *stop = true;
+      return absl::OkStatus();
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ReadSamples(const ImportSource& src,
                          const std::function<bool(const ImportSample&)>& each,
-                         std::vector<std::string>* k6_metrics) {
+                         std::vector<std::string>* k6_metrics, HlogFacts* hlog) {
+  if (hlog != nullptr) *hlog = HlogFacts{};
   // Unit shifts: fio writes ns, k6 ms.
   const int fio_shift = src.ns_per_unit == 1 ? 0 : src.ns_per_unit == 1000 ? -3 : -6;
   const int k6_shift = fio_shift + 6;
@@ -157,12 +204,32 @@ absl::Status ReadSamples(const ImportSource& src,
           absl::StrCat(file, ": gzip-compressed; decompress it first (zcat ", file, " > FILE)"));
     }
     K6MetricReader k6(src.metric);
+    HlogReader hlog_reader(src.hlog_tag);
     int64_t number = 0;
     absl::string_view line;
     while (in.Next(&line)) {
       ++number;
       if (FioBlankLine(line)) continue;
       ImportSample sample;
+      if (src.format == ImportFormat::kHlog) {
+        absl::StatusOr<std::optional<HlogInterval>> interval = hlog_reader.Line(line);
+        if (!interval.ok()) return At(file, number, interval.status());
+        if (!interval->has_value()) continue;
+        const HlogHistogram& h = (*interval)->histogram;
+        if (hlog != nullptr) {
+          ++hlog->intervals;
+          if (!h.ascending.empty()) {
+            hlog->relative_bits = std::min(hlog->relative_bits, h.relative_bits);
+            hlog->exact_below = std::min(hlog->exact_below, h.exact_below);
+          }
+        }
+        bool stop = false;
+        if (absl::Status s = HlogSamples(src, **interval, each, &stop); !s.ok()) {
+          return At(file, number, s);
+        }
+        if (stop) return absl::OkStatus();
+        continue;
+      }
       if (src.format == ImportFormat::kFio) {
         absl::StatusOr<FioLogEntry> e = ParseFioLogLine(line);
         if (!e.ok()) return At(file, number, e.status());
@@ -186,6 +253,14 @@ absl::Status ReadSamples(const ImportSource& src,
         sample.rounded = latency->rounded;
       }
       if (!each(sample)) return absl::OkStatus();
+    }
+    if (hlog != nullptr) {
+      hlog->other_tag_lines += hlog_reader.other_tag_lines();
+      for (const std::string& t : hlog_reader.tags_seen()) {
+        if (std::find(hlog->tags_seen.begin(), hlog->tags_seen.end(), t) == hlog->tags_seen.end()) {
+          hlog->tags_seen.push_back(t);
+        }
+      }
     }
     if (k6_metrics != nullptr) {
       for (const std::string& m : k6.metrics_seen()) {

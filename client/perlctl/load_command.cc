@@ -133,20 +133,12 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   }
   const bench::BenchOptions& o = *parsed;
 
-  std::optional<TscClock> tsc;
-  std::string why_not_tsc = "--clock monotonic";
-  if (o.clock != bench::ClockSource::kMonotonic) {
-    absl::StatusOr<TscClock> t = TscClock::Create();
-    if (t.ok()) {
-      tsc = *t;
-    } else if (o.clock == bench::ClockSource::kTsc) {
-      std::cerr << "perlctl: load: --clock tsc: " << t.status().message() << "\n";
-      return 1;
-    } else {
-      why_not_tsc = absl::StrCat("TSC not used: ", t.status().message());
-    }
+  absl::StatusOr<std::unique_ptr<bench::BenchClock>> chosen = bench::ChooseBenchClock(o.clock);
+  if (!chosen.ok()) {
+    std::cerr << "perlctl: load: --" << chosen.status().message() << "\n";
+    return 1;
   }
-  const bench::BenchClock clock(tsc ? &*tsc : nullptr, why_not_tsc);
+  const bench::BenchClock& clock = **chosen;
 
   // SIGINT/SIGTERM end the load early but cleanly: taken by a watcher
   // thread (blocked here, before any thread starts, so every thread inherits

@@ -14,8 +14,8 @@
 //     compare A B [--p LIST] [--fail-if TERMS]
 //     export RUN [--format json|csv|hgrm|sbk-csv|hlog] [--out FILE] [--method M]
 //     load [perld bench options] [--run NAME] [--mode raw|windows] [--distribution-out FILE]
-//     import --format fio|k6 FILE... --run NAME [--mode windows|raw] [--unit ns|us|ms]
-//            [--metric NAME] [--distribution-out FILE]
+//     import --format fio|k6|hlog FILE... --run NAME [--mode windows|raw] [--unit ns|us|ms]
+//            [--metric NAME] [--tag NAME] [--run-unit U] [--distribution-out FILE]
 //     show/history/watch/bench --wait take [--p LIST] [--sbk]
 //
 // RUN is a run id or a unique run name. Exit status: 0 on success; 1 on a
@@ -128,8 +128,9 @@ const char* kUsage =
                                                only a running run of NAME, --new: only a
                                                new one; --slo as for bench (the run it
                                                creates; joining needs the same or none)
-  import --format fio|k6 FILE... --run NAME [--mode windows|raw] [--unit ns|us|ms]
-         [--metric NAME] [--distribution-out FILE] [--name CLIENT] [--label KEY=VALUE]...
+  import --format fio|k6|hlog FILE... --run NAME [--mode windows|raw] [--unit ns|us|ms]
+         [--metric NAME] [--tag NAME] [--run-unit ns|us|ms] [--distribution-out FILE]
+         [--name CLIENT] [--label KEY=VALUE]...
          [--join | --new] [--connect-timeout SECONDS]
                                                stream fio latency logs (log_avg_msec=0;
                                                one run per direction: NAME-read, ...) or
@@ -137,7 +138,11 @@ const char* kUsage =
                                                default http_req_duration) into perld, one
                                                record per I/O or sample, exactly in --unit
                                                (default ns; a value with more digits is
-                                               rounded, halves up, and counted); files are
+                                               rounded, halves up, and counted), or
+                                               HdrHistogram interval logs (hlog: --unit is
+                                               the log's; each count at its bucket's highest
+                                               equivalent value; the run marked bucketed,
+                                               exact false); files are
                                                checked whole first (exit 2, no run opened);
                                                import --help lists every option
 Windows print as a few lines each: counts and rates, latency min/avg/max, then a
@@ -559,9 +564,14 @@ int Percentiles(Cli& cli) {
     }
     json.Key("final").Bool(response.final());
     json.Key("exact").Bool(response.exact());
+    if (response.bucketed()) {  // percentiles of bucketed values: given, not exact
+      json.Key("bucketed").Bool(true);
+      json.Key("inexactReason").String(response.inexact_reason());
+    }
     json.Key("validLatencyRecords").Int(response.valid_latency_records());
     json.Key("timeUnit").String(TimeUnitText(response.time_unit()));
-    if (!response.exact()) {  // no percentile: never one from part of the run
+    // No percentile (never one from part of the run) unless bucketed.
+    if (!response.exact() && !response.bucketed()) {
       json.Key("medianLatency").Null();
       json.Key("percentiles").Null();
       json.Key("percentileCounts").Null();
@@ -597,6 +607,7 @@ int Percentiles(Cli& cli) {
     if (method != PercentileMethod::kSbk) {
       std::printf("  percentiles by method %s\n", PercentileMethodName(method));
     }
+    if (response.bucketed()) std::printf("  not exact: %s\n", response.inexact_reason().c_str());
     PrintPercentileLadder(response, unit);
   } else {
     std::printf("run %llu, %s%s, %lld valid latency records%s\n",
@@ -606,10 +617,11 @@ int Percentiles(Cli& cli) {
                 method == PercentileMethod::kSbk
                     ? ""
                     : absl::StrCat(" (method ", PercentileMethodName(method), ")").c_str());
-    if (!response.exact()) {
+    if (!response.exact() && !response.bucketed()) {
       std::printf("  %s\n", response.inexact_reason().c_str());
       return 1;
     }
+    if (response.bucketed()) std::printf("  not exact: %s\n", response.inexact_reason().c_str());
     const char* unit = TimeUnitText(response.time_unit());
     PrintPercentileLadder(response, unit);
   }
@@ -823,8 +835,7 @@ int Bench(Cli& cli) {
     throw UsageError{"bench: --abort-on-fail needs --slo EXPR"};
   }
   // Options of `perld bench` that belong to a local process, not a daemon run.
-  static const std::set<std::string> kLocalOnly = {"csvfile", "context", "clock", "progress",
-                                                   "idleNS"};
+  static const std::set<std::string> kLocalOnly = {"csvfile", "context", "progress", "idleNS"};
   std::set<std::string> given;
   for (const std::string& a : cli.args) {
     if (a.size() > 1 && a[0] == '-') {
@@ -866,6 +877,11 @@ int Bench(Cli& cli) {
                                                                     : v1::OVERFLOW_DROP);
   }
   if (given.count("interval")) out->set_reporting_interval_ms(o.interval_ms);
+  if (given.count("clock")) {
+    out->set_clock(o.clock == ClockSource::kTsc         ? v1::BENCH_CLOCK_TSC
+                   : o.clock == ClockSource::kMonotonic ? v1::BENCH_CLOCK_MONOTONIC
+                                                        : v1::BENCH_CLOCK_AUTO);
+  }
   out->set_warmup_ms(o.warmup_ms);
 
   grpc::ClientContext context;
@@ -971,7 +987,7 @@ grpc::Status FetchFacts(Cli& cli, const std::string& run, const std::vector<doub
   if (percents.empty()) return grpc::Status::OK;
   if (grpc::Status s = asked; !s.ok()) {
     facts->no_percentiles = s.error_message();
-  } else if (!answer.exact()) {
+  } else if (!answer.exact() && !answer.bucketed()) {
     facts->no_percentiles = answer.inexact_reason();
   } else if (answer.valid_latency_records() == 0) {
     facts->no_percentiles = "the run has no latency yet";

@@ -218,6 +218,12 @@ void WriteRunJson(const v1::RunInfo& run, JsonWriter& json) {
   json.Key("clock").String(run.clock());
   json.Key("clockResolutionNs").Int(run.clock_resolution_ns());
   json.Key("parameters").String(run.parameters());
+  // A bucketed run (RunInfo.bucketed_reason): its values stand for the raw
+  // ones (e.g. imported HdrHistogram buckets), so its percentiles, given,
+  // are not exact ones of the raw measurements.
+  json.Key("exact").Bool(run.bucketed_reason().empty());
+  json.Key("bucketed").Bool(!run.bucketed_reason().empty());
+  json.Key("inexactReason").String(run.bucketed_reason());
   json.Key("writers").Int(run.writers());
   json.Key("readers").Int(run.readers());
   json.Key("slo");
@@ -491,6 +497,9 @@ std::string ShowText(const v1::GetRunResponse& r, const WindowFormat& format) {
   }
   absl::StrAppend(&s, Wrapped("  clock:    ", clock));
   if (!run.parameters().empty()) absl::StrAppend(&s, Wrapped("  options:  ", run.parameters()));
+  if (!run.bucketed_reason().empty()) {
+    absl::StrAppend(&s, Wrapped("  values:   ", "not exact (bucketed): " + run.bucketed_reason()));
+  }
   absl::StrAppend(&s, SloText(run));
   if (r.windows_without_distribution() > 0) {
     absl::StrAppend(

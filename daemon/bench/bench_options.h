@@ -20,12 +20,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/core/clock.h"
 #include "daemon/core/latency_config.h"
 #include "daemon/core/timestamp_channels.h"
 
 namespace perld::bench {
 
-enum class ClockSource { kAuto, kTsc, kMonotonic };
+using ClockSource = ::perld::ClockSource;  // daemon/core/clock.h
 enum class BenchMode { kExact, kTimed, kRate };
 
 struct BenchOptions {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "daemon/bench/bench_clock.h"
 #include "daemon/bench/bench_options.h"
 #include "daemon/core/timestamp_channels.h"
 #include "daemon/core/tsc_clock.h"
@@ -44,22 +45,6 @@ struct WorkerPlan {
 struct WorkerResult {
   int64_t attempted = 0;  // operations run (timestamps offered to Send)
   int64_t sent = 0;       // timestamps accepted by the channel
-};
-
-// The clock a run uses: calibrated TSC when available, else CLOCK_MONOTONIC
-// (`why_not_tsc` says why, for the clock line and the run's metadata). The
-// effective resolution is measured once, at construction.
-class BenchClock {
- public:
-  explicit BenchClock(const TscClock* tsc, const std::string& why_not_tsc = "")
-      : tsc_(tsc), info_(tsc ? tsc->Info() : MonotonicClockInfo(why_not_tsc)) {}
-  int64_t NowNanos() const;
-  const TscClock* tsc() const { return tsc_; }
-  const ClockInfo& info() const { return info_; }
-
- private:
-  const TscClock* tsc_;
-  ClockInfo info_;
 };
 
 inline constexpr int64_t kStopCheckInterval = 1024;

@@ -16,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "daemon/common/host_port.h"
+#include "daemon/common/http_url.h"
 #include "daemon/config/config_schema.h"
 #include "daemon/config/nearest_name.h"
 
@@ -187,7 +189,7 @@ class Loader {
         refused_.insert(name);
         continue;
       }
-      if (section.empty() && internal::IsSection(name)) {
+      if (internal::IsSection(name)) {  // a section, or one nested in its section
         if (value.IsMap()) {
           Walk(value, name + ".");
         } else if (!value.IsNull()) {  // an empty section is all defaults
@@ -281,6 +283,65 @@ class Loader {
       AddForKey(LineOfKey(given), given,
                 "upstream.certFile and upstream.keyFile are given together");
     }
+    CheckRemoteWrite();
+  }
+
+  // remoteWrite: credentials and TLS need a URL of the right scheme, one
+  // kind of auth, and never a secret in clear text to another host.
+  void CheckRemoteWrite() {
+    const RemoteWriteConfig& rw = config_.remote_write;
+    static constexpr const char* kNeedUrl[] = {
+        "remoteWrite.bearerTokenFile",        "remoteWrite.basicAuth.username",
+        "remoteWrite.basicAuth.passwordFile", "remoteWrite.tls.caFile",
+        "remoteWrite.tls.certFile",           "remoteWrite.tls.keyFile"};
+    if (!Accepted("remoteWrite.url")) return;
+    if (rw.url.empty()) {
+      for (const char* key : kNeedUrl) {
+        if (Given(key) && !FindConfigKeyValueEmpty(key)) {
+          AddForKey(LineOfKey(key), key, "needs remoteWrite.url (remote write is off without it)");
+        }
+      }
+      return;
+    }
+    absl::StatusOr<common::HttpUrl> url = common::ParseHttpUrl(rw.url);
+    if (!url.ok()) return;  // refused by the key itself
+    const bool basic = !rw.basic_auth_username.empty() || !rw.basic_auth_password_file.empty();
+    if (!rw.bearer_token_file.empty() && basic) {
+      AddForKey(LineOfKey("remoteWrite.bearerTokenFile"), "remoteWrite.bearerTokenFile",
+                "give bearerTokenFile or basicAuth, not both");
+    }
+    if (rw.basic_auth_username.empty() != rw.basic_auth_password_file.empty()) {
+      const char* given = rw.basic_auth_username.empty() ? "remoteWrite.basicAuth.passwordFile"
+                                                         : "remoteWrite.basicAuth.username";
+      AddForKey(LineOfKey(given), given,
+                "basicAuth.username and basicAuth.passwordFile are given together");
+    }
+    if (rw.tls_cert_file.empty() != rw.tls_key_file.empty()) {
+      const char* given =
+          rw.tls_cert_file.empty() ? "remoteWrite.tls.keyFile" : "remoteWrite.tls.certFile";
+      AddForKey(LineOfKey(given), given, "tls.certFile and tls.keyFile are given together");
+    }
+    if (!url->https) {
+      for (const char* key :
+           {"remoteWrite.tls.caFile", "remoteWrite.tls.certFile", "remoteWrite.tls.keyFile"}) {
+        if (Given(key) && !FindConfigKeyValueEmpty(key)) {
+          AddForKey(LineOfKey(key), key, "TLS needs an https:// remoteWrite.url");
+        }
+      }
+      if ((!rw.bearer_token_file.empty() || basic) && !common::IsLoopbackHost(url->host)) {
+        const char* key = rw.bearer_token_file.empty() ? "remoteWrite.basicAuth.passwordFile"
+                                                       : "remoteWrite.bearerTokenFile";
+        AddForKey(LineOfKey(key), key,
+                  absl::StrCat("a token or password is never sent in clear text to another "
+                               "host (",
+                               internal::Shown(url->host), "): use an https:// remoteWrite.url"));
+      }
+    }
+  }
+
+  // True when the (accepted) string key `key` holds "".
+  bool FindConfigKeyValueEmpty(const char* key) const {
+    return internal::FindConfigKey(key)->render(config_) == "\"\"";
   }
 
   std::string RenderedTimeUnit() const {

@@ -1,6 +1,9 @@
 #include "daemon/config/config_render.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "daemon/config/config_schema.h"
 
 namespace perld::config {
@@ -8,14 +11,20 @@ namespace perld::config {
 std::string RenderEffectiveConfig(const DaemonConfig& config) {
   std::string out =
       "# perld effective configuration: every key (config/perld.yaml documents them)\n";
-  std::string section;  // the section being written; the schema lists top-level keys first
+  // The sections being written, outermost first; the schema lists a
+  // section's keys together (a nested section's right after its parent's).
+  std::vector<std::string> open;
   for (const internal::ConfigKey& key : internal::ConfigKeys()) {
-    const size_t dot = key.name.find('.');
-    const std::string key_section = dot == std::string::npos ? "" : key.name.substr(0, dot);
-    if (key_section != section && !key_section.empty()) absl::StrAppend(&out, key_section, ":\n");
-    section = key_section;
-    const std::string leaf = dot == std::string::npos ? key.name : key.name.substr(dot + 1);
-    absl::StrAppend(&out, section.empty() ? "" : "  ", leaf, ": ", key.render(config), "\n");
+    const std::vector<std::string> path = absl::StrSplit(key.name, '.');
+    size_t same = 0;
+    while (same < open.size() && same + 1 < path.size() && open[same] == path[same]) ++same;
+    open.resize(same);
+    for (size_t i = same; i + 1 < path.size(); ++i) {
+      absl::StrAppend(&out, std::string(2 * i, ' '), path[i], ":\n");
+      open.push_back(path[i]);
+    }
+    absl::StrAppend(&out, std::string(2 * open.size(), ' '), path.back(), ": ", key.render(config),
+                    "\n");
   }
   return out;
 }

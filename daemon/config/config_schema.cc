@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/common/http_url.h"
 #include "daemon/config/listen_address.h"
 
 namespace perld::config::internal {
@@ -200,6 +201,25 @@ ConfigKey ListenKey(std::string name, Access access) {
   return key;
 }
 
+// An http(s) URL ("" allowed: off), checked by common::ParseHttpUrl.
+template <class Access>
+ConfigKey UrlKey(std::string name, ReloadRule rule, Access access) {
+  ConfigKey key = StringKey(std::move(name), rule, access);
+  key.parse = [access](const Node& v, DaemonConfig* c) -> std::optional<ValueError> {
+    std::string text;
+    if (auto error = ReadString(v, &text)) return error;
+    if (!text.empty()) {
+      if (absl::StatusOr<common::HttpUrl> url = common::ParseHttpUrl(text); !url.ok()) {
+        return ValueError{
+            absl::StrCat("malformed URL \"", Shown(text), "\": ", url.status().message())};
+      }
+    }
+    access(*c) = std::move(text);
+    return std::nullopt;
+  };
+  return key;
+}
+
 ConfigKey PercentilesKey() {
   ConfigKey key{"percentiles", ReloadRule::kLive, nullptr, nullptr, nullptr};
   key.parse = [](const Node& v, DaemonConfig* c) -> std::optional<ValueError> {
@@ -312,6 +332,12 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "benchWorkerYieldUs", kLive, 0, 1'000'000,
       [](auto& c) -> auto& { return c.bench_worker_yield_us; }));
+  keys.push_back(EnumKey<ClockSource>(
+      "clock", kLive,
+      {{"auto", ClockSource::kAuto},
+       {"tsc", ClockSource::kTsc},
+       {"monotonic", ClockSource::kMonotonic}},
+      [](auto& c) -> auto& { return c.clock; }));
   // retention:
   keys.push_back(IntKey(
       "retention.maxFinishedRuns", kLive, 1, 1'000'000,
@@ -489,6 +515,39 @@ std::vector<ConfigKey> BuildKeys() {
       "tls.keyFile", kRestart, [](auto& c) -> auto& { return c.tls.key_file; }));
   keys.push_back(StringKey(
       "tls.clientCaFile", kRestart, [](auto& c) -> auto& { return c.tls.client_ca_file; }));
+  // remoteWrite: Prometheus remote write (remote_write/remote_writer.h).
+  keys.push_back(UrlKey(
+      "remoteWrite.url", kLive, [](auto& c) -> auto& { return c.remote_write.url; }));
+  keys.push_back(IntKey(
+      "remoteWrite.intervalMs", kLive, 100, 3'600'000,
+      [](auto& c) -> auto& { return c.remote_write.interval_ms; }));
+  keys.push_back(StringKey(
+      "remoteWrite.bearerTokenFile", kLive,
+      [](auto& c) -> auto& { return c.remote_write.bearer_token_file; }));
+  keys.push_back(StringKey(
+      "remoteWrite.basicAuth.username", kLive,
+      [](auto& c) -> auto& { return c.remote_write.basic_auth_username; }));
+  keys.push_back(StringKey(
+      "remoteWrite.basicAuth.passwordFile", kLive,
+      [](auto& c) -> auto& { return c.remote_write.basic_auth_password_file; }));
+  keys.push_back(StringKey(
+      "remoteWrite.tls.caFile", kLive,
+      [](auto& c) -> auto& { return c.remote_write.tls_ca_file; }));
+  keys.push_back(StringKey(
+      "remoteWrite.tls.certFile", kLive,
+      [](auto& c) -> auto& { return c.remote_write.tls_cert_file; }));
+  keys.push_back(StringKey(
+      "remoteWrite.tls.keyFile", kLive,
+      [](auto& c) -> auto& { return c.remote_write.tls_key_file; }));
+  keys.push_back(IntKey(
+      "remoteWrite.maxQueuedSamples", kRestart, 1, 100'000'000,
+      [](auto& c) -> auto& { return c.remote_write.max_queued_samples; }));
+  keys.push_back(IntKey(
+      "remoteWrite.maxSamplesPerRequest", kLive, 1, 1'000'000,
+      [](auto& c) -> auto& { return c.remote_write.max_samples_per_request; }));
+  keys.push_back(IntKey(
+      "remoteWrite.timeoutMs", kLive, 100, 600'000,
+      [](auto& c) -> auto& { return c.remote_write.timeout_ms; }));
   return keys;
 }
 
@@ -529,9 +588,9 @@ const ConfigKey* FindConfigKey(absl::string_view name) {
 }
 
 const std::vector<std::string>& SectionNames() {
-  static const std::vector<std::string>* const names =
-      new std::vector<std::string>({"retention", "limits", "grpc", "ingest", "prometheus", "http",
-                                    "sbp", "upstream", "auth", "tls"});
+  static const std::vector<std::string>* const names = new std::vector<std::string>(
+      {"retention", "limits", "grpc", "ingest", "prometheus", "http", "sbp", "upstream", "auth",
+       "tls", "remoteWrite", "remoteWrite.basicAuth", "remoteWrite.tls"});
   return *names;
 }
 

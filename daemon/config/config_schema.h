@@ -57,7 +57,8 @@ const std::vector<ConfigKey>& ConfigKeys();
 // The entry named `name` (dotted), or nullptr.
 const ConfigKey* FindConfigKey(absl::string_view name);
 
-// True for a section name (SectionNames()).
+// True for a section name (SectionNames()). Sections nest one level
+// ("remoteWrite.tls": caFile under tls: under remoteWrite:).
 bool IsSection(absl::string_view name);
 // The sections ("retention", "limits", ...): the one list.
 const std::vector<std::string>& SectionNames();

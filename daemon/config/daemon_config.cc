@@ -29,10 +29,11 @@ bool operator==(const DaemonConfig& a, const DaemonConfig& b) {
          a.drain_timeout_ms == b.drain_timeout_ms && a.csv_dir == b.csv_dir &&
          a.reporting_interval_ms == b.reporting_interval_ms && SameLatency(a.latency, b.latency) &&
          SameChannels(a.channels, b.channels) && a.idle_ns == b.idle_ns &&
-         a.bench_worker_yield_us == b.bench_worker_yield_us && a.retention == b.retention &&
-         a.limits == b.limits && a.grpc == b.grpc && a.grpc_unix == b.grpc_unix &&
-         a.ingest == b.ingest && a.prometheus == b.prometheus && a.http == b.http &&
-         a.sbp == b.sbp && a.upstream == b.upstream && a.auth == b.auth && a.tls == b.tls;
+         a.bench_worker_yield_us == b.bench_worker_yield_us && a.clock == b.clock &&
+         a.retention == b.retention && a.limits == b.limits && a.grpc == b.grpc &&
+         a.grpc_unix == b.grpc_unix && a.ingest == b.ingest && a.prometheus == b.prometheus &&
+         a.http == b.http && a.sbp == b.sbp && a.upstream == b.upstream && a.auth == b.auth &&
+         a.tls == b.tls && a.remote_write == b.remote_write;
 }
 
 }  // namespace perld::config

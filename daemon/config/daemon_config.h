@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/common/log.h"
+#include "daemon/core/clock.h"
 #include "daemon/core/latency_config.h"
 #include "daemon/core/timestamp_channels.h"
 
@@ -214,6 +215,35 @@ struct TlsConfig {
   bool operator==(const TlsConfig&) const = default;
 };
 
+// Prometheus remote write 1.0 (remote_write/remote_writer.h): the series of
+// /metrics pushed to a receiver, for hosts nothing scrapes. Off unless url is
+// set. Everything but maxQueuedSamples is [reload]: SIGHUP re-reads the
+// credential files too.
+struct RemoteWriteConfig {
+  // key remoteWrite.url: http(s)://HOST[:PORT]/PATH of the receiver (Prometheus:
+  // /api/v1/write); "" (default): no remote write.
+  std::string url;
+  int64_t interval_ms = 5'000;    // key remoteWrite.intervalMs: collect every, [100, 3'600'000]
+  std::string bearer_token_file;  // key remoteWrite.bearerTokenFile: "Authorization: Bearer"
+  // key remoteWrite.basicAuth.username / remoteWrite.basicAuth.passwordFile:
+  // HTTP basic auth (given together; not with bearerTokenFile).
+  std::string basic_auth_username;
+  std::string basic_auth_password_file;
+  std::string tls_ca_file;    // key remoteWrite.tls.caFile: PEM roots (default: the system's)
+  std::string tls_cert_file;  // key remoteWrite.tls.certFile: client certificate (mutual TLS)
+  std::string tls_key_file;   // key remoteWrite.tls.keyFile: its key (a secret file)
+  // key remoteWrite.maxQueuedSamples: samples waiting to be sent; past it the
+  // oldest are dropped and counted, [1, 100'000'000]. [restart]
+  int64_t max_queued_samples = 500'000;
+  // key remoteWrite.maxSamplesPerRequest: samples in one request, [1, 1'000'000].
+  int64_t max_samples_per_request = 5'000;
+  // key remoteWrite.timeoutMs: one request's connect, send and answer, [100, 600'000].
+  int64_t timeout_ms = 10'000;
+
+  bool enabled() const { return !url.empty(); }
+  bool operator==(const RemoteWriteConfig&) const = default;
+};
+
 struct DaemonConfig {
   // Listeners and files.
   std::string grpc_listen = "127.0.0.1:9717";  // key grpcListen / --grpc-listen, HOST:PORT
@@ -241,6 +271,12 @@ struct DaemonConfig {
   // their core to other threads about this often (bench::WorkerPlan::
   // yield_every_ns); 0 never.
   int64_t bench_worker_yield_us = 200;
+  // key clock: auto | tsc | monotonic (daemon/core/clock.h ClockSource), the
+  // clock of in-process benches that do not give --clock. tsc is refused
+  // (at start: the daemon does not start; on SIGHUP: the old one is kept)
+  // when the CPU lacks an invariant TSC or its CPUs disagree. [reload: new
+  // benches]
+  ClockSource clock = ClockSource::kAuto;
 
   RetentionConfig retention;
   LimitsConfig limits;
@@ -252,6 +288,7 @@ struct DaemonConfig {
   UpstreamConfig upstream;
   AuthConfig auth;
   TlsConfig tls;
+  RemoteWriteConfig remote_write;
 };
 
 // Field-by-field equality, LatencyConfig and ChannelOptions included

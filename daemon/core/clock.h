@@ -21,6 +21,16 @@ inline int64_t MonotonicNanos() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// Which clock a run times with (config `clock`, `--clock`): auto = the
+// calibrated TSC when the CPU has an invariant one and the kernel trusts it,
+// else CLOCK_MONOTONIC; tsc = the TSC even when the kernel does not trust it
+// (TscClock::CreateForced: refused when the CPU lacks an invariant TSC or
+// its CPUs disagree); monotonic = CLOCK_MONOTONIC.
+enum class ClockSource { kAuto, kTsc, kMonotonic };
+
+// "auto", "tsc", "monotonic".
+const char* ClockSourceName(ClockSource source);
+
 struct ClockInfo {
   std::string name;          // "tsc" or "monotonic"
   double resolution_ns = 0;  // smallest non-zero step of back-to-back reads; 0: unknown

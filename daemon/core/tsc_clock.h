@@ -25,20 +25,56 @@
 // of back-to-back reads, converted to ns (on some hosts the TSC advances in
 // steps of ~10 ns, not one tick).
 //
+// Forced TSC (`clock: tsc`): guests often boot with tsc=unstable although
+// the CPU advertises an invariant TSC, and CLOCK_MONOTONIC then costs 2-3x a
+// bare RDTSC per reading. CreateForced() skips the kernel's verdict but
+// still requires constant_tsc and nonstop_tsc, and checks the TSC itself:
+// pinned on each CPU this thread may run on, right after the calibration
+// and again a calibration window later, it reads the TSC between two
+// CLOCK_MONOTONIC readings (the tightest of many tries), each CPU between
+// two readings on the first CPU (so the calibration's rate error cancels),
+// and refuses when two CPUs' offsets differ by more than the clock's
+// resolution beyond what the readings can resolve (CheckCpuAgreement),
+// naming the CPUs and the skew.
+// Test hook: PERLD_TEST_TSC_SKEW_NS=N adds N ns to the last CPU's offset
+// (how the refusal is tested end to end on hosts whose TSCs agree).
+//
 // Threads: immutable after Create(); NowNanos() is safe from any thread.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/core/clock.h"
 
 namespace perld {
 
+// One CPU's reading in the cross-CPU check: TSC time minus CLOCK_MONOTONIC,
+// and how precisely that was measured (half the CLOCK_MONOTONIC interval the
+// TSC read sat in).
+struct CpuOffset {
+  int cpu = 0;
+  double offset_ns = 0;
+  double uncertainty_ns = 0;
+  double at_ns = 0;  // CLOCK_MONOTONIC when it was read
+};
+
+// OK when any two offsets differ by at most `tolerance_ns` beyond their
+// uncertainties; else FailedPrecondition naming the two CPUs, the measured
+// skew and the tolerance.
+absl::Status CheckCpuAgreement(const std::vector<CpuOffset>& offsets, double tolerance_ns);
+
 class TscClock {
  public:
   // Returns a calibrated clock or an error naming why the TSC is unusable.
   static absl::StatusOr<TscClock> Create(int64_t window_ns = 20'000'000);
+  // `clock: tsc` (header comment): the TSC even when the kernel does not
+  // list it; an error when the CPU lacks an invariant TSC or the CPUs
+  // disagree. Info() then says it was forced and what the check measured.
+  static absl::StatusOr<TscClock> CreateForced(int64_t window_ns = 20'000'000);
   // A clock with a given calibration: `base_tsc` ticks read at `base_ns`,
   // `ticks_per_ns` in (2^-8, 2^32). No hardware check: for the conversion
   // tests, which must run on hosts whose kernel does not trust the TSC.
@@ -75,9 +111,11 @@ class TscClock {
  private:
   TscClock(uint64_t base_tsc, int64_t base_ns, uint64_t mult)
       : base_tsc_(base_tsc), base_ns_(base_ns), mult_(mult) {}
+  static absl::StatusOr<TscClock> Calibrate(int64_t window_ns);
   uint64_t base_tsc_;
   int64_t base_ns_;
-  uint64_t mult_;  // ns per tick, 32.32 fixed point
+  uint64_t mult_;       // ns per tick, 32.32 fixed point
+  std::string forced_;  // CreateForced: what the clock line adds; else empty
 };
 
 }  // namespace perld

@@ -43,6 +43,9 @@ struct OpenRequest {
   // client's non-empty one must equal the run's.
   std::string slo;
   bool abort_on_fail = false;
+  // Non-empty: this client's latencies are bucketed values, and why
+  // (IngestOpen.bucketed_reason): the run it creates or joins is marked so.
+  std::string bucketed_reason;
   ClientMode mode = ClientMode::kRaw;
   bool must_exist = false;        // join only
   bool must_create = false;       // create only (ALREADY_EXISTS)

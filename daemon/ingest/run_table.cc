@@ -112,6 +112,10 @@ absl::Status CheckOpenLimits(const OpenRequest& open, const config::LimitsConfig
   if (absl::Status s = config::CheckName("open: slo.expression", open.slo, limits); !s.ok()) {
     return s;
   }
+  if (absl::Status s = config::CheckName("open: bucketed_reason", open.bucketed_reason, limits);
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = config::CheckLabels("open: labels", open.labels, limits); !s.ok()) return s;
   return config::CheckPercentileCount("open: percentiles",
                                       static_cast<int64_t>(open.percentiles.size()), limits);
@@ -196,6 +200,7 @@ absl::StatusOr<std::shared_ptr<RunTable::Run>> RunTable::CreateLocked(
   setup.spec.clock_resolution_ns = open.clock_resolution_ns;
   setup.spec.slo = open.slo;
   setup.spec.abort_on_fail = open.abort_on_fail;
+  setup.spec.bucketed_reason = open.bucketed_reason;
   absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
   if (!created.ok()) return created.status();
   run->context.id = created->id;
@@ -336,6 +341,11 @@ absl::StatusOr<RunTable::Session> RunTable::AttachLocked(const OpenRequest& open
             "run '", run->name, "' (id ", run->context.id, ") has the SLO '", run->slo,
             run->abort_on_fail ? "' with abortOnFail" : "'", "; this client asks for '", open.slo,
             open.abort_on_fail ? "' with abortOnFail" : "'", " (give the same, or none to join)")));
+  }
+  // A bucketed client makes the run bucketed (its values are no longer
+  // all raw); a client of raw values leaves a bucketed run so.
+  if (!open.bucketed_reason.empty()) {
+    manager_.registry().MarkBucketed(run->context.id, open.bucketed_reason);
   }
   Member* member = nullptr;
   auto existing = run->clients.find(open.client_id);

@@ -44,7 +44,9 @@ absl::StatusOr<runs::RunInfo> BenchJobs::Start(const bench::BenchOptions& option
   setup.abort_on_fail = abort_on_fail;
   setup.latency_defaults = config->latency;
   setup.reporting_interval_ms = reporting_interval_ms;
-  setup.clock = &clock_;
+  absl::StatusOr<const bench::BenchClock*> clock = clocks_.Get(options.clock);
+  if (!clock.ok()) return clock.status();
+  setup.clock = *clock;
   setup.worker_yield_every_ns = config->bench_worker_yield_us * 1'000;
   absl::StatusOr<std::unique_ptr<BenchJob>> job = BenchJob::Start(manager_, std::move(setup));
   if (!job.ok()) return job.status();

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "daemon/bench/bench_clock.h"
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/common/mutex.h"
 #include "daemon/config/current_config.h"
@@ -29,9 +30,9 @@ inline constexpr int64_t kMaxBenchPendingBytes = int64_t{1} << 30;
 
 class BenchJobs {
  public:
-  BenchJobs(runs::RunManager& manager, const bench::BenchClock& clock,
+  BenchJobs(runs::RunManager& manager, bench::BenchClocks& clocks,
             const config::CurrentConfig& config)
-      : manager_(manager), clock_(clock), config_(config) {}
+      : manager_(manager), clocks_(clocks), config_(config) {}
   ~BenchJobs() { StopAll(); }
 
   absl::StatusOr<runs::RunInfo> Start(const bench::BenchOptions& options, std::string name,
@@ -47,7 +48,7 @@ class BenchJobs {
   void Reap();
 
   runs::RunManager& manager_;
-  const bench::BenchClock& clock_;
+  bench::BenchClocks& clocks_;  // options.clock's (FailedPrecondition when refused)
   const config::CurrentConfig& config_;
   mutable Mutex mu_;
   std::map<runs::RunId, std::shared_ptr<BenchJob>> jobs_ ABSL_GUARDED_BY(mu_);

@@ -102,19 +102,11 @@ absl::StatusOr<BenchResult> RunBench(const bench::BenchOptions& options, std::os
       TimeStampChannels::Create(options.channels, options.workers());
   if (!topology.ok()) return topology.status();
 
-  std::optional<TscClock> tsc;
-  std::string why_not_tsc = "--clock monotonic";
-  if (options.clock != bench::ClockSource::kMonotonic) {
-    absl::StatusOr<TscClock> t = TscClock::Create();
-    if (t.ok()) {
-      tsc = *t;
-    } else if (options.clock == bench::ClockSource::kTsc) {
-      return absl::FailedPreconditionError(absl::StrCat("--clock tsc: ", t.status().message()));
-    } else {
-      why_not_tsc = absl::StrCat("TSC not used: ", t.status().message());
-    }
-  }
-  const bench::BenchClock clock(tsc ? &*tsc : nullptr, why_not_tsc);
+  absl::StatusOr<std::unique_ptr<bench::BenchClock>> chosen =
+      bench::ChooseBenchClock(options.clock);
+  if (!chosen.ok())
+    return absl::FailedPreconditionError(absl::StrCat("--", chosen.status().message()));
+  const bench::BenchClock& clock = **chosen;
 
   bench::ReportContext ctx;
   ctx.action = options.writers > 0 && options.readers > 0 ? "Write_Reading"

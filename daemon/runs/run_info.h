@@ -78,6 +78,12 @@ struct RunSpec {
   // abort_on_fail stops the run once a term fails for good.
   std::string slo;
   bool abort_on_fail = false;
+  // Non-empty: the run's latencies are not all raw measurements but values
+  // standing for them (an ingest client's IngestOpen.bucketed_reason, e.g.
+  // HdrHistogram bucket values from `perlctl import --format hlog`), and
+  // why. Set when the run is created, or later by the first bucketed client
+  // to join it (RunRegistry::MarkBucketed): never cleared.
+  std::string bucketed_reason;
 
   bool operator==(const RunSpec&) const = default;
 };

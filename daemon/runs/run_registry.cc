@@ -398,6 +398,18 @@ void RunRegistry::SetSloStatus(RunId id, SloStatus status) {
   bytes_ += e->Bytes();
 }
 
+bool RunRegistry::MarkBucketed(RunId id, const std::string& reason) {
+  ChangeLock lock(*this);
+  Entry* e = Find(id);
+  if (e == nullptr) return false;
+  if (!e->info.spec.bucketed_reason.empty()) return true;
+  lock.Changed(id);
+  bytes_ -= e->Bytes();
+  e->info.spec.bucketed_reason = reason;
+  bytes_ += e->Bytes();
+  return true;
+}
+
 void RunRegistry::SetRetention(const config::RetentionConfig& retention) {
   ChangeLock lock(*this);
   retention_ = retention;

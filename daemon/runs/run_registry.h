@@ -120,6 +120,9 @@ class RunRegistry {
   void SetRetention(const config::RetentionConfig& retention);
   // The run's latest SLO verdict (run_slo.h); unknown runs are ignored.
   void SetSloStatus(RunId id, SloStatus status);
+  // Marks a running run bucketed (RunSpec::bucketed_reason) unless it is
+  // already; false for an unknown run.
+  bool MarkBucketed(RunId id, const std::string& reason);
 
   // Queries. NotFound for an unknown id.
   std::vector<RunInfo> List(const RunFilter& filter) const;

@@ -43,7 +43,8 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager, const ingest::RunT
                              const config::CurrentConfig& config,
                              const tiers::UpstreamForwarder* upstream,
                              const service::CallAuth* auth, const http::HttpServerStats* http_stats,
-                             const service::SbpService* sbp, const state::StateStore* store)
+                             const service::SbpService* sbp, const state::StateStore* store,
+                             const prometheus::Collectable* remote_write)
     : manager_(manager),
       ingest_runs_(ingest_runs),
       grpc_(grpc),
@@ -51,6 +52,7 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager, const ingest::RunT
       start_mono_ns_(MonotonicNanos()),
       ingest_(ingest_stats),
       state_(manager, ingest_runs, upstream, auth, http_stats, sbp, store),
+      remote_write_(remote_write),
       uptime_(Gauge(registry_, "perld_uptime_seconds", "Seconds since the daemon started.")),
       omitted_(Gauge(registry_, "perld_exporter_runs_omitted",
                      "Runs left out of this scrape by prometheus.maxRuns (the oldest).")),
@@ -70,7 +72,8 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager, const ingest::RunT
       .Set(static_cast<double>(absl::ToUnixMillis(absl::Now())) / 1e3);
 }
 
-void DaemonMetrics::Render(std::string* buffer) {
+void DaemonMetrics::Render(std::string* buffer, Reader reader) {
+  const bool scrape = reader == Reader::kScrape;
   const int64_t begin_ns = MonotonicNanos();
   const int64_t begin_cpu_ns = ThreadCpuNanos();
   http::RunsExpositionInput input;
@@ -85,12 +88,16 @@ void DaemonMetrics::Render(std::string* buffer) {
       http::SelectRunMetrics(manager_.registry(), input, &omitted);
   MutexLock lock(render_mu_);
   omitted_.Set(static_cast<double>(omitted));
-  omitted_total_.Increment(static_cast<double>(omitted));
+  if (scrape) omitted_total_.Increment(static_cast<double>(omitted));
   RenderRuns(runs, input.prometheus.names, buffer);
   uptime_.Set(static_cast<double>(MonotonicNanos() - start_mono_ns_) / 1e9);
   http::MetricFamilies families;
-  http::CollectInto({&ingest_, &grpc_, &registry_, &state_}, &families);
+  std::vector<const prometheus::Collectable*> collectables = {&ingest_, &grpc_, &registry_,
+                                                              &state_};
+  if (remote_write_ != nullptr) collectables.push_back(remote_write_);
+  http::CollectInto(collectables, &families);
   http::AppendFamiliesText(families, buffer);
+  if (!scrape) return;
   scrapes_.Increment();
   last_scrape_.Set(static_cast<double>(MonotonicNanos() - begin_ns) / 1e9);
   last_scrape_cpu_.Set(static_cast<double>(ThreadCpuNanos() - begin_cpu_ns) / 1e9);

@@ -4,7 +4,8 @@
 // the ingest counters (service::IngestCollector), gRPC calls by method and
 // code (service::GrpcCallStats), the daemon's state (DaemonStateCollector:
 // recorder, runs by state, memory, HTTP listener, SBP slots, auth, upstream)
-// and this class's prometheus::Registry, whose counters and gauges are
+// remote write's own counters (remote_write::RemoteWriteStats), and this
+// class's prometheus::Registry, whose counters and gauges are
 // updated here, where their events happen: build info, start time, uptime,
 // runs left out by the cap, the scrapes themselves. They are collected into
 // MetricFamily objects and written by prometheus::TextSerializer.
@@ -59,11 +60,18 @@ class DaemonMetrics {
                 const tiers::UpstreamForwarder* upstream = nullptr,
                 const service::CallAuth* auth = nullptr,
                 const http::HttpServerStats* http_stats = nullptr,
-                const service::SbpService* sbp = nullptr, const state::StateStore* store = nullptr);
+                const service::SbpService* sbp = nullptr, const state::StateStore* store = nullptr,
+                const prometheus::Collectable* remote_write = nullptr);
+
+  // Who renders: a /metrics scrape, or remote write's collection (the same
+  // text; it does not count as a scrape: perld_scrapes_total,
+  // perld_last_scrape_* and perld_exporter_runs_omitted_total stay as the
+  // scrapes left them).
+  enum class Reader { kScrape, kRemoteWrite };
 
   // Renders the whole exposition into `buffer` (replacing its text, keeping
   // its capacity: a scraper's repeated ~1 MB texts cost no regrowth).
-  void Render(std::string* buffer);
+  void Render(std::string* buffer, Reader reader = Reader::kScrape);
 
  private:
   // The exported runs' families into `buffer` (cleared first).
@@ -94,6 +102,7 @@ class DaemonMetrics {
   const int64_t start_mono_ns_;
   const service::IngestCollector ingest_;
   const DaemonStateCollector state_;
+  const prometheus::Collectable* const remote_write_;  // null: not collected
   prometheus::Registry registry_;
   prometheus::Gauge& uptime_;
   prometheus::Gauge& omitted_;

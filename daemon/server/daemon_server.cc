@@ -34,6 +34,7 @@
 #include "daemon/ingest/ingest_checkpointer.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/jobs/bench_jobs.h"
+#include "daemon/remote_write/remote_writer.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/server/daemon_metrics.h"
 #include "daemon/server/grpc_drain.h"
@@ -174,8 +175,7 @@ struct DaemonServer::Parts {
       : current(config), lifecycle(std::move(hooks)) {}
 
   config::CurrentConfig current;
-  std::optional<TscClock> tsc;
-  std::unique_ptr<bench::BenchClock> clock;
+  bench::BenchClocks clocks;  // by `clock` (config) or a bench's own --clock
   RunLog run_log;
   std::unique_ptr<state::RunHistory> history;
   std::unique_ptr<RunCsvWriter> csv;
@@ -196,6 +196,8 @@ struct DaemonServer::Parts {
   std::unique_ptr<service::SbpService> sbp;
   service::GrpcCallStats grpc_stats;
   std::unique_ptr<DaemonMetrics> metrics;
+  // Idle (no thread) without remoteWrite.url.
+  std::unique_ptr<remote_write::RemoteWriter> remote_write;
   http::HttpServerStats http_stats;  // written by `http`, read by `metrics`
   int64_t start_mono_ns = MonotonicNanos();
   GrpcDrain grpc_drain;  // counts the calls of `grpc`: outlives it
@@ -227,6 +229,15 @@ absl::Status LoadSecurity(Parts* p, const config::DaemonConfig& config) {
   absl::StatusOr<http::HttpTls> https = HttpsFiles(config.tls);
   if (!https.ok()) return https.status();
   p->https = std::move(*https);
+  // Remote write's credentials and TLS files (its threads start after "http").
+  remote_write::RemoteWriter::Options rw;
+  rw.render = [p](std::string* text) {
+    p->metrics->Render(text, DaemonMetrics::Reader::kRemoteWrite);
+  };
+  absl::StatusOr<std::unique_ptr<remote_write::RemoteWriter>> writer =
+      remote_write::RemoteWriter::Create(config.remote_write, std::move(rw));
+  if (!writer.ok()) return writer.status();
+  p->remote_write = std::move(*writer);
   if (!config.upstream.target.empty()) {
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
         tiers::OpenParentChannel(config.upstream);
@@ -259,15 +270,15 @@ void FlushState(Parts* p) {
 // stored runs: finished runs come back, the ingest runs the daemon was
 // running are kept for "resume".
 absl::Status BuildRuns(Parts* p, const config::DaemonConfig& config) {
-  // The bench clock: calibrated TSC when the machine has an invariant one.
-  std::string why_not_tsc;
-  if (absl::StatusOr<TscClock> tsc = TscClock::Create(); tsc.ok()) {
-    p->tsc = *tsc;
+  // The bench clock (`clock`): made now, so a refused `clock: tsc` stops
+  // the start with the measured reason.
+  absl::StatusOr<const bench::BenchClock*> clock = p->clocks.Get(config.clock);
+  if (!clock.ok()) return clock.status();
+  if ((*clock)->info().description.find("FORCED") != std::string::npos) {
+    log::Warning("bench clock: ", (*clock)->info().description);
   } else {
-    why_not_tsc = absl::StrCat("TSC not used: ", tsc.status().message());
+    log::Info("bench clock: ", (*clock)->info().description);
   }
-  p->clock = std::make_unique<bench::BenchClock>(p->tsc ? &*p->tsc : nullptr, why_not_tsc);
-  log::Info("bench clock: ", p->clock->info().description);
 
   runs::RunManager::Options options;
   options.recorder.idle_ns = config.idle_ns;
@@ -362,7 +373,7 @@ absl::Status StartRecorder(Parts* p) {
 
 // "services": the gRPC services, bench jobs and metrics (nothing listens yet).
 absl::Status BuildServices(Parts* p) {
-  p->jobs = std::make_unique<jobs::BenchJobs>(*p->manager, *p->clock, p->current);
+  p->jobs = std::make_unique<jobs::BenchJobs>(*p->manager, p->clocks, p->current);
   p->query = std::make_unique<service::QueryService>(p->manager->registry(), p->current, *p->auth,
                                                      p->ingest_runs.get(), &p->history->store());
   p->control = std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs,
@@ -374,7 +385,7 @@ absl::Status BuildServices(Parts* p) {
   p->ingest_runs->SetDepartureHook(p->sbp->DepartureHook());
   p->metrics = std::make_unique<DaemonMetrics>(
       *p->manager, *p->ingest_runs, p->ingest_stats, p->grpc_stats, p->current, p->upstream.get(),
-      p->auth.get(), &p->http_stats, p->sbp.get(), &p->history->store());
+      p->auth.get(), &p->http_stats, p->sbp.get(), &p->history->store(), &p->remote_write->stats());
   return absl::OkStatus();
 }
 
@@ -611,7 +622,7 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   Parts* const p = owned.get();
   // The components in start order, one step each. A failed start stops the
   // steps started before it in reverse, once. Shutdown stops every step in
-  // reverse: serve, grpc, resume, http, services, recorder, state.
+  // reverse: serve, grpc, resume, remoteWrite, http, services, recorder, state.
   Lifecycle& steps = p->lifecycle;
   steps.Add({.name = "security", .start = [&] { return LoadSecurity(p, config); }});
   steps.Add({.name = "state",
@@ -629,6 +640,15 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   steps.Add({.name = "http",
              .start = [&] { return StartHttp(p, config); },
              .stop = [p] { p->http->Stop(); }});
+  // Remote write stops after every run ended ("grpc", "serve"): its last
+  // collection holds the runs' final totals; it flushes within drainTimeoutMs.
+  steps.Add({.name = "remoteWrite",
+             .start =
+                 [p] {
+                   p->remote_write->Start();
+                   return absl::OkStatus();
+                 },
+             .stop = [p] { p->remote_write->Stop(p->current.Get()->drain_timeout_ms); }});
   steps.Add(
       {.name = "resume", .start = [p] { return ResumeRuns(p); }, .stop = [p] { StopUpstream(p); }});
   steps.Add({.name = "grpc",
@@ -640,12 +660,28 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   return std::unique_ptr<DaemonServer>(new DaemonServer(std::move(owned)));
 }
 
-void DaemonServer::Reload(const config::DaemonConfig& next) {
+void DaemonServer::Reload(const config::DaemonConfig& reloaded) {
+  config::DaemonConfig next = reloaded;
+  if (next.clock != parts_->current.Get()->clock) {
+    // A clock the machine refuses is not taken: new benches keep the old.
+    if (absl::StatusOr<const bench::BenchClock*> clock = parts_->clocks.Get(next.clock);
+        !clock.ok()) {
+      next.clock = parts_->current.Get()->clock;
+      log::Error("SIGHUP: clock: ", clock.status().message(),
+                 "; keeping clock: ", ClockSourceName(next.clock));
+    } else {
+      log::Warning("bench clock for new benches: ", (*clock)->info().description);
+    }
+  }
   log::SetLevel(next.log_level);
   const MemoryBudget budget = ResolveMemoryBudget(next.limits.max_memory_bytes);
   parts_->manager->SetLimits(next.limits.max_running_runs, budget.bytes);
   parts_->manager->registry().SetRetention(next.retention);
   parts_->history->store().SetRetention(next.retention);
+  // Remote write re-reads its credential files at every SIGHUP.
+  if (absl::Status s = parts_->remote_write->Reconfigure(next.remote_write); !s.ok()) {
+    log::Error("SIGHUP: remote write keeps its running settings: ", s.message());
+  }
   parts_->current.Set(next);
 }
 

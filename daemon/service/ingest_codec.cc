@@ -39,6 +39,7 @@ absl::StatusOr<ingest::OpenRequest> DecodeOpen(const v1::IngestOpen& open) {
   out.clock_resolution_ns = open.clock_resolution_ns();
   out.slo = open.slo().expression();
   out.abort_on_fail = open.slo().abort_on_fail();
+  out.bucketed_reason = open.bucketed_reason();
   out.must_exist = open.must_exist();
   out.must_create = open.must_create();
   out.run_id = open.run_id();

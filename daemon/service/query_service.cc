@@ -32,6 +32,20 @@ grpc::Status ShuttingDown() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "perld is shutting down");
 }
 
+// A bucketed run (RunSpec::bucketed_reason): not exact, why, and `bucketed`
+// -- its percentiles (exact ones of the values it holds) stay in the
+// answer. A total whose percentiles are withheld (outgrew its memory)
+// stays bucketed false, its reason naming both.
+void SayBucketed(const runs::RunInfo& info, v1::GetPercentilesResponse* response) {
+  if (info.spec.bucketed_reason.empty()) return;
+  response->set_bucketed(response->exact());
+  response->set_exact(false);
+  response->set_inexact_reason(
+      response->inexact_reason().empty()
+          ? info.spec.bucketed_reason
+          : absl::StrCat(response->inexact_reason(), "; also ", info.spec.bucketed_reason));
+}
+
 }  // namespace
 
 // One WatchRun call. Its pump (Pump) is a ChangePump: it runs at Start,
@@ -357,6 +371,7 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
   response->set_median_latency(s.median);
   response->set_time_unit(ToProto(info->spec.latency.time_unit));
   if (!s.percentiles_exact) response->set_inexact_reason(kInexactTotalReason);
+  SayBucketed(*info, response);
   return grpc::Status::OK;
 }
 
@@ -427,6 +442,7 @@ grpc::Status QueryService::DoRangePercentiles(runs::RunId id, const runs::RunInf
   response->set_time_unit(ToProto(info.spec.latency.time_unit));
   response->set_last_window(answer.last_window);
   response->set_windows(answer.windows);
+  SayBucketed(info, response);
   return grpc::Status::OK;
 }
 

@@ -136,6 +136,7 @@ void ToProto(const runs::RunInfo& info, v1::RunInfo* out) {
   out->set_parameters(info.spec.parameters);
   out->set_writers(info.spec.writers);
   out->set_readers(info.spec.readers);
+  out->set_bucketed_reason(info.spec.bucketed_reason);
   if (!info.spec.slo.empty()) {
     out->mutable_slo()->set_expression(info.spec.slo);
     out->mutable_slo()->set_abort_on_fail(info.spec.abort_on_fail);
@@ -293,6 +294,22 @@ absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions
     return bad("warmup_ms", "must be >= 0 and, in a timed run, below its seconds");
   }
   o.warmup_ms = in.warmup_ms();
+  switch (in.clock()) {
+    case v1::BENCH_CLOCK_UNSPECIFIED:
+      o.clock = config.clock;
+      break;
+    case v1::BENCH_CLOCK_AUTO:
+      o.clock = ClockSource::kAuto;
+      break;
+    case v1::BENCH_CLOCK_TSC:
+      o.clock = ClockSource::kTsc;
+      break;
+    case v1::BENCH_CLOCK_MONOTONIC:
+      o.clock = ClockSource::kMonotonic;
+      break;
+    default:
+      return bad("clock", "unknown clock (BENCH_CLOCK_AUTO, _TSC, _MONOTONIC)");
+  }
   o.idle_ns = config.idle_ns;
   *reporting_interval_ms = config.reporting_interval_ms;
   if (in.has_reporting_interval_ms()) {

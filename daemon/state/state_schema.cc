@@ -14,7 +14,7 @@ namespace perld::state {
 namespace {
 
 // Column orders: the Bind*/Read* functions below follow them exactly.
-constexpr std::array<const char*, 34> kRunColumns = {
+constexpr std::array<const char*, 35> kRunColumns = {
     "id",
     "name",
     "labels",
@@ -49,6 +49,7 @@ constexpr std::array<const char*, 34> kRunColumns = {
     "slo_state",
     "slo_window",
     "slo_verdicts",
+    "bucketed_reason",
 };
 
 // The columns windows and totals share, after their key.
@@ -402,6 +403,7 @@ void BindRun(const runs::RunInfo& run, SqliteStatement* s) {
     absl::StrAppend(&lines, lines.empty() ? "" : "\n", v.line);
   }
   s->BindText(i++, lines);
+  s->BindText(i++, spec.bucketed_reason);
 }
 
 absl::Status BindWindow(const runs::WindowRecord& window, std::string_view distribution,
@@ -522,6 +524,7 @@ absl::StatusOr<runs::RunInfo> ReadRun(const SqliteStatement& s) {
     }
     run.slo_status.verdicts.push_back({line.substr(5, colon - 5), held, line});
   }
+  spec.bucketed_reason = s.ColumnText(i++);
   return run;
 }
 

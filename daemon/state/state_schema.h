@@ -32,6 +32,8 @@
 //    window's rates divide by, WindowRecord::rate_seconds), kSchemaV7Upgrade.
 //  - Version 8 adds windows.distribution: a periodic window's exact
 //    distribution, merged by range queries, kSchemaV8Upgrade.
+//  - Version 11 adds runs.bucketed_reason (RunSpec::bucketed_reason),
+//    kSchemaV11Upgrade.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +50,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 10;
+inline constexpr int64_t kSchemaVersion = 11;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -320,10 +322,18 @@ inline constexpr std::string_view kSchemaV10Upgrade = R"sql(
 UPDATE meta SET value = 10 WHERE key = 'schema_version';
 )sql";
 
+inline constexpr std::string_view kSchemaV11Upgrade = R"sql(
+-- A bucketed run (RunSpec::bucketed_reason: latencies that stand for raw
+-- ones, e.g. imported HdrHistogram bucket values) and why; '' for raw.
+ALTER TABLE runs ADD COLUMN bucketed_reason TEXT NOT NULL DEFAULT '';
+
+UPDATE meta SET value = 11 WHERE key = 'schema_version';
+)sql";
+
 // kSchemaUpgrades[v - 1] turns version v into v + 1.
 inline constexpr std::string_view kSchemaUpgrades[] = {
-    kSchemaV2Upgrade, kSchemaV3Upgrade, kSchemaV4Upgrade, kSchemaV5Upgrade, kSchemaV6Upgrade,
-    kSchemaV7Upgrade, kSchemaV8Upgrade, kSchemaV9Upgrade, kSchemaV10Upgrade};
+    kSchemaV2Upgrade, kSchemaV3Upgrade, kSchemaV4Upgrade, kSchemaV5Upgrade,  kSchemaV6Upgrade,
+    kSchemaV7Upgrade, kSchemaV8Upgrade, kSchemaV9Upgrade, kSchemaV10Upgrade, kSchemaV11Upgrade};
 static_assert(std::size(kSchemaUpgrades) == kSchemaVersion - 1, "one upgrade per version");
 
 // Creates the schema in an empty database, or checks an existing one, in one

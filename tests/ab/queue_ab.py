@@ -14,7 +14,7 @@ intervals are disjoint, INCONCLUSIVE when they overlap.
 It is a measurement command, not a CI gate: it fails (exit 1) only when a run
 records the wrong count or any invalid latency, or perld exits non-zero.
 
-    tests/ab/queue_ab.py --perld build/release/daemon/bench/perld --runs 5
+    tests/ab/queue_ab.py --perld build/release/daemon/bench/perld --runs 5 [--clock tsc]
     (--smoke: one run per cell of tiny sizes, every cell still checked exact, no
     verdict judged; prints PASSED, for CI)
 """
@@ -54,7 +54,7 @@ def ci95(xs):
 def run_once(args, mpsc, topology, writers, mode, records, seconds):
     cmd = ["/usr/bin/time", "-v", args.perld, "bench", "-writers", str(writers), "-size",
            str(args.size), "-time", "ns", "-mpscqueue", "true" if mpsc else "false",
-           "--progress", "false", "-interval", "3600"]
+           "--progress", "false", "-interval", "3600", "--clock", args.clock]
     if topology == "shared":
         cmd += ["--maxQs", "1"]
     if mode == "exact":
@@ -83,6 +83,8 @@ def main():
     ap.add_argument("--warmup-records", type=int, default=2_000_000)
     ap.add_argument("--seconds", type=float, default=6.0, help="timed-mode seconds")
     ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--clock", default="auto", choices=("auto", "tsc", "monotonic"),
+                    help="perld bench --clock (tsc: forced, README 'The clock')")
     ap.add_argument("--writers", default="1,2,4")
     ap.add_argument("--topologies", default="shared,default")
     ap.add_argument("--modes", default="exact,timed")

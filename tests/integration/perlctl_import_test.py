@@ -305,7 +305,7 @@ def main():
         p = run("import", "--format", "fio", os.path.join(fiodir, "job_bw.1.log"), "--run", "x")
         check(p.returncode == 2, f"a missing file or a bandwidth log exits 2 ({p.stderr.strip()})")
         p = run("import", "--format", "csv", k6_file, "--run", "x")
-        check(p.returncode == 2 and "--format must be fio or k6" in p.stderr,
+        check(p.returncode == 2 and "--format must be fio, k6 or hlog" in p.stderr,
               "an unknown --format is a usage error")
     finally:
         d.stop()

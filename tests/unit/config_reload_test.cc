@@ -81,17 +81,19 @@ TEST(ConfigReloadTest, ClassifiesEveryKey) {
   const ReloadDecision d = DecideReload(DaemonConfig{}, testing::EveryKeyConfig());
   EXPECT_THAT(
       KeysOf(d.needs_restart),
-      ElementsAre(
-          "grpcListen", "httpListen", "grpcUnix", "stateDir", "idleNS", "limits.maxMessageBytes",
-          "grpc.maxConcurrentStreams", "grpc.keepaliveMinPingIntervalMs",
-          "grpc.keepaliveMaxPingStrikes", "grpc.maxConnectionAgeMs", "grpc.maxConnectionAgeGraceMs",
-          "grpc.maxThreads", "http.maxConnections", "http.handlerThreads", "http.maxQueuedRequests",
-          "http.headerTimeoutMs", "upstream.target", "upstream.nodeId",
-          "upstream.maxPairsPerReport", "upstream.maxQueuedWindows", "upstream.closeTimeoutMs",
-          "upstream.tls", "upstream.caFile", "upstream.certFile", "upstream.keyFile",
-          "upstream.tokenFile", "auth.ingestTokenFile", "auth.queryTokenFile", "auth.metricsOpen",
-          "auth.sbpOpen", "tls.certFile", "tls.keyFile", "tls.clientCaFile"));
-  EXPECT_EQ(d.applied.size() + d.needs_restart.size(), ConfigKeyNames().size());
+      ElementsAre("grpcListen", "httpListen", "grpcUnix", "stateDir", "idleNS",
+                  "limits.maxMessageBytes", "grpc.maxConcurrentStreams",
+                  "grpc.keepaliveMinPingIntervalMs", "grpc.keepaliveMaxPingStrikes",
+                  "grpc.maxConnectionAgeMs", "grpc.maxConnectionAgeGraceMs", "grpc.maxThreads",
+                  "http.maxConnections", "http.handlerThreads", "http.maxQueuedRequests",
+                  "http.headerTimeoutMs", "upstream.target", "upstream.nodeId",
+                  "upstream.maxPairsPerReport", "upstream.maxQueuedWindows",
+                  "upstream.closeTimeoutMs", "upstream.tls", "upstream.caFile", "upstream.certFile",
+                  "upstream.keyFile", "upstream.tokenFile", "auth.ingestTokenFile",
+                  "auth.queryTokenFile", "auth.metricsOpen", "auth.sbpOpen", "tls.certFile",
+                  "tls.keyFile", "tls.clientCaFile", "remoteWrite.maxQueuedSamples"));
+  // Every key but remoteWrite.bearerTokenFile (it excludes basicAuth).
+  EXPECT_EQ(d.applied.size() + d.needs_restart.size() + 1, ConfigKeyNames().size());
   // `next` is the reloaded config with the restart keys at their running values.
   DaemonConfig expected = testing::EveryKeyConfig();
   const DaemonConfig defaults;
@@ -106,6 +108,7 @@ TEST(ConfigReloadTest, ClassifiesEveryKey) {
   expected.upstream = defaults.upstream;
   expected.auth = defaults.auth;
   expected.tls = defaults.tls;
+  expected.remote_write.max_queued_samples = defaults.remote_write.max_queued_samples;
   EXPECT_EQ(RenderEffectiveConfig(d.next), RenderEffectiveConfig(expected));
   EXPECT_TRUE(d.next == expected);
 }

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -73,8 +74,9 @@ TEST(DaemonConfigTest, ParsesEveryKey) {
   ASSERT_TRUE(config.ok()) << config.status();
   ExpectSame(*config, testing::EveryKeyConfig());
   // Every key of the loader changed its field: the text really covers them all.
+  // (All but remoteWrite.bearerTokenFile, which excludes basicAuth.)
   const ReloadDecision changes = DecideReload(DaemonConfig{}, *config);
-  EXPECT_EQ(changes.applied.size() + changes.needs_restart.size(), ConfigKeyNames().size());
+  EXPECT_EQ(changes.applied.size() + changes.needs_restart.size() + 1, ConfigKeyNames().size());
 }
 
 TEST(DaemonConfigTest, MaxLatencyDefaultFollowsTimeUnit) {
@@ -391,9 +393,12 @@ TEST(DaemonConfigTest, RenderedConfigListsEveryKey) {
   EXPECT_THAT(text, HasSubstr("\nretention:\n  maxFinishedRuns: 1000\n"));
   EXPECT_THAT(text, HasSubstr("\nlimits:\n  maxRunningRuns: 16\n"));
   for (const std::string& key : ConfigKeyNames()) {
-    const size_t dot = key.find('.');
-    const std::string line =
-        dot == std::string::npos ? "\n" + key + ": " : "\n  " + key.substr(dot + 1) + ": ";
+    // Indented two spaces a section level: "remoteWrite.tls.caFile" is "    caFile: ".
+    const size_t dot = key.rfind('.');
+    const auto depth = static_cast<size_t>(std::count(key.begin(), key.end(), '.'));
+    std::string line(2 * depth + 1, ' ');
+    line[0] = '\n';
+    line.append(dot == std::string::npos ? key : key.substr(dot + 1)).append(": ");
     EXPECT_THAT(text, HasSubstr(line)) << key;
   }
 }
@@ -427,18 +432,21 @@ TEST(DaemonConfigTest, ShippedPerldYamlDocumentsEveryKey) {
   ASSERT_FALSE(text.empty());
   std::set<std::string> set_keys;
   std::set<std::string> commented_keys;
-  std::string section;
+  std::vector<std::string> sections;  // open sections, outermost first (two spaces a level)
   const std::regex key_line(R"(^( *)(# )?([A-Za-z]+):( .*)?$)");
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     std::smatch m;
     if (!std::regex_match(line, m, key_line)) continue;
-    const bool indented = !m[1].str().empty();
-    const std::string name = (indented ? section + "." : "") + m[3].str();
+    const size_t depth = m[1].str().size() / 2;
+    if (!m[2].matched) sections.resize(std::min(depth, sections.size()));
+    std::string name;
+    for (size_t i = 0; i < std::min(depth, sections.size()); ++i) name += sections[i] + ".";
+    name += m[3].str();
     if (m[2].matched) {
       commented_keys.insert(name);
-    } else if (!indented && !m[4].matched) {
-      section = name;  // "retention:" opens a section
+    } else if (!m[4].matched) {
+      sections.push_back(m[3].str());  // "retention:" (or "  tls:" within one) opens a section
     } else {
       set_keys.insert(name);
     }

@@ -33,6 +33,7 @@ overflow: drop
 queue: library
 idleNS: 20000
 benchWorkerYieldUs: 0
+clock: monotonic
 retention:
   maxFinishedRuns: 10
   maxWindowsPerRun: 100
@@ -102,6 +103,19 @@ tls:
   certFile: /etc/perld/server.pem
   keyFile: /etc/perld/server.key
   clientCaFile: /etc/perld/clients-ca.pem
+remoteWrite:
+  url: https://prom.example:9090/api/v1/write
+  intervalMs: 2000
+  basicAuth:
+    username: perld
+    passwordFile: /etc/perld/remote-write.password
+  tls:
+    caFile: /etc/perld/prom-ca.pem
+    certFile: /etc/perld/rw.pem
+    keyFile: /etc/perld/rw.key
+  maxQueuedSamples: 1000
+  maxSamplesPerRequest: 250
+  timeoutMs: 3000
 )";
 
 inline DaemonConfig EveryKeyConfig() {
@@ -131,6 +145,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.channels.queue = QueueKind::kLibrary;
   c.idle_ns = 20'000;
   c.bench_worker_yield_us = 0;
+  c.clock = ClockSource::kMonotonic;
   c.retention.max_finished_runs = 10;
   c.retention.max_windows_per_run = 100;
   c.retention.max_bytes = 2'097'152;
@@ -191,6 +206,18 @@ inline DaemonConfig EveryKeyConfig() {
   c.tls.cert_file = "/etc/perld/server.pem";
   c.tls.key_file = "/etc/perld/server.key";
   c.tls.client_ca_file = "/etc/perld/clients-ca.pem";
+  // remoteWrite.bearerTokenFile excludes basicAuth: the one key left at its
+  // default here (remote_write_config_test covers it).
+  c.remote_write.url = "https://prom.example:9090/api/v1/write";
+  c.remote_write.interval_ms = 2000;
+  c.remote_write.basic_auth_username = "perld";
+  c.remote_write.basic_auth_password_file = "/etc/perld/remote-write.password";
+  c.remote_write.tls_ca_file = "/etc/perld/prom-ca.pem";
+  c.remote_write.tls_cert_file = "/etc/perld/rw.pem";
+  c.remote_write.tls_key_file = "/etc/perld/rw.key";
+  c.remote_write.max_queued_samples = 1000;
+  c.remote_write.max_samples_per_request = 250;
+  c.remote_write.timeout_ms = 3000;
   return c;
 }
 

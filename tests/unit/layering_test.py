@@ -31,6 +31,7 @@ RANKS = {
     "client/examples": 5,
     "daemon/service": 5,
     "daemon/tiers": 6,
+    "daemon/remote_write": 6,  # Prometheus remote write
     "daemon/server": 7,
     "daemon": 8,          # daemon/main.cc
 }

@@ -85,7 +85,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "10");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "11");
   EXPECT_EQ(Sql(store->path(), "PRAGMA synchronous"), "2");  // FULL on the store's connection
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
@@ -101,6 +101,7 @@ TEST(StateStoreTest, RoundTripsEveryFieldBitExact) {
     r.spec.checkpointed = true;
     r.spec.slo = "p99<=2ms,invalid=0";
     r.spec.abort_on_fail = true;
+    r.spec.bucketed_reason = "imported from HdrHistogram log a.hlog: highest equivalent values";
     r.end_reason = runs::EndReason::kSloFailed;
     r.slo_status.state = runs::SloState::kFailed;
     r.slo_status.window = 7;
@@ -649,18 +650,19 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 11 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 12 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 11 is newer than this perld supports (10)"));
+              HasSubstr("schema version 12 is newer than this perld supports (11)"));
 }
 
 // Turns a current database back into one of `version`: drops the tables
 // later versions added and sets meta.schema_version.
 void DowngradeTo(const std::string& db, int version) {
-  for (const char* column : {"slo", "abort_on_fail", "slo_state", "slo_window", "slo_verdicts"}) {
+  for (const char* column :
+       {"slo", "abort_on_fail", "slo_state", "slo_window", "slo_verdicts", "bucketed_reason"}) {
     Sql(db, absl::StrCat("ALTER TABLE runs DROP COLUMN ", column).c_str());
   }
   if (version < 8) Sql(db, "ALTER TABLE windows DROP COLUMN distribution");
@@ -699,7 +701,7 @@ TEST(StateStoreTest, UpgradesVersion1To8Databases) {
     DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "10");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "11");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM run_clients"), "0");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE slo = '' AND slo_state = ''"),
               "1");

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "daemon/core/clock.h"
@@ -86,6 +87,44 @@ TEST(TscClockTest, FixedCalibrationConvertsSignedAndOnce) {
 }
 
 // SmallestStep: the smallest non-zero difference of back-to-back reads.
+TEST(CpuAgreementTest, OffsetsWithinTheirUncertaintyAgree) {
+  // 30 ns apart, each known to +-20 ns: not a measured disagreement.
+  EXPECT_TRUE(CheckCpuAgreement({{0, 100, 20}, {1, 130, 20}}, 1.0).ok());
+  EXPECT_TRUE(CheckCpuAgreement({{0, 5, 0.5}}, 1.0).ok());
+  EXPECT_TRUE(CheckCpuAgreement({}, 1.0).ok());
+}
+
+TEST(CpuAgreementTest, ASkewedCpuIsRefusedWithTheSkew) {
+  // CPU 3 runs 850 ns ahead; each reading known to +-15 ns.
+  const absl::Status s =
+      CheckCpuAgreement({{0, 10, 15}, {1, 12, 15}, {3, 860, 15}}, /*tolerance_ns=*/0.39);
+  ASSERT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("CPU 0 and CPU 3 disagree by 850.0 ns"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("(0.39 ns)"), std::string::npos) << s.message();
+}
+
+TEST(TscClockTest, ForcedTscSaysSoOrNamesWhyNot) {
+  absl::StatusOr<TscClock> tsc = TscClock::CreateForced();
+  if (!tsc.ok()) {
+    // Refused: the CPU lacks an invariant TSC, or its CPUs disagree.
+    const std::string why(tsc.status().message());
+    EXPECT_TRUE(why.find("constant_tsc") != std::string::npos ||
+                why.find("refused: the TSC of CPU") != std::string::npos)
+        << why;
+    return;
+  }
+  const ClockInfo info = tsc->Info();
+  EXPECT_EQ(info.name, "tsc");
+  EXPECT_NE(info.description.find("FORCED by clock: tsc"), std::string::npos) << info.description;
+  EXPECT_NE(info.description.find("CPUs agree with CLOCK_MONOTONIC: offsets"), std::string::npos);
+  const int64_t a = MonotonicNanos();
+  const int64_t t = tsc->NowNanos();
+  const int64_t b = MonotonicNanos();
+  EXPECT_GE(t, a - 1'000'000);  // within 1 ms of CLOCK_MONOTONIC
+  EXPECT_LE(t, b + 1'000'000);
+}
+
 TEST(ClockInfoTest, SmallestStepOfAStepClock) {
   int64_t t = 0;
   int calls = 0;

@@ -92,6 +92,10 @@ struct ClientOptions {
   // that exists already must have the same one ("": join whatever it has).
   std::string slo;
   bool slo_abort_on_fail = false;
+  // Non-empty: Record's latencies are not raw measurements but values
+  // standing for them (e.g. HdrHistogram bucket values), and why: the run
+  // is marked bucketed with this reason (IngestOpen.bucketed_reason).
+  std::string bucketed_reason;
   int max_recorders = 64;                            // NewRecorder calls allowed
   int64_t max_pending_per_recorder = 1 << 16;        // timestamps in flight per Recorder
   int64_t max_unacked_messages = 256;                // messages awaiting their ack
