@@ -57,6 +57,18 @@ bool KernelListsTsc(std::string* why) {
   return false;
 }
 
+// OK on x86-64 with an invariant TSC (constant_tsc, nonstop_tsc), else why not.
+absl::Status InvariantTscStatus() {
+#if !defined(__x86_64__)
+  return absl::UnimplementedError("TSC clock needs x86-64");
+#else
+  if (!CpuHasInvariantTsc()) {
+    return absl::FailedPreconditionError("CPU lacks constant_tsc/nonstop_tsc (invariant TSC)");
+  }
+  return absl::OkStatus();
+#endif
+}
+
 }  // namespace
 
 const char* ClockSourceName(ClockSource source) {
@@ -109,16 +121,9 @@ absl::Status CheckCpuAgreement(const std::vector<CpuOffset>& offsets, double tol
 }
 
 absl::StatusOr<TscClock> TscClock::Create(int64_t window_ns) {
-#if !defined(__x86_64__)
-  (void)window_ns;
-  return absl::UnimplementedError("TSC clock needs x86-64");
-#else
-  if (!CpuHasInvariantTsc()) {
-    return absl::FailedPreconditionError("CPU lacks constant_tsc/nonstop_tsc (invariant TSC)");
-  }
+  if (absl::Status s = InvariantTscStatus(); !s.ok()) return s;
   if (std::string why; !KernelListsTsc(&why)) return absl::FailedPreconditionError(why);
   return Calibrate(window_ns);
-#endif
 }
 
 absl::StatusOr<TscClock> TscClock::Calibrate(int64_t window_ns) {
@@ -171,13 +176,8 @@ bool OffsetOn(const TscClock& clock, int cpu, int tries, CpuOffset* out) {
 }  // namespace
 
 absl::StatusOr<TscClock> TscClock::CreateForced(int64_t window_ns) {
-#if !defined(__x86_64__)
-  (void)window_ns;
-  return absl::UnimplementedError("TSC clock needs x86-64");
-#else
-  if (!CpuHasInvariantTsc()) {
-    return absl::FailedPreconditionError("CPU lacks constant_tsc/nonstop_tsc (invariant TSC)");
-  }
+  if (absl::Status s = InvariantTscStatus(); !s.ok()) return s;
+#if defined(__x86_64__)
   std::string kernel = "the kernel lists it too";
   if (std::string why; !KernelListsTsc(&why)) kernel = "the kernel does not trust it: " + why;
   absl::StatusOr<TscClock> clock = Calibrate(window_ns);
@@ -250,6 +250,9 @@ absl::StatusOr<TscClock> TscClock::CreateForced(int64_t window_ns) {
       "each read to +-%.1f ns)",
       kernel, cpus, skew, reading);
   return clock;
+#else
+  (void)window_ns;
+  return absl::UnimplementedError("TSC clock needs x86-64");
 #endif
 }
 

@@ -41,7 +41,6 @@ import argparse
 import decimal
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,7 +51,7 @@ from perld_it import check, Daemon, finish  # noqa: E402
 
 import grpc  # noqa: E402
 
-JAR = "/usr/share/java/hdrhistogram.jar"
+JAR = perld_it.HDR_JAR
 PROCESSOR = "org.HdrHistogram.HistogramLogProcessor"
 EXACT_BELOW = 1 << 18  # lowestDiscernibleValue 1, 5 significant digits
 
@@ -66,22 +65,13 @@ def highest_equivalent(v):
     return (v >> k << k) + (1 << k) - 1
 
 
-def read_csv_rows(path):
-    """Data rows of a processor CSV file (comments and the legend skipped)."""
-    with open(path) as f:
-        return [line.rstrip("\n").split(",") for line in f
-                if line.strip() and not line.startswith("#") and not line.startswith('"')]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--perld", required=True)
     ap.add_argument("--perlctl", required=True)
     args = ap.parse_args()
-    java = shutil.which("java")
-    if java is None or not os.path.exists(JAR):
-        check(False, "java and /usr/share/java/hdrhistogram.jar are installed "
-                     "(openjdk-17-jre-headless, libhdrhistogram-java: scripts/install-deps.sh)")
+    java = perld_it.hdrhistogram_java()
+    if java is None:
         return finish()
     tmp = tempfile.mkdtemp(prefix="perld-hlog-")
     pb, rpc, _ = perld_it.load_stubs(tmp)
@@ -234,8 +224,8 @@ def main():
         rc, perr = processor(hlog, out)
         check(rc == 0 and "error" not in perr.lower(),
               f"{name}: HistogramLogProcessor reads the log, exit 0 ({rc}, {perr.strip()[:300]})")
-        intervals = read_csv_rows(out)
-        hgrm = read_csv_rows(out + ".hgrm")
+        intervals = perld_it.processor_csv_rows(out)
+        hgrm = perld_it.processor_csv_rows(out + ".hgrm")
         untagged = [w for w in windows if not w.warmup]
         check([int(r[1]) for r in intervals] == [w.valid_latency_records for w in untagged],
               f"{name}: each interval's count is its window's validLatencyRecords "
@@ -255,7 +245,7 @@ def main():
         check_ladder(name, name, hgrm, outside)
         if tagged:
             rc, perr = processor(hlog, out + "-warmup", "-tag", "warmup")
-            tagged_rows = read_csv_rows(out + "-warmup")
+            tagged_rows = perld_it.processor_csv_rows(out + "-warmup")
             check(rc == 0 and [int(r[1]) for r in tagged_rows] ==
                   [w.valid_latency_records for w in warmup],
                   f"{name}: -tag warmup reads the warm-up windows ({rc}, {perr.strip()[:200]})")

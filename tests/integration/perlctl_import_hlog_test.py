@@ -34,7 +34,6 @@ import argparse
 import decimal
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,7 +45,7 @@ from perld_it import Daemon, check, finish  # noqa: E402
 
 import grpc  # noqa: E402
 
-JAR = "/usr/share/java/hdrhistogram.jar"
+JAR = perld_it.HDR_JAR
 PROCESSOR = "org.HdrHistogram.HistogramLogProcessor"
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "unit", "hlog")
@@ -54,21 +53,13 @@ UNIFORM = os.path.join(FIXTURES, "java_2.1.11_uniform.hlog")
 MIXED = os.path.join(FIXTURES, "java_2.1.11.hlog")
 
 
-def read_csv_rows(path):
-    with open(path) as f:
-        return [line.rstrip("\n").split(",") for line in f
-                if line.strip() and not line.startswith("#") and not line.startswith('"')]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--perld", required=True)
     ap.add_argument("--perlctl", required=True)
     args = ap.parse_args()
-    java = shutil.which("java")
-    if java is None or not os.path.exists(JAR):
-        check(False, "java and /usr/share/java/hdrhistogram.jar are installed "
-                     "(openjdk-17-jre-headless, libhdrhistogram-java: scripts/install-deps.sh)")
+    java = perld_it.hdrhistogram_java()
+    if java is None:
         return finish()
     tmp = tempfile.mkdtemp(prefix="perld-import-hlog-")
     pb, rpc, _ = perld_it.load_stubs(tmp)
@@ -87,7 +78,7 @@ def main():
                            capture_output=True, text=True, timeout=300)
         check(p.returncode == 0, f"{name}: HistogramLogProcessor reads {os.path.basename(hlog)} "
                                  f"({p.returncode}, {p.stderr.strip()[:200]})")
-        hgrm = read_csv_rows(out + ".hgrm")
+        hgrm = perld_it.processor_csv_rows(out + ".hgrm")
         rows = [(int(float(v)), f, int(c)) for v, f, c, _ in hgrm]
         return rows, (rows[-1][2] if rows else 0)
 

@@ -438,3 +438,26 @@ def start_prometheus(tmp, target):
          f"--web.listen-address=127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(home, "log"), "w"))
     return proc, f"127.0.0.1:{port}"
+
+
+# HdrHistogram's own Java tools (Debian's libhdrhistogram-java).
+HDR_JAR = "/usr/share/java/hdrhistogram.jar"
+
+
+def hdrhistogram_java():
+    """The java that runs HdrHistogram's tools, or None after a failed check
+    naming the packages that provide them."""
+    java = shutil.which("java")
+    if java is None or not os.path.exists(HDR_JAR):
+        check(False, "java and /usr/share/java/hdrhistogram.jar are installed "
+                     "(openjdk-17-jre-headless, libhdrhistogram-java: scripts/install-deps.sh)")
+        return None
+    return java
+
+
+def processor_csv_rows(path):
+    """Data rows of a HistogramLogProcessor -csv file (comments and the legend
+    skipped)."""
+    with open(path) as f:
+        return [line.rstrip("\n").split(",") for line in f
+                if line.strip() and not line.startswith("#") and not line.startswith('"')]
