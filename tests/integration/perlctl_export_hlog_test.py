@@ -138,7 +138,9 @@ def main():
                 compared_exact += 1
             else:
                 compared_buckets += 1
-        check(not wrong and compared_exact >= len(rows) // 2 and
+        # At least the ladder below p90 (30-odd rows) is below 2^18 even on a
+        # loaded host, whose ns latencies put many of the top rows above it.
+        check(not wrong and compared_exact >= 20 and
               (method == "sbk" or skipped == 0),
               f"{name}: the processor's percentiles are perld's exact ones by method {method} "
               f"({compared_exact} "
