@@ -15,9 +15,22 @@
 //               (write + fdatasync) runs on a flusher thread once
 //               batch_appends appends are waiting and at least every
 //               batch_ms, and at Commit(). Appenders never wait for a sync
-//               (they write 8 MiB of buffer themselves if the flusher lags).
+//               while the flusher keeps up; when every append buffer is
+//               full (kMaxBlocks of kBlockBytes) an appender writes them
+//               itself.
 //   durable_key() is the highest key known to be on the device;
 //   written_key() the highest written to a file (safe from a process kill).
+//
+// Append path (both modes): an appender takes mu_ only to check the key
+// and the bounds and to reserve the record's bytes in the active append
+// buffer (a fixed 4 MiB block, reused); it writes the header and payload
+// into its reservation after mu_ is released and then marks them filled.
+// A full block is handed whole to the writers' queue (in reservation
+// order, which is key order) and the appender takes a free block. Whoever
+// writes (the flusher, a committing or WriteThrough caller, an appender
+// when no block is free) holds io_mu_, takes the queued blocks in order,
+// waits until every reservation in one is filled, and writes it: the files
+// hold the records in key order, each block after the previous one.
 //
 // Recovery (Open): every segment is read; the first record whose header is
 // incomplete, whose length is impossible, whose CRC fails or whose key does
@@ -37,7 +50,8 @@
 //
 // Threads: every method may be called from any thread; Append and Commit
 // from several at once. ForEach reads the files and must not run
-// concurrently with Release.
+// concurrently with Release. The flusher thread (kBatched) belongs to the
+// spool; Reset must not run concurrently with Append.
 #pragma once
 
 #include <atomic>
@@ -49,6 +63,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "daemon/common/mutex.h"
@@ -118,7 +133,7 @@ class Spool {
     std::string path_;  // the segment being read ("" none)
     int fd_ = -1;
     int64_t offset_ = 0;
-    uint64_t segment_last_ = 0;  // the last key read in path_
+    uint64_t segment_last_ = 0;  // the last key read in path_ (its first key - 1 before)
     std::string buf_;            // read-ahead of path_ from buf_offset_
     int64_t buf_offset_ = 0;
   };
@@ -144,24 +159,54 @@ class Spool {
     int64_t bytes = 0;
     std::string path;
   };
+  // An append buffer: appenders reserve [reserved, reserved + n) under mu_
+  // while it is active_, copy their record in without a lock, then add n to
+  // `filled` (release). Once detached (queued_) `reserved` no longer
+  // changes; its writer waits for filled == reserved (acquire) and writes
+  // [0, reserved). Owned by whichever of active_, queued_, free_blocks_ holds
+  // it; an appender with an unfilled reservation keeps only a raw pointer,
+  // valid because the block is not written or reused before it is filled.
+  struct Block {
+    explicit Block(size_t bytes) : data(new char[bytes]), capacity(bytes) {}
+    std::unique_ptr<char[]> data;
+    const size_t capacity;
+    size_t reserved = 0;    // mu_ while active_, then fixed
+    uint64_t last_key = 0;  // the key of the last record reserved
+    std::atomic<size_t> filled{0};
+  };
+  static constexpr size_t kBlockBytes = size_t{4} << 20;
+  static constexpr int kMaxBlocks = 6;  // standard blocks at most (24 MiB)
+
   explicit Spool(Options options);
   absl::Status Recover();
   absl::Status OpenActive(uint64_t first_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, io_mu_);
   absl::Status CloseActive() ABSL_EXCLUSIVE_LOCKS_REQUIRED(io_mu_);  // fd_ >= 0
-  // Moves the buffer to the file (io_mu_ taken before mu_ is released, so
-  // writes keep their order) and, with `sync`, fdatasyncs it. Releases mu_
-  // during the write and holds it again on return.
+  // Hands the active block to the writers' queue and writes the queue (in
+  // order, under io_mu_; io_mu_ is taken after mu_ is released, so an
+  // appender never sleeps on the files holding mu_) and, with `sync`,
+  // fdatasyncs it. On return everything appended before the call is
+  // written (and synced). Releases mu_ during the write and holds it again
+  // on return.
   absl::Status Flush(bool sync) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(io_mu_);
+  // Writes every queued block in order (and fdatasyncs with `sync`),
+  // updating written_key_ / durable_key_. Sticky on failure (io_failed_).
+  absl::Status WriteQueued(bool sync) ABSL_EXCLUSIVE_LOCKS_REQUIRED(io_mu_);
+  // Detaches a non-empty active_ into queued_.
+  void DetachActive() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A block with room for `size` bytes as active_: false when none is free
+  // and kMaxBlocks exist (the caller writes the queue and tries again).
+  bool TakeBlock(size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appended records not yet handed to a write (active_ or queued_).
+  bool HasUnwritten() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FlusherLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // key 0: the next key. Returns the key used through `used`.
   absl::Status AppendImpl(uint64_t key, std::string_view payload, uint64_t* used);
 
   const Options options_;
-  mutable Mutex mu_;  // the buffer, segments and counters below
+  mutable Mutex mu_;  // the active block, segments and counters below
   CondVar synced_cv_;
-  std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);  // ascending; back() is the active one
-  std::string buffer_ ABSL_GUARDED_BY(mu_);            // appended, not yet written
-  std::string spare_ ABSL_GUARDED_BY(mu_);             // empty, with capacity: the next buffer_
+  std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);   // ascending; back() is the active one
+  std::unique_ptr<Block> active_ ABSL_GUARDED_BY(mu_);  // appends reserve here (null: none yet)
   uint64_t buffered_last_key_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // the segments' bytes, buffered included
   int64_t appends_since_commit_ ABSL_GUARDED_BY(mu_) = 0;
@@ -173,6 +218,15 @@ class Spool {
   Mutex io_mu_ ABSL_ACQUIRED_AFTER(mu_);  // the active file descriptor and its writes
   int fd_ ABSL_GUARDED_BY(io_mu_) = -1;
   int64_t write_offset_ ABSL_GUARDED_BY(io_mu_) = 0;  // where the next write goes in fd_
+  std::string fd_path_ ABSL_GUARDED_BY(io_mu_);       // fd_'s file, for messages
+  uint64_t io_last_key_ ABSL_GUARDED_BY(io_mu_) = 0;  // the last key written to a file
+  absl::Status io_failed_ ABSL_GUARDED_BY(io_mu_);    // no write after a failed one
+
+  // The blocks between the appenders and the writers, innermost lock.
+  Mutex queue_mu_ ABSL_ACQUIRED_AFTER(io_mu_);
+  std::deque<std::unique_ptr<Block>> queued_ ABSL_GUARDED_BY(queue_mu_);  // to write, in order
+  std::vector<std::unique_ptr<Block>> free_blocks_ ABSL_GUARDED_BY(queue_mu_);
+  int blocks_ ABSL_GUARDED_BY(queue_mu_) = 0;  // standard blocks in existence
 
   // Released segments' files kept for reuse (mu_): overwriting a file whose
   // pages are cached and blocks allocated is several times faster than
