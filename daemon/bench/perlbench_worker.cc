@@ -2,17 +2,33 @@
 
 #include <chrono>
 #include <memory>
-#include <optional>
 #include <thread>
 
-#include "daemon/bench/pacer.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/cpu_relax.h"
 
 namespace perld::bench {
 namespace {
 
 // Keeps the compiler from removing the no-op operation or its payload.
 inline void Consume(const void* p) { asm volatile("" : : "r"(p) : "memory"); }
+
+// Waits until the clock reaches `due_ns` (or `deadline_ns`, if earlier).
+template <class Clock>
+void PaceUntil(const Clock& clock, int64_t due_ns, int64_t deadline_ns) {
+  if (deadline_ns > 0 && due_ns > deadline_ns) due_ns = deadline_ns;
+  for (;;) {
+    const int64_t ahead = due_ns - clock.NowNanos();
+    if (ahead <= 0) return;
+    if (ahead > 200'000) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(ahead - 100'000));
+    } else if (ahead > 20'000) {
+      std::this_thread::yield();
+    } else {
+      CpuRelax();
+    }
+  }
+}
 
 template <int64_t kNsPerUnit, bool kPaced, class Clock>
 WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer& producer,
@@ -26,8 +42,6 @@ WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer&
   const double period_ns = kPaced ? 1e9 / plan.records_per_second : 0;
   const int64_t t0 = clock.NowNanos();
   int64_t last_yield = clock.Ticks();
-  std::optional<Pacer<Clock>> pacer;
-  if constexpr (kPaced) pacer.emplace(clock);
   WorkerResult r;
   for (int64_t i = 0; i < limit; ++i) {
     if (i % kStopCheckInterval == 0) {
@@ -51,9 +65,8 @@ WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer&
     r.sent += producer.Send(start, start + latency, 1, plan.size) ? 1 : 0;
     if constexpr (kPaced) {
       producer.Flush();  // about to wait: hand the partial batch over now
-      int64_t due = t0 + static_cast<int64_t>(static_cast<double>(i + 1) * period_ns);
-      if (plan.deadline_ns > 0 && due > plan.deadline_ns) due = plan.deadline_ns;
-      pacer->WaitUntil(due);
+      PaceUntil(clock, t0 + static_cast<int64_t>(static_cast<double>(i + 1) * period_ns),
+                plan.deadline_ns);
     }
   }
   producer.Flush();

@@ -4,12 +4,9 @@
 #include "daemon/bench/perlbench_worker.h"
 
 #include <gtest/gtest.h>
-#include <sys/prctl.h>
 
 #include <atomic>
 #include <memory>
-
-#include "daemon/bench/pacer.h"
 
 namespace perld::bench {
 namespace {
@@ -54,29 +51,8 @@ TEST_P(RunWorkerTest, StopBeforeTheFirstRecordSendsNothing) {
 INSTANTIATE_TEST_SUITE_P(YieldOnAndOff, RunWorkerTest, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "Yield" : "NoYield"; });
 
-// The Pacer never returns before the slot (a rate-controlled run's records
-// never start early), returns at once for a slot already past, and leaves the
-// thread's timer slack as it found it.
-TEST(PacerTest, NeverEarlyAndRestoresTheTimerSlack) {
-  const BenchClock clock{std::nullopt, "test"};
-  const int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-  {
-    Pacer<BenchClock> pacer(clock);
-    EXPECT_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 1);
-    for (int i = 0; i < 200; ++i) {
-      const int64_t due = clock.NowNanos() + 5'000 + (i % 7) * 40'000;
-      pacer.WaitUntil(due);
-      ASSERT_GE(clock.NowNanos(), due) << i;
-    }
-    const int64_t before = clock.NowNanos();
-    pacer.WaitUntil(before - 1'000'000);  // a missed slot: no wait
-    EXPECT_GE(pacer.margin_ns(), Pacer<BenchClock>::kMinMarginNs);
-    EXPECT_LE(pacer.margin_ns(), Pacer<BenchClock>::kMaxMarginNs);
-  }
-  EXPECT_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), slack);
-}
-
-TEST(PacerTest, APacedWorkerSendsEveryRecord) {
+// A rate-controlled worker (paced on its slots) sends every record too.
+TEST(PacedWorkerTest, SendsEveryRecord) {
   Harness h;
   WorkerPlan plan;
   plan.size = 100;
