@@ -21,7 +21,6 @@
 #include "daemon/bench/perlbench_worker.h"
 #include "daemon/common/json_writer.h"
 #include "daemon/common/slo.h"
-#include "daemon/core/tsc_clock.h"
 #include "perld/client.h"
 
 namespace perld::perlctl {

@@ -34,6 +34,8 @@ class BenchClock {
   int64_t NowNanos() const { return tsc_ ? tsc_->NowNanos() : MonotonicNanos(); }
   const TscClock* tsc() const { return tsc_ ? &*tsc_ : nullptr; }
   const ClockInfo& info() const { return info_; }
+  // A TSC forced by `clock: tsc` (said loudly: a warning in the daemon's log).
+  bool forced() const { return tsc_ && tsc_->forced(); }
 
  private:
   std::optional<TscClock> tsc_;

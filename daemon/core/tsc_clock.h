@@ -105,6 +105,8 @@ class TscClock {
   }
   int64_t NowNanos() const { return ToNanos(Ticks()); }
   double ticks_per_ns() const { return 4294967296.0 / static_cast<double>(mult_); }
+  // Made by CreateForced (`clock: tsc`).
+  bool forced() const { return !forced_.empty(); }
   // Name "tsc", measured resolution, description with the calibration.
   ClockInfo Info() const;
 

@@ -7,7 +7,6 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
-#include <optional>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -17,7 +16,6 @@
 #include "daemon/bench/sbk_report.h"
 #include "daemon/common/mutex.h"
 #include "daemon/core/clock.h"
-#include "daemon/core/tsc_clock.h"
 #include "daemon/http/http_server.h"
 #include "daemon/http/metrics_exposition.h"
 #include "daemon/jobs/bench_job.h"

@@ -27,7 +27,6 @@
 #include "daemon/config/current_config.h"
 #include "daemon/config/listen_address.h"
 #include "daemon/core/clock.h"
-#include "daemon/core/tsc_clock.h"
 #include "daemon/http/http_server.h"
 #include "daemon/http/live_api.h"
 #include "daemon/http/openmetrics.h"
@@ -274,7 +273,7 @@ absl::Status BuildRuns(Parts* p, const config::DaemonConfig& config) {
   // the start with the measured reason.
   absl::StatusOr<const bench::BenchClock*> clock = p->clocks.Get(config.clock);
   if (!clock.ok()) return clock.status();
-  if ((*clock)->info().description.find("FORCED") != std::string::npos) {
+  if ((*clock)->forced()) {
     log::Warning("bench clock: ", (*clock)->info().description);
   } else {
     log::Info("bench clock: ", (*clock)->info().description);
