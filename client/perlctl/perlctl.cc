@@ -2,11 +2,12 @@
 //
 //   perlctl [--target HOST:PORT] [--json] COMMAND ...
 //     runs [--state running|finished|failed] [--label KEY=VALUE]... [--wide]
-//     show RUN
+//     show RUN [--kind response|service]
 //     percentiles RUN [--p 50,99,99.9] [--scope total|latest] [--method sbk|nearest-rank|hdr]
-//     history RUN
+//                 [--kind response|service]
+//     history RUN [--kind response|service]
 //     clients RUN [--p 50,99,99.9]
-//     watch RUN [--from-start]
+//     watch RUN [--from-start] [--kind response|service]
 //     bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait]
 //           [--slo EXPR [--abort-on-fail]]
 //     stop RUN [--wait]
@@ -70,10 +71,12 @@ const char* kUsage =
                                                rate, p50, p99, max); --wide: source, end
                                                time, parameters
   show RUN [--p LIST] [--sbk] [range]          a run, its latest window and its total (and
-                                               a range's exact figures)
+       [--kind response|service]               a range's exact figures); --kind: a rate-
+                                               controlled run's response time (default) or
+                                               service time
   percentiles RUN [--p 50,99,99.9] [--scope total|latest]
               [--windows A-B] [--from T] [--to T] [--warmup D]
-              [--method sbk|nearest-rank|hdr]
+              [--method sbk|nearest-rank|hdr] [--kind response|service]
                                                exact percentiles of any set; over a range
                                                of windows (T: RFC 3339 or an offset from
                                                the run's start, 30s, 2m; --warmup D drops
@@ -81,9 +84,10 @@ const char* kUsage =
                                                --method: SBK's index rule (default),
                                                HdrHistogram Java's (nearest-rank) or C's
                                                (hdr) rank
-  history RUN [--p LIST] [--sbk]               the run's retained windows
+  history RUN [--p LIST] [--sbk] [--kind K]    the run's retained windows
   clients RUN [--p 50,99,99.9]                 each remote client's share of the run
   watch RUN [--from-start] [--p LIST] [--sbk]  each window as it closes, then the total
+        [--kind response|service]
   bench [perld bench options] [--name NAME] [--label KEY=VALUE]... [--wait [--p LIST] [--sbk]]
         [--slo EXPR [--abort-on-fail]]
                                                start an in-process PerlBench run; --slo:
@@ -106,7 +110,7 @@ const char* kUsage =
                                                [range]: --windows/--from/--to/--warmup as
                                                for percentiles (each run's own windows)
   export RUN [--format json|csv|hgrm|sbk-csv|hlog] [--out FILE] [range]
-             [--method sbk|nearest-rank|hdr]
+             [--method sbk|nearest-rank|hdr] [--kind response|service]
                                                an ended run's exact total distribution (or
                                                a range's, running runs too): [latency,
                                                count] pairs or HdrHistogram's percentile
@@ -314,6 +318,16 @@ std::optional<PercentileMethod> TakeMethod(Cli& cli) {
   return *method;
 }
 
+// `--kind response|service` (issue 30), if given: which latency of a
+// rate-controlled run's operations to show (default: response).
+v1::LatencyKind TakeKind(Cli& cli) {
+  const std::optional<std::string> kind = TakeOne(&cli.args, "kind");
+  if (!kind) return v1::LATENCY_KIND_UNSPECIFIED;
+  if (*kind == "response") return v1::LATENCY_KIND_RESPONSE;
+  if (*kind == "service") return v1::LATENCY_KIND_SERVICE;
+  throw UsageError{"--kind must be response or service"};
+}
+
 v1::PercentileMethod ToProto(PercentileMethod method) {
   switch (method) {
     case PercentileMethod::kSbk:
@@ -433,6 +447,7 @@ int Show(Cli& cli) {
   v1::GetRunRequest request;
   WindowFormat format = TakeFormat(cli);
   request.set_run(TakeRun(&cli.args, "show"));
+  request.set_kind(TakeKind(cli));
   const std::optional<WindowRangeOptions> range = TakeWindowRange(cli);
   NoMoreArgs(cli.args);
   grpc::ClientContext context;
@@ -516,6 +531,7 @@ void PrintPercentileLadder(const v1::GetPercentilesResponse& response, const cha
 int Percentiles(Cli& cli) {
   v1::GetPercentilesRequest request;
   request.set_run(TakeRun(&cli.args, "percentiles"));
+  request.set_kind(TakeKind(cli));
   TakePercents(cli, &request);
   const std::optional<WindowRangeOptions> range = TakeWindowRange(cli);
   const PercentileMethod method = TakeMethod(cli).value_or(PercentileMethod::kSbk);
@@ -552,6 +568,7 @@ int Percentiles(Cli& cli) {
     JsonWriter json;
     json.BeginObject();
     json.Key("run").Uint(response.run_id());
+    json.Key("kind").String(response.kind() == v1::LATENCY_KIND_RESPONSE ? "response" : "service");
     json.Key("scope").String(range ? "range" : latest ? "latest" : "total");
     json.Key("method").String(PercentileMethodName(method));
     if (range) {
@@ -610,8 +627,9 @@ int Percentiles(Cli& cli) {
     if (response.bucketed()) std::printf("  not exact: %s\n", response.inexact_reason().c_str());
     PrintPercentileLadder(response, unit);
   } else {
-    std::printf("run %llu, %s%s, %lld valid latency records%s\n",
+    std::printf("run %llu%s, %s%s, %lld valid latency records%s\n",
                 static_cast<unsigned long long>(response.run_id()),
+                response.kind() == v1::LATENCY_KIND_RESPONSE ? " (response time)" : "",
                 latest ? "latest window" : "total", latest || response.final() ? "" : " (running)",
                 static_cast<long long>(response.valid_latency_records()),
                 method == PercentileMethod::kSbk
@@ -706,6 +724,7 @@ int History(Cli& cli) {
   v1::GetWindowHistoryRequest request;
   const WindowFormat format = TakeFormat(cli);
   request.set_run(TakeRun(&cli.args, "history"));
+  request.set_kind(TakeKind(cli));
   NoMoreArgs(cli.args);
   grpc::ClientContext context;
   cli.Deadline(&context);
@@ -749,9 +768,10 @@ RunGoal GoalOf(const v1::RunInfo& run) {
 // Streams a run's windows until its total; returns the final total. Human
 // output follows each interval window of a bench run with its progress.
 int Watch(Cli& cli, const std::string& run, bool from_start, const WindowFormat& format,
-          v1::Window* total) {
+          v1::Window* total, v1::LatencyKind kind = v1::LATENCY_KIND_UNSPECIFIED) {
   v1::GetRunRequest get;
   get.set_run(run);
+  get.set_kind(kind);
   v1::GetRunResponse info;
   {
     grpc::ClientContext context;
@@ -802,8 +822,9 @@ int WatchCommand(Cli& cli) {
   const bool from_start = TakeFlag(&cli.args, "from-start");
   const WindowFormat format = TakeFormat(cli);
   const std::string run = TakeRun(&cli.args, "watch");
+  const v1::LatencyKind kind = TakeKind(cli);
   NoMoreArgs(cli.args);
-  return Watch(cli, run, from_start, format, nullptr);
+  return Watch(cli, run, from_start, format, nullptr, kind);
 }
 
 v1::TimeUnit ToProtoUnit(TimeUnit unit) {
@@ -883,6 +904,11 @@ int Bench(Cli& cli) {
                                                         : v1::BENCH_CLOCK_AUTO);
   }
   out->set_warmup_ms(o.warmup_ms);
+  if (given.count("catchup")) {
+    out->set_catchup(o.catchup == bench::Catchup::kSkip ? v1::BENCH_CATCHUP_SKIP
+                                                        : v1::BENCH_CATCHUP_BURST);
+  }
+  if (given.count("lateUs")) out->set_late_us(o.late_us);
 
   grpc::ClientContext context;
   cli.Deadline(&context);
@@ -1322,7 +1348,8 @@ int ExportHlog(Cli& cli, const std::string& run, std::string* text) {
 // or, sbk-csv, its windows and total as SBK's CSV file (ExportSbkCsv); or,
 // hlog, its windows as an HdrHistogram log (ExportHlog).
 int Export(Cli& cli) {
-  const std::string run = TakeRun(&cli.args, "export");
+  std::string run = TakeRun(&cli.args, "export");
+  const v1::LatencyKind kind = TakeKind(cli);
   const std::string format = TakeOne(&cli.args, "format").value_or("json");
   const std::optional<std::string> out_path = TakeOne(&cli.args, "out");
   if (std::optional<std::string> scope = TakeOne(&cli.args, "scope"); scope && *scope != "total") {
@@ -1334,6 +1361,18 @@ int Export(Cli& cli) {
   NoMoreArgs(cli.args);
   if (method && format != "hgrm") {
     throw UsageError{"export: --method applies to --format hgrm (its percentile ladder)"};
+  }
+  // The run holding the kind asked for (a rate-controlled run: response
+  // time unless --kind service), by id from here on.
+  {
+    v1::GetRunRequest get;
+    get.set_run(run);
+    get.set_kind(kind);
+    v1::GetRunResponse got;
+    grpc::ClientContext context;
+    cli.Deadline(&context);
+    if (grpc::Status s = cli.query->GetRun(&context, get, &got); !s.ok()) return ServerError(s);
+    run = std::to_string(got.run().id());
   }
   if (format == "sbk-csv") {
     if (range) {

@@ -109,19 +109,27 @@ const char* EndReasonText(v1::EndReason reason) {
 }
 
 std::string StateWithReason(const v1::RunInfo& run) {
-  std::string s = StateText(run.state());
+  std::string why;
   switch (run.end_reason()) {
     case v1::END_REASON_COMPLETED:
-      return s + " (completed)";
+      why = "completed";
+      break;
     case v1::END_REASON_STOPPED:
-      return s + " (stopped by request)";
+      why = "stopped by request";
+      break;
     case v1::END_REASON_SHUTDOWN:
-      return s + " (cut short by the daemon's shutdown)";
+      why = "cut short by the daemon's shutdown";
+      break;
     case v1::END_REASON_SLO_FAILED:
-      return s + " (stopped by its SLO: a term failed for good)";
+      why = "stopped by its SLO: a term failed for good";
+      break;
     default:
-      return s;
+      break;
   }
+  if (run.rate_not_sustained())
+    absl::StrAppend(&why, why.empty() ? "" : "; ", "rate not sustained");
+  std::string s = StateText(run.state());
+  return why.empty() ? s : absl::StrCat(s, " (", why, ")");
 }
 
 const char* SourceText(v1::RunSource source) {
@@ -184,6 +192,39 @@ std::string SloText(const v1::RunInfo& run) {
   return s;
 }
 
+const char* KindText(const v1::RunInfo& run) {
+  return run.kind() == v1::LATENCY_KIND_RESPONSE ? "response" : "service";
+}
+
+std::string KindNote(const v1::RunInfo& run) {
+  if (run.kind() == v1::LATENCY_KIND_RESPONSE) {
+    return absl::StrCat("response time (end - intended start) of a rate-controlled run at ",
+                        ShortestDouble(run.target_rate()), " operations/s; its service time: run ",
+                        run.service_run(), " (--kind service)");
+  }
+  if (run.response_run() != 0) {
+    return absl::StrCat("service time (end - actual start) of a rate-controlled run at ",
+                        ShortestDouble(run.target_rate()), " operations/s; its response time: run ",
+                        run.response_run(), " (--kind response, the default)");
+  }
+  return "service time under closed-loop load";
+}
+
+std::string ScheduleText(const v1::Schedule& sc, const v1::RunInfo& run) {
+  const char* unit = TimeUnitText(run.latency().time_unit());
+  std::string s = absl::StrCat(
+      sc.operations(), " operations, ", sc.late(), " started late (over ",
+      ShortestDouble(static_cast<double>(run.late_threshold_ns()) / 1000.0),
+      " us after their slot), ", sc.skipped(), " slots skipped; start lag max ", sc.max_lag(), " ",
+      unit, ", mean ",
+      absl::StrFormat("%.1f", sc.operations() > 0 ? static_cast<double>(sc.total_lag()) /
+                                                        static_cast<double>(sc.operations())
+                                                  : 0.0),
+      " ", unit);
+  if (sc.not_sustained()) absl::StrAppend(&s, "; rate not sustained (the lag kept growing)");
+  return s;
+}
+
 void WriteRunJson(const v1::RunInfo& run, JsonWriter& json) {
   json.Key("id").Uint(run.id());
   json.Key("name").String(run.name());
@@ -226,6 +267,15 @@ void WriteRunJson(const v1::RunInfo& run, JsonWriter& json) {
   json.Key("inexactReason").String(run.bucketed_reason());
   json.Key("writers").Int(run.writers());
   json.Key("readers").Int(run.readers());
+  // Rate-controlled runs (issue 30): which latency this run holds and its
+  // other view; closed-loop runs hold service time only.
+  json.Key("kind").String(KindText(run));
+  json.Key("targetRate").Double(run.target_rate());
+  json.Key("lateThresholdNs").Int(run.late_threshold_ns());
+  json.Key("responseRun").Uint(run.response_run());
+  json.Key("serviceRun").Uint(run.service_run());
+  json.Key("kindNote").String(KindNote(run));
+  json.Key("rateNotSustained").Bool(run.rate_not_sustained());
   json.Key("slo");
   if (run.slo().expression().empty()) {
     json.Null();
@@ -292,6 +342,24 @@ void WriteWindowJson(const v1::Window& w, JsonWriter& json, const v1::RunInfo* r
     json.Key("percentileCounts").BeginObject();
     for (const v1::Percentile& p : w.percentiles())
       json.Key(ShortestDouble(p.percent())).Int(p.count());
+    json.EndObject();
+  }
+  json.Key("schedule");
+  if (!w.has_schedule()) {
+    json.Null();  // a closed-loop run
+  } else {
+    const v1::Schedule& sc = w.schedule();
+    json.BeginObject();
+    json.Key("operations").Int(sc.operations());
+    json.Key("late").Int(sc.late());
+    json.Key("skipped").Int(sc.skipped());
+    json.Key("maxLag").Int(sc.max_lag());
+    json.Key("minLag").Int(sc.min_lag());
+    json.Key("totalLag").Int(sc.total_lag());
+    json.Key("meanLag").Double(sc.operations() > 0 ? static_cast<double>(sc.total_lag()) /
+                                                         static_cast<double>(sc.operations())
+                                                   : 0);
+    json.Key("notSustained").Bool(sc.not_sustained());
     json.EndObject();
   }
   json.Key("overflow").Bool(w.overflow());
@@ -499,6 +567,10 @@ std::string ShowText(const v1::GetRunResponse& r, const WindowFormat& format) {
   if (!run.parameters().empty()) absl::StrAppend(&s, Wrapped("  options:  ", run.parameters()));
   if (!run.bucketed_reason().empty()) {
     absl::StrAppend(&s, Wrapped("  values:   ", "not exact (bucketed): " + run.bucketed_reason()));
+  }
+  absl::StrAppend(&s, Wrapped("  kind:     ", KindNote(run)));
+  if (r.total().has_schedule()) {
+    absl::StrAppend(&s, Wrapped("  schedule: ", ScheduleText(r.total().schedule(), run)));
   }
   absl::StrAppend(&s, SloText(run));
   if (r.windows_without_distribution() > 0) {

@@ -30,6 +30,13 @@ std::string SloText(const v1::RunInfo& run);
 const char* SourceText(v1::RunSource source);
 const char* WindowKindText(v1::Window::Kind kind);  // "periodic", "total_segment", "total"
 
+// A run's latency kind (issue 30): "response" or "service", and what it
+// means for this run ("service time under closed-loop load", ...).
+const char* KindText(const v1::RunInfo& run);
+std::string KindNote(const v1::RunInfo& run);
+// A rate-controlled run's schedule, one line for people.
+std::string ScheduleText(const v1::Schedule& schedule, const v1::RunInfo& run);
+
 void WriteRunJson(const v1::RunInfo& run, JsonWriter& json);
 // `run` (may be null) adds its "runId" and "runName" first (watch).
 void WriteWindowJson(const v1::Window& window, JsonWriter& json, const v1::RunInfo* run = nullptr);

@@ -127,7 +127,13 @@ std::string BenchUsage() {
   -size BYTES         bytes per record (default 0)
   -records N          exact mode: record exactly N in total; with -seconds: per-run cap
   -seconds S          timed mode: stop at a hard deadline after S seconds
-  -throughput MBPS    -1 (default): saturation; > 0: rate-controlled MB/s (1 MB = 2^20 B)
+  -throughput MBPS    -1 (default): saturation; > 0: rate-controlled MB/s (1 MB = 2^20 B):
+                      the run keeps response time (from each operation's slot) and
+                      service time (from its actual start), both exact
+  -catchup burst|skip rate mode after a stall: run the missed slots late as fast as
+                      possible (burst, default) or drop and count them (skip)
+  -lateUs N           rate mode: an operation starting more than N us after its slot
+                      counts as late (default 1000)
   -time ms|mcs|ns     latency time unit (default ms)
   -minlatency N       lowest recorded latency in the time unit (default 0)
   -maxlatency N       highest recorded latency in the time unit (default 180000 ms)
@@ -295,6 +301,18 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(const std::vector<std::string>& args
          }
          return absl::OkStatus();
        }},
+      {"catchup",
+       [&](const std::string& name, const std::string& v) {
+         if (v == "burst") {
+           o.catchup = Catchup::kBurst;
+         } else if (v == "skip") {
+           o.catchup = Catchup::kSkip;
+         } else {
+           return Bad(name, absl::StrCat("'", v, "' must be burst or skip"));
+         }
+         return absl::OkStatus();
+       }},
+      {"lateUs", set_int(&o.late_us, 0, int64_t{86'400} * 1'000'000)},
       {"progress",
        [&](const std::string& name, const std::string& v) {
          absl::StatusOr<bool> b = ParseBool(name, v);

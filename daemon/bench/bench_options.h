@@ -9,7 +9,9 @@
 //   * timed:  -seconds S (with -throughput -1, the default): saturation with a
 //             hard deadline; -records, if also given, caps each worker.
 //   * rate:   -throughput MBPS > 0: each worker is paced at
-//             MBPS * 2^20 / size / workers records per second (1 MB = 2^20 B).
+//             MBPS * 2^20 / size / workers records per second (1 MB = 2^20 B),
+//             its slots phase-offset so the workers together are evenly
+//             spaced; the run keeps service and response time (issue 30).
 // ParseBenchArgs never exits or prints: it returns InvalidArgument naming the
 // bad option, and the caller prints it with the usage text.
 #pragma once
@@ -28,6 +30,9 @@ namespace perld::bench {
 
 using ClockSource = ::perld::ClockSource;  // daemon/core/clock.h
 enum class BenchMode { kExact, kTimed, kRate };
+// Rate mode after a stall: run the missed slots late, as fast as possible
+// (burst), or drop them and count them (skip: never sent late).
+enum class Catchup { kBurst, kSkip };
 
 struct BenchOptions {
   int writers = 0;
@@ -47,7 +52,9 @@ struct BenchOptions {
   ChannelOptions channels;   // -mpscqueue, --maxQs, --qPerWorker, --maxPendingPerWorker, --overflow
   int64_t idle_ns = 10'000;  // --idleNS: recorder's first park
   ClockSource clock = ClockSource::kAuto;
-  std::optional<bool> progress;  // --progress true|false; default: when stderr is a TTY
+  Catchup catchup = Catchup::kBurst;  // -catchup burst|skip (rate mode)
+  int64_t late_us = 1'000;            // -lateUs: later than this after its slot is late
+  std::optional<bool> progress;       // --progress true|false; default: when stderr is a TTY
   // -context [HOST:]PORT/PATH: Prometheus metrics during the run; "no" (default) disables.
   bool metrics = false;
   std::string metrics_host = "127.0.0.1";  // loopback unless HOST is given

@@ -1,5 +1,6 @@
 #include "daemon/bench/perlbench_worker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -40,10 +41,34 @@ WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer&
   const int64_t limit = plan.records > 0 ? plan.records : INT64_MAX;
   const int64_t deadline = plan.deadline_ns > 0 ? plan.deadline_ns : INT64_MAX;
   const double period_ns = kPaced ? 1e9 / plan.records_per_second : 0;
-  const int64_t t0 = clock.NowNanos();
+  const int64_t first_slot = plan.first_slot_ns > 0 ? plan.first_slot_ns : clock.NowNanos();
+  int64_t slot_index = 0;  // the next slot
   int64_t last_yield = clock.Ticks();
   WorkerResult r;
   for (int64_t i = 0; i < limit; ++i) {
+    int64_t slot_ns = 0;
+    if constexpr (kPaced) {
+      auto due = [&](int64_t k) {
+        return first_slot + static_cast<int64_t>(static_cast<double>(k) * period_ns);
+      };
+      slot_ns = due(slot_index);
+      PaceUntil(clock, slot_ns, plan.deadline_ns);
+      if (plan.catchup == Catchup::kSkip) {
+        // Drop every slot whose successor is already due (also when the
+        // wait itself overslept: a stall): run the newest.
+        const int64_t now = clock.NowNanos();
+        int64_t dropped = 0;
+        while (due(slot_index + 1) <= now) {
+          ++slot_index;
+          ++dropped;
+        }
+        if (dropped > 0) {
+          if (plan.skipped != nullptr) plan.skipped->fetch_add(dropped, std::memory_order_relaxed);
+          slot_ns = due(slot_index);
+        }
+      }
+      ++slot_index;
+    }
     if (i % kStopCheckInterval == 0) {
       if (stop.load(std::memory_order_relaxed)) break;
       if (plan.yield_every_ns > 0 &&
@@ -62,11 +87,14 @@ WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer&
     const int64_t start = start_ns / kNsPerUnit;
     const int64_t latency = clock.DeltaNanos(t1_raw - t0_raw) / kNsPerUnit;  // converted once
     ++r.attempted;
-    r.sent += producer.Send(start, start + latency, 1, plan.size) ? 1 : 0;
     if constexpr (kPaced) {
+      // Its slot, never after its start (the wait may return a little early
+      // only at the deadline).
+      const int64_t intended = std::min(slot_ns, start_ns) / kNsPerUnit;
+      r.sent += producer.SendPaced(intended, start, start + latency, 1, plan.size) ? 1 : 0;
       producer.Flush();  // about to wait: hand the partial batch over now
-      PaceUntil(clock, t0 + static_cast<int64_t>(static_cast<double>(i + 1) * period_ns),
-                plan.deadline_ns);
+    } else {
+      r.sent += producer.Send(start, start + latency, 1, plan.size) ? 1 : 0;
     }
   }
   producer.Flush();

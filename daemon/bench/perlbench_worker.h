@@ -3,7 +3,8 @@
 // reader returns the same worker-owned, preallocated payload every time. The
 // operation path allocates nothing, takes no lock and touches no shared driver
 // state: each worker reads the clock, runs the no-op, reads the clock again and
-// publishes (start, end, 1, size) through its own TimeStampProducer.
+// publishes (start, end, 1, size) through its own TimeStampProducer -- a
+// paced worker with the operation's intended start too (SendPaced).
 //
 // Timestamps are in the run's time unit: start is the start reading in ns
 // divided by the unit (a compile-time constant); the latency is the raw
@@ -31,6 +32,17 @@ struct WorkerPlan {
   int64_t records = 0;            // records to run; 0 = until the deadline
   int64_t deadline_ns = 0;        // clock ns at which to stop; 0 = none
   double records_per_second = 0;  // pacing; 0 = saturation
+  // Pacing (records_per_second > 0; issue 30): slot i is due at
+  // first_slot_ns + i / records_per_second (clock ns; the run's workers
+  // phase-offset so together they are evenly spaced). The worker waits for
+  // each slot, then runs its operation and sends it with its intended start
+  // (the slot; never after the actual start): SendPaced. A slot it reaches
+  // late runs at once (burst: the missed ones follow as fast as it can), or
+  // with Catchup::kSkip, every slot whose successor is already due is
+  // dropped and counted in *skipped, never run late.
+  int64_t first_slot_ns = 0;
+  Catchup catchup = Catchup::kBurst;
+  std::atomic<int64_t>* skipped = nullptr;  // kSkip: slots dropped; may be null
   // Cooperative (> 0): at a stop check (every kStopCheckInterval records,
   // outside the timed region) at least this long after its last offer, the
   // worker offers its core to any other runnable thread (sched_yield; returns

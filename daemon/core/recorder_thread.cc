@@ -43,6 +43,10 @@ void RecorderThread::Run() {
   uint64_t consumed = 0;
   int empty_rounds = 0;
   int64_t next_take_all = 0;
+  // Sparse work (a paced producer's timestamp every millisecond): the gap
+  // before work found after idling, averaged, sets the next first park.
+  int64_t last_work_ns = 0;
+  int64_t typical_gap_ns = 0;
   for (;;) {
     // acquire: pairs with StopAndDrain; read before the pass so that a pass
     // that starts after the flag sees every timestamp the producers sent.
@@ -61,7 +65,10 @@ void RecorderThread::Run() {
     if (moved > 0) {
       consumed += moved;
       consumed_.store(consumed, std::memory_order_relaxed);
-      waiter.Reset();
+      const int64_t gap = empty_rounds > 0 && last_work_ns > 0 ? now - last_work_ns : 0;
+      typical_gap_ns = (typical_gap_ns * 3 + gap) / 4;
+      last_work_ns = now;
+      waiter.Reset(typical_gap_ns);
       empty_rounds = 0;
       // A short pass means the recorder is at the producers' heels. Give the
       // core to them (yield: on a machine with fewer cores than threads the

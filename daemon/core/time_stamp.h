@@ -6,6 +6,10 @@
 // A timestamp is (start, end, records, bytes) in the run's time unit; its
 // latency is end - start. `records` is the frequency of this observation (one
 // timing may stand for a batch of records) and `bytes` the bytes it moved.
+// A paced (rate-controlled) producer also gives each timestamp its intended
+// start -- its slot on the schedule (issue 30) -- carried beside the
+// timestamp (TimeStampNode::intended, TimeStampBatchNode::intended), so a
+// closed-loop producer writes and the recorder reads nothing more.
 #pragma once
 
 #include <atomic>
@@ -25,12 +29,14 @@ struct TimeStamp {
 // TimeStampNodePool, never freed while a queue may reach them.
 struct TimeStampNode {
   TimeStamp ts;
+  int64_t intended = 0;  // the intended start, when `paced`
   // Written by the producer that links the next node (release) and read by the
   // consumer (acquire); reused as the free-list link while the node is pooled.
   std::atomic<TimeStampNode*> next{nullptr};
   // TimeStampNodePool state: true while the node is free for its producer to
   // reuse (set by the recorder with release order, read with acquire).
   std::atomic<bool> released{true};
+  bool paced = false;  // from a paced producer (TimeStampProducer::SendPaced)
   // Contract state, used only when PERLD_CONTRACT_CHECKS is 1: true from Add
   // until Poll returns the node. Always present, so the layout never depends
   // on the build (see contract.h).
@@ -57,10 +63,16 @@ struct TimeStampBatchNode {
   uint64_t seq = 0;
   // The owning producer's recorder-side state (constant for the node's life).
   void* origin = nullptr;
+  // intended[0, count) are written too: the owner is a paced producer
+  // (constant for the node's life).
+  bool paced = false;
   // Queue link (same rules as TimeStampNode::next).
   std::atomic<TimeStampBatchNode*> next{nullptr};
   std::atomic<bool> debug_in_queue{false};  // as TimeStampNode::debug_in_queue
   alignas(64) TimeStamp ts[kCapacity];
+  // Paced producers only: each entry's intended start (same index as ts).
+  // Never touched on a closed-loop producer's nodes.
+  alignas(64) int64_t intended[kCapacity];
 };
 
 }  // namespace perld

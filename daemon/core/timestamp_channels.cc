@@ -20,6 +20,7 @@ constexpr int64_t kProducerMaxParkNs = 50'000;
 // can return credit to the right producer (the pending bound).
 struct TimeStampProducer::LibraryItem {
   TimeStamp ts;
+  int64_t intended = 0;  // when origin->paced()
   TimeStampProducer* origin = nullptr;
 };
 
@@ -86,6 +87,7 @@ bool TimeStampProducer::OpenBatch() {
     return false;
   }
   node->seq = seq_;
+  node->paced = paced_;
   open_node_ = node;
   open_count_ = 0;
   // release: seq and the reset count are visible to a recorder that loads it.
@@ -113,9 +115,17 @@ size_t TimeStampProducer::DrainOpen(TimeStampSink& sink) {
   const uint32_t count = node->count.load(std::memory_order_acquire);
   if (count <= node->taken) return 0;
   const size_t n = count - node->taken;
-  sink.Accept(node->ts + node->taken, n);
+  Deliver(node, n, sink);
   node->taken = count;
   return n;
+}
+
+void TimeStampProducer::Deliver(const TimeStampBatchNode* node, size_t n, TimeStampSink& sink) {
+  if (node->paced) [[unlikely]] {
+    sink.AcceptPaced(node->ts + node->taken, node->intended + node->taken, n);
+  } else {
+    sink.Accept(node->ts + node->taken, n);
+  }
 }
 
 size_t TimeStampProducer::DeliverAndRecycle(TimeStampBatchNode* node, TimeStampSink& sink) {
@@ -123,7 +133,7 @@ size_t TimeStampProducer::DeliverAndRecycle(TimeStampBatchNode* node, TimeStampS
   size_t n = 0;
   if (count > node->taken) {
     n = count - node->taken;
-    sink.Accept(node->ts + node->taken, n);
+    Deliver(node, n, sink);
   }
   auto* origin = static_cast<TimeStampProducer*>(node->origin);
   ++origin->retired_;
@@ -140,10 +150,11 @@ bool TimeStampProducer::WaitForCredit() {
   return has_credit() || ApplyOverflowPolicy(has_credit);
 }
 
-bool TimeStampProducer::SendLibrary(int64_t start, int64_t end, int32_t records, int32_t bytes) {
+bool TimeStampProducer::SendLibrary(int64_t intended, int64_t start, int64_t end, int32_t records,
+                                    int32_t bytes) {
   if (sent_ - acked_seen_ >= max_pending_ && !WaitForCredit()) return false;
-  library_[next_queue_]->enqueue(*tokens_[next_queue_],
-                                 LibraryItem{TimeStamp{start, end, records, bytes}, this});
+  library_[next_queue_]->enqueue(
+      *tokens_[next_queue_], LibraryItem{TimeStamp{start, end, records, bytes}, intended, this});
   if (++next_queue_ == queue_count_) next_queue_ = 0;
   ++sent_;
   return true;
@@ -280,6 +291,7 @@ size_t TimeStampChannels::DrainMpsc(TimeStampSink& sink, PollMode mode) {
   // producer core) overlap instead of forming one dependent chain per queue.
   size_t moved = 0;
   size_t n = 0;
+  bool paced = false;  // batch_ holds an entry of a paced producer
   const size_t queues = ActiveOf(options_, mpsc_.size(), active_workers()).queues;
   for (size_t round = 0; round < kMaxPerQueuePass; ++round) {
     size_t found = 0;
@@ -288,19 +300,18 @@ size_t TimeStampChannels::DrainMpsc(TimeStampSink& sink, PollMode mode) {
       if (node == nullptr) continue;
       ++found;
       batch_[n] = node->ts;
+      intended_[n] = node->paced ? node->intended : node->ts.start;
+      paced |= node->paced;
       TimeStampNodePool::Release(node);  // the node is ours once Poll returns it
       if (++n == kBatch) {
-        sink.Accept(batch_, n);
-        moved += n;
+        moved += Deliver(sink, n, paced);
         n = 0;
+        paced = false;
       }
     }
     if (found == 0) break;
   }
-  if (n > 0) {
-    sink.Accept(batch_, n);
-    moved += n;
-  }
+  if (n > 0) moved += Deliver(sink, n, paced);
   return moved;
 }
 
@@ -313,17 +324,29 @@ size_t TimeStampChannels::DrainLibrary(TimeStampSink& sink) {
     for (size_t taken = 0; taken < kMaxPerQueuePass;) {
       const size_t got = queue->try_dequeue_bulk(items, kBatch);
       if (got == 0) break;
+      bool paced = false;
       for (size_t i = 0; i < got; ++i) {
         batch_[i] = items[i].ts;
+        const bool item_paced = items[i].origin->paced();
+        intended_[i] = item_paced ? items[i].intended : items[i].ts.start;
+        paced |= item_paced;
         items[i].origin->Ack();
       }
-      sink.Accept(batch_, got);
-      moved += got;
+      moved += Deliver(sink, got, paced);
       taken += got;
     }
   }
   for (size_t p = 0; p < active.producers; ++p) producers_[p]->FlushAcks();
   return moved;
+}
+
+size_t TimeStampChannels::Deliver(TimeStampSink& sink, size_t n, bool paced) {
+  if (paced) [[unlikely]] {
+    sink.AcceptPaced(batch_, intended_, n);
+  } else {
+    sink.Accept(batch_, n);
+  }
+  return n;
 }
 
 std::vector<std::string> TimeStampChannels::Describe() const {

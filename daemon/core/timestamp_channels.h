@@ -13,8 +13,8 @@
 //   (a producer token per queue, bulk dequeue).
 // Pending bound: each producer may have at most max_pending_per_worker
 //   timestamps sent but not yet consumed by the recorder. Memory for pending
-//   timestamps is therefore <= workers * max_pending_per_worker * 40 B
-//   (intrusive nodes; library elements are 32 B plus its block overhead). When
+//   timestamps is therefore <= workers * max_pending_per_worker * 48 B
+//   (intrusive nodes; library elements are 40 B plus its block overhead). When
 //   the bound is hit the producer applies `overflow`: kBlock waits (elastic
 //   wait) and counts a blocked send; kDrop discards the timestamp and counts a
 //   drop. Both counts are reported; nothing is lost silently.
@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "daemon/core/contract.h"
 #include "daemon/core/time_stamp.h"
 #include "daemon/core/timestamp_mpsc_queue.h"
 #include "daemon/core/timestamp_node_pool.h"
@@ -80,12 +81,29 @@ class TimeStampProducer {
 
   // Hot path. Publishes one timestamp. Returns false only when the drop policy
   // discarded it (counted in dropped()). Never allocates at steady state.
+  // REQUIRES: the producer is not paced.
   bool Send(int64_t start, int64_t end, int32_t records, int32_t bytes) {
+    PERLD_CONTRACT(!paced_, "a paced producer sends with SendPaced");
     if (path_ == Path::kBatch) [[likely]]
-      return SendBatch(start, end, records, bytes);
-    return path_ == Path::kRecord ? SendMpsc(start, end, records, bytes)
-                                  : SendLibrary(start, end, records, bytes);
+      return SendBatch<false>(0, start, end, records, bytes);
+    return path_ == Path::kRecord ? SendMpsc(0, start, end, records, bytes)
+                                  : SendLibrary(0, start, end, records, bytes);
   }
+  // Send for a rate-controlled producer: `intended` is the operation's slot
+  // on the schedule (the start it should have had), in the run's unit. The
+  // recorder sees it beside the timestamp (TimeStampSink::AcceptPaced).
+  // REQUIRES: set_paced() before the producer's first send.
+  bool SendPaced(int64_t intended, int64_t start, int64_t end, int32_t records, int32_t bytes) {
+    PERLD_CONTRACT(paced_, "SendPaced on a producer that is not paced");
+    if (path_ == Path::kBatch) [[likely]]
+      return SendBatch<true>(intended, start, end, records, bytes);
+    return path_ == Path::kRecord ? SendMpsc(intended, start, end, records, bytes)
+                                  : SendLibrary(intended, start, end, records, bytes);
+  }
+  // Marks the producer paced (its timestamps carry intended starts).
+  // Producer thread, before its first send.
+  void set_paced() { paced_ = true; }
+  bool paced() const { return paced_; }
 
   // Publishes the producer's partial batch now (batch path; a no-op
   // otherwise). Optional: the recorder also collects partial batches on its
@@ -117,10 +135,12 @@ class TimeStampProducer {
   TimeStampProducer(const ChannelOptions& options, std::vector<TimeStampMpscQueue*> mpsc,
                     std::vector<TimeStampBatchQueue*> batch, std::vector<LibraryQueue*> library);
 
-  bool SendBatch(int64_t start, int64_t end, int32_t records, int32_t bytes) {
+  template <bool kPaced>
+  bool SendBatch(int64_t intended, int64_t start, int64_t end, int32_t records, int32_t bytes) {
     if (open_node_ == nullptr && !OpenBatch()) return false;  // counted drop
     TimeStampBatchNode* node = open_node_;
     node->ts[open_count_] = TimeStamp{start, end, records, bytes};
+    if constexpr (kPaced) node->intended[open_count_] = intended;
     // release: the entry is visible to a recorder that reads the prefix.
     node->count.store(++open_count_, std::memory_order_release);
     if (open_count_ == batch_cap_) PublishOpen();
@@ -134,17 +154,21 @@ class TimeStampProducer {
   size_t DrainOpen(TimeStampSink& sink);
   // Recorder thread: delivers a batch node polled from a queue and recycles it.
   static size_t DeliverAndRecycle(TimeStampBatchNode* node, TimeStampSink& sink);
+  // Hands node->ts[taken, taken + n) to the sink (AcceptPaced for a paced node).
+  static void Deliver(const TimeStampBatchNode* node, size_t n, TimeStampSink& sink);
 
-  bool SendMpsc(int64_t start, int64_t end, int32_t records, int32_t bytes) {
+  bool SendMpsc(int64_t intended, int64_t start, int64_t end, int32_t records, int32_t bytes) {
     TimeStampNode* node = pool_.Acquire();
     if (node == nullptr && (node = AcquireSlow()) == nullptr) return false;  // counted drop
     node->ts = TimeStamp{start, end, records, bytes};
+    node->intended = intended;
+    node->paced = paced_;
     mpsc_[next_queue_]->Add(node);
     if (++next_queue_ == queue_count_) next_queue_ = 0;
     ++sent_;
     return true;
   }
-  bool SendLibrary(int64_t start, int64_t end, int32_t records, int32_t bytes);
+  bool SendLibrary(int64_t intended, int64_t start, int64_t end, int32_t records, int32_t bytes);
   // At the pending bound: counts a drop and returns false (kDrop), or counts a
   // blocked send and waits until try_take() succeeds (kBlock).
   template <class TryTake>
@@ -160,6 +184,7 @@ class TimeStampProducer {
   static constexpr uint64_t kAckBatch = 64;
 
   const Path path_;
+  bool paced_ = false;  // set_paced
   const uint32_t batch_cap_;
   const OverflowPolicy overflow_;
   const uint64_t max_pending_;
@@ -232,6 +257,8 @@ class TimeStampChannels {
   size_t DrainMpsc(TimeStampSink& sink, PollMode mode);
   size_t DrainBatch(TimeStampSink& sink, PollMode mode);
   size_t DrainLibrary(TimeStampSink& sink);
+  // Hands batch_[0, n) to the sink (with intended_ when `paced`); returns n.
+  size_t Deliver(TimeStampSink& sink, size_t n, bool paced);
 
   const ChannelOptions options_;
   std::vector<std::unique_ptr<TimeStampMpscQueue>> mpsc_;
@@ -240,6 +267,7 @@ class TimeStampChannels {
   std::vector<std::unique_ptr<TimeStampProducer>> producers_;
   std::atomic<int> active_workers_;
   TimeStamp batch_[kBatch];
+  int64_t intended_[kBatch];  // batch_'s intended starts (record and library paths)
 };
 
 }  // namespace perld

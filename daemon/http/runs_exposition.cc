@@ -21,14 +21,22 @@ std::string ClassOf(const runs::RunInfo& info) {
   return info.spec.source == runs::RunSource::kBench ? "PerlBench" : "perld";
 }
 
+// A rate-controlled run's two views (issue 30) are one run with a `kind`
+// label: both carry the service run's id and name, kind="service" or
+// kind="response". Closed-loop runs (service time only) have no kind label:
+// their series are as before.
 RunMetrics Describe(const runs::RunInfo& info, const runs::RunView& view,
-                    const RunsExpositionInput& input) {
+                    const RunsExpositionInput& input, const runs::RunInfo* service) {
   RunMetrics m;
   m.id = info.id;
   m.events = view.events;
-  m.identity.Add("run_id", absl::StrCat(info.id))
-      .Add("run", info.spec.name)
+  const runs::RunInfo& named = service != nullptr ? *service : info;
+  m.identity.Add("run_id", absl::StrCat(named.id))
+      .Add("run", named.spec.name)
       .Add("source", runs::RunSourceName(info.spec.source));
+  if (info.service_run != 0 || info.response_run != 0) {
+    m.identity.Add("kind", runs::LatencyKindOf(info));
+  }
   m.state = runs::RunStateName(info.state);
   m.unit = info.spec.latency.time_unit;
   m.action = ActionOf(info);
@@ -80,7 +88,9 @@ std::vector<RunMetrics> SelectRunMetrics(const runs::RunRegistry& registry,
   for (const runs::RunInfo& info : infos) {
     absl::StatusOr<runs::RunView> view = registry.Get(info.id);
     if (!view.ok()) continue;  // evicted between List and Get
-    out.push_back(Describe(view->info, *view, input));
+    absl::StatusOr<runs::RunInfo> service = absl::NotFoundError("closed loop");
+    if (view->info.service_run != 0) service = registry.Info(view->info.service_run);
+    out.push_back(Describe(view->info, *view, input, service.ok() ? &*service : nullptr));
   }
   return out;
 }

@@ -49,7 +49,10 @@ std::string DescribeBenchOptions(const bench::BenchOptions& o) {
   if (o.records > 0) absl::StrAppend(&s, " -records ", o.records);
   if (o.seconds > 0) absl::StrAppend(&s, " -seconds ", o.seconds);
   if (o.warmup_ms > 0) absl::StrAppend(&s, " -warmup ", static_cast<double>(o.warmup_ms) / 1000);
-  if (o.throughput_mbps > 0) absl::StrAppend(&s, " -throughput ", o.throughput_mbps);
+  if (o.throughput_mbps > 0) {
+    absl::StrAppend(&s, " -throughput ", o.throughput_mbps, " -catchup ",
+                    o.catchup == bench::Catchup::kSkip ? "skip" : "burst", " -lateUs ", o.late_us);
+  }
   absl::StrAppend(&s, " -time ", TimeUnitName(o.time_unit));
   if (o.min_latency) absl::StrAppend(&s, " -minlatency ", *o.min_latency);
   if (o.max_latency) absl::StrAppend(&s, " -maxlatency ", *o.max_latency);
@@ -101,6 +104,11 @@ absl::StatusOr<std::unique_ptr<BenchJob>> BenchJob::Start(runs::RunManager& mana
   run.spec.readers = o.readers;
   run.channels = o.channels;
   run.producers = o.workers();
+  if (o.throughput_mbps > 0) {  // rate mode: service and response time (issue 30)
+    run.spec.target_rate = o.throughput_mbps * 1024.0 * 1024.0 / o.size;
+    run.spec.late_threshold_ns = o.late_us * 1'000;
+    run.skipped = job->skipped_;
+  }
   std::shared_ptr<BenchOutcome> outcome = job->outcome_;
   run.judge = [outcome](const runs::WindowRecord& total, std::string* reason) {
     outcome->total = total;
@@ -127,6 +135,8 @@ absl::StatusOr<std::unique_ptr<BenchJob>> BenchJob::Start(runs::RunManager& mana
     plan.records = shares[w];
     plan.deadline_ns = deadline_ns;
     plan.records_per_second = per_worker_rps;
+    plan.catchup = o.catchup;
+    plan.skipped = job->skipped_.get();
     plan.yield_every_ns = s.worker_yield_every_ns;
     if (o.mode() == bench::BenchMode::kExact && shares[w] == 0) plan.records = -1;  // idle worker
   }
@@ -146,6 +156,13 @@ void BenchJob::Control() {
   const int64_t start_ns = setup_.clock->NowNanos();
   for (int w = 0; w < workers; ++w) {
     if (plans_[w].records < 0) continue;
+    if (plans_[w].records_per_second > 0) {
+      // Worker w's slots lie w/W of a period after worker 0's: together the
+      // workers keep the aggregate rate evenly spaced.
+      const double period_ns = 1e9 / plans_[w].records_per_second;
+      plans_[w].first_slot_ns = start_ns + static_cast<int64_t>(period_ns * w / workers);
+      channels_->producer(w).set_paced();
+    }
     threads.emplace_back([this, w, &results] {
       NameThisThread("perld-bench-" + std::to_string(w));
       results[w] = bench::RunWorker(plans_[w], setup_.options.time_unit, *setup_.clock,

@@ -89,6 +89,8 @@ class BenchJob {
   runs::RunInfo info_;
   std::shared_ptr<TimeStampChannels> channels_;
   std::vector<bench::WorkerPlan> plans_;
+  // Rate mode: slots the workers dropped (-catchup skip); the recorder reads it.
+  std::shared_ptr<std::atomic<int64_t>> skipped_ = std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<bool> stop_{false};
   std::thread controller_;
   // Written by the controller and the run's judge (the dispatcher) before

@@ -35,17 +35,21 @@ int64_t PeakRssKb() {
 // row, and the -context exposition. Runs on the run manager's dispatcher
 // thread; the progress line (main thread) shares its lock so the two never
 // interleave on a terminal.
+// Rate mode (`paced`; issue 30): each window has two lines, response time
+// first ("PerlBench Response Writing ...") then service time ("PerlBench
+// Service Writing ..."); the CSV gets a last column Kind (response|service)
+// and -context shows response time, the rate mode's default view.
 class BenchConsole final : public runs::RunObserver {
  public:
-  BenchConsole(bench::ReportContext ctx, std::ostream& out, std::ostream& err, std::ofstream* csv,
-               http::LatestMetrics* latest)
-      : ctx_(std::move(ctx)), out_(out), err_(err), csv_(csv), latest_(latest) {}
+  BenchConsole(bench::ReportContext ctx, bool paced, std::ostream& out, std::ostream& err,
+               std::ofstream* csv, http::LatestMetrics* latest)
+      : ctx_(std::move(ctx)), paced_(paced), out_(out), err_(err), csv_(csv), latest_(latest) {}
 
-  void OnWindow(const runs::RunInfo&, const runs::WindowRecord& w) override {
-    Print(w, w.kind != runs::WindowRecord::Kind::kPeriodic);
+  void OnWindow(const runs::RunInfo& info, const runs::WindowRecord& w) override {
+    Print(info, w, w.kind != runs::WindowRecord::Kind::kPeriodic);
   }
-  void OnRunEnded(const runs::RunInfo&, const runs::WindowRecord& total) override {
-    Print(total, true);
+  void OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord& total) override {
+    Print(info, total, true);
   }
 
   void Progress(const std::string& line) {
@@ -59,24 +63,30 @@ class BenchConsole final : public runs::RunObserver {
   }
 
  private:
-  void Print(const runs::WindowRecord& w, bool total) {
+  void Print(const runs::RunInfo& info, const runs::WindowRecord& w, bool total) {
     MutexLock lock(mu_);
     if (progress_shown_) {
       err_ << "\r\033[K" << std::flush;
       progress_shown_ = false;
     }
+    const std::string kind = runs::LatencyKindOf(info);
+    const bool response = kind == "response";
     const bench::ReportRow row = bench::MakeReportRow(w.snapshot, w.seconds, w.RateSeconds());
-    out_ << bench::FormatConsoleLine(ctx_, row, total) << "\n" << std::flush;
+    bench::ReportContext console = ctx_;
+    if (paced_) console.storage = absl::StrCat(ctx_.storage, response ? " Response" : " Service");
+    out_ << bench::FormatConsoleLine(console, row, total) << "\n" << std::flush;
     if (csv_ != nullptr) {
       *csv_ << bench::CsvRow(ctx_, row, ++csv_id_, total,
-                             static_cast<std::time_t>(w.end_unix_ms / 1000))
-            << "\n";
+                             static_cast<std::time_t>(w.end_unix_ms / 1000));
+      if (paced_) *csv_ << "," << kind;
+      *csv_ << "\n";
     }
-    if (latest_ != nullptr) latest_->Publish(w.snapshot, w.seconds, total);
-    if (!total) ++windows_reported_;
+    if (latest_ != nullptr && response == paced_) latest_->Publish(w.snapshot, w.seconds, total);
+    if (!total && !response) ++windows_reported_;
   }
 
   const bench::ReportContext ctx_;
+  const bool paced_;
   std::ostream& out_;
   std::ostream& err_;
   std::ofstream* csv_;
@@ -118,7 +128,7 @@ absl::StatusOr<BenchResult> RunBench(const bench::BenchOptions& options, std::os
   if (!options.csv_file.empty()) {
     csv = std::make_unique<std::ofstream>(options.csv_file, std::ios::trunc);
     if (!*csv) return absl::InvalidArgumentError("-csvfile: cannot open " + options.csv_file);
-    *csv << bench::CsvHeader(ctx) << "\n";
+    *csv << bench::CsvHeader(ctx) << (options.throughput_mbps > 0 ? ",Kind" : "") << "\n";
   }
 
   // -context: the metrics server binds before any worker starts.
@@ -173,7 +183,7 @@ absl::StatusOr<BenchResult> RunBench(const bench::BenchOptions& options, std::os
   manager_options.recorder.idle_ns = options.idle_ns;
   manager_options.max_running_runs = 1;
   runs::RunManager manager(manager_options);
-  BenchConsole console(ctx, out, err, csv.get(), &latest);
+  BenchConsole console(ctx, options.throughput_mbps > 0, out, err, csv.get(), &latest);
   manager.AddObserver(&console);
   manager.Start();
 

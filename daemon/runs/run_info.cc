@@ -30,6 +30,10 @@ const char* RunStateName(RunState state) {
   return "running";
 }
 
+const char* LatencyKindOf(const RunInfo& info) {
+  return info.service_run != 0 ? "response" : "service";
+}
+
 const char* EndReasonName(EndReason reason) {
   switch (reason) {
     case EndReason::kNone:

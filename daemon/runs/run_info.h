@@ -84,6 +84,12 @@ struct RunSpec {
   // why. Set when the run is created, or later by the first bucketed client
   // to join it (RunRegistry::MarkBucketed): never cleared.
   std::string bucketed_reason;
+  // Rate-controlled runs (issue 30): the target rate, operations per second
+  // over all workers (> 0: the run keeps a response view; 0: closed loop,
+  // service time only), and how late an operation may start after its slot
+  // before it counts as late (WindowRecord::Schedule::late).
+  double target_rate = 0;
+  int64_t late_threshold_ns = 1'000'000;
 
   bool operator==(const RunSpec&) const = default;
 };
@@ -113,9 +119,29 @@ struct RunInfo {
   int64_t start_unix_ms = 0;  // wall clock
   int64_t end_unix_ms = 0;    // 0 while running
   SloStatus slo_status;       // kNone when spec.slo is empty
+  // A rate-controlled run's two exact views of the same operations (issue
+  // 30): the run itself holds service time (end - actual start); its
+  // response view -- a run of its own, created, fed, closed and ended with
+  // it by the same recorder -- holds response time (end - intended start).
+  // On the service run: the response view's id (0: closed loop). On the
+  // response view: the service run's id.
+  RunId response_run = 0;
+  RunId service_run = 0;
+  // A rate-controlled run fell further behind its schedule window after
+  // window (WindowRecord::Schedule::not_sustained): its target rate was not
+  // sustained. Set on both views; never cleared.
+  bool rate_not_sustained = false;
 
   bool operator==(const RunInfo&) const = default;
 };
+
+// "response" for a response view, else "service" (the latency kind a
+// run's windows hold).
+const char* LatencyKindOf(const RunInfo& info);
+
+// The latency kind a query asks for (issue 30). kDefault: response time for
+// a rate-controlled run (its response view), else the run itself.
+enum class LatencyKind { kDefault, kResponse, kService };
 
 // The run's percentile set (its spec's percents; SBK's default when they do
 // not form a valid set).

@@ -67,7 +67,8 @@ SloStatus RunManager::FinalSloStatus(const RunInfo& info, const WindowRecord& to
       // over the stored segments only for an SLO term outside them.
       exact = PickStoredPercentiles(total.snapshot, *set, &snapshot, &missing) ||
               (options_.stored_totals.final_total &&
-               options_.stored_totals.final_total(info.id, total.segments, *set, &snapshot).ok());
+               options_.stored_totals.final_total(total.run_id, total.segments, *set, &snapshot)
+                   .ok());  // total.run_id: a rate-controlled run's response view
     } else {
       // One pass over the total's buckets (no copy: the registry indexes them next).
       PercentileWalker walker(*set, snapshot.valid, &snapshot);
@@ -149,8 +150,14 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
   if (absl::Status s = CheckRunSlo(spec); !s.ok()) return s;
   // The worst case of the run's caps, reserved before any of it is allocated.
   const bool hybrid = setup.aggregate && spec.latency.time_unit == TimeUnit::kNs;
-  absl::StatusOr<RunMemoryBudget::Reservation> memory = budget_.Reserve(
-      RunMemoryNeedFor(spec.latency, hybrid, setup.channels, std::max(setup.producers, 0)));
+  const bool paced = spec.target_rate > 0 && setup.producers > 0 && !setup.resume;
+  RunMemoryNeed need =
+      RunMemoryNeedFor(spec.latency, hybrid, setup.channels, std::max(setup.producers, 0));
+  if (paced) {  // the response view's windows
+    need.periodic *= 2;
+    need.total *= 2;
+  }
+  absl::StatusOr<RunMemoryBudget::Reservation> memory = budget_.Reserve(need);
   if (!memory.ok()) {
     CountRefusal(RunRefusal::kMemory);
     return memory.status();
@@ -173,6 +180,16 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
       hybrid ? PeriodicAndTotalWindows::CreateHybrid(spec.latency, start_ns / ns_per_unit)
              : PeriodicAndTotalWindows::Create(spec.latency, start_ns / ns_per_unit);
   if (!windows.ok()) return windows.status();
+  std::optional<ResponseViewSetup> response;
+  if (paced) {
+    absl::StatusOr<PeriodicAndTotalWindows> view =
+        hybrid ? PeriodicAndTotalWindows::CreateHybrid(spec.latency, start_ns / ns_per_unit)
+               : PeriodicAndTotalWindows::Create(spec.latency, start_ns / ns_per_unit);
+    if (!view.ok()) return view.status();
+    response.emplace(ResponseViewSetup{.windows = *std::move(view),
+                                       .late_threshold_ns = spec.late_threshold_ns,
+                                       .skipped = std::move(setup.skipped)});
+  }
   spec.periodic_recorder = windows->periodic().kind();
   spec.total_recorder = windows->total().kind();
   RecorderResume recorder_resume;
@@ -193,14 +210,17 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
     MutexLock lock(mu_);
     // The id a new run takes is reserved durably first (outside mu_: a
     // commit and its sync); others may take the reserved ones meanwhile.
-    while (!setup.resume && next_id_ > reserved_through_) {
+    const RunId ids = paced ? 2 : 1;  // a rate-controlled run's view takes the next
+    while (!setup.resume && next_id_ + ids - 1 > reserved_through_) {
       lock.Unlock();
-      if (absl::Status s = ReserveNextId(); !s.ok()) return s;
+      if (absl::Status s = ReserveNextIds(ids); !s.ok()) return s;
       lock.Lock();
     }
     if (!accepting_) return absl::UnavailableError("perld is shutting down: no new runs");
     const int64_t max_running = max_running_runs_.load(std::memory_order_relaxed);
-    if (static_cast<int64_t>(pending_.size()) >= max_running) {
+    const auto running = std::count_if(pending_.begin(), pending_.end(),
+                                       [](const auto& p) { return p.second.service_run == 0; });
+    if (running >= max_running) {
       CountRefusal(RunRefusal::kRunningRuns);
       return absl::ResourceExhaustedError(
           absl::StrCat("limits.maxRunningRuns: ", max_running, " runs are running already"));
@@ -214,6 +234,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
     } else {
       info.id = next_id_++;
       info.start_unix_ms = now_unix_ms;
+      if (response) info.response_run = next_id_++;
     }
     info.spec = spec;
     // An unnamed run is named after its source and id ("bench-7"): names
@@ -236,21 +257,36 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
       registry_.AddRunning(info);
     }
     for (RunObserver* o : observers_) o->OnRunStarted(info);
+    if (response) {
+      RunInfo view = info;
+      view.id = info.response_run;
+      view.response_run = 0;
+      view.spec.name = absl::StrCat(info.spec.name, ":response");
+      view.spec.slo.clear();  // judged on the service run, from this view
+      view.spec.abort_on_fail = false;
+      view.slo_status = {};
+      view.service_run = info.id;
+      response->id = view.id;
+      pending_[info.id].response_run = view.id;
+      pending_[view.id].service_run = info.id;
+      registry_.AddRunning(view);
+      for (RunObserver* o : observers_) o->OnRunStarted(view);
+    }
   }
   auto run = std::make_shared<RunRecorder>(
       info.id, std::move(*windows), spec.latency.time_unit, spec.reporting_interval_ms * 1'000'000,
       start_ns, info.start_unix_ms, channels, &outbox_, std::move(setup.inbox),
-      std::move(recorder_resume), spec.warmup_ms * 1'000'000);
+      std::move(recorder_resume), spec.warmup_ms * 1'000'000, std::move(response));
   host_.Attach(std::move(run));
   return CreatedRun{info.id, std::move(channels), info};
 }
 
-absl::Status RunManager::ReserveNextId() {
+absl::Status RunManager::ReserveNextIds(RunId count) {
   MutexLock one(reserve_mu_);
   RunId through = 0;
   {
     MutexLock lock(mu_);
-    if (next_id_ <= reserved_through_) return absl::OkStatus();
+    if (next_id_ + count - 1 <= reserved_through_) return absl::OkStatus();
     through = next_id_ + kIdBlock - 1;
   }
   // A commit and its sync, outside mu_: the dispatcher never waits for it.
@@ -269,6 +305,10 @@ void RunManager::EndRun(RunId id) {
   {
     MutexLock lock(mu_);
     auto it = pending_.find(id);
+    if (it != pending_.end() && it->second.service_run != 0) {  // a view ends with its run
+      id = it->second.service_run;
+      it = pending_.find(id);
+    }
     if (it == pending_.end() || it->second.ending) return;
     it->second.ending = true;
   }
@@ -321,6 +361,9 @@ void RunManager::HandleWindow(RecorderEvent& event) {
   if (info.ok()) {
     for (RunObserver* o : observers_) o->OnWindow(*info, window);
   }
+  if (info.ok() && window.schedule.not_sustained && !info->rate_not_sustained) {
+    registry_.MarkRateNotSustained(info->id);  // both views: each window says so
+  }
   const bool gated = info.ok() && !info->spec.slo.empty() &&
                      window.kind == WindowRecord::Kind::kPeriodic && !window.warmup;
   const int64_t seq = window.seq;
@@ -332,8 +375,11 @@ void RunManager::HandleWindow(RecorderEvent& event) {
 }
 
 void RunManager::JudgeSlo(const RunInfo& info, int64_t window) {
+  // A rate-controlled run is judged on its response time (its view's
+  // window of this instant was published first).
   absl::StatusOr<PercentileAnswer> total =
-      registry_.Percentiles(info.id, PercentileScope::kTotal, SloPercents(info.spec));
+      registry_.Percentiles(info.response_run != 0 ? info.response_run : info.id,
+                            PercentileScope::kTotal, SloPercents(info.spec));
   if (!total.ok()) return;  // evicted meanwhile
   RunSloVerdict verdict = EvaluateRunSlo(info.spec, total->snapshot, total->rate_seconds,
                                          total->exact, /*final=*/false, window);
@@ -379,8 +425,10 @@ void RunManager::HandleFinished(RecorderEvent& event) {
     ended.end_reason = pending.cause != EndReason::kNone ? pending.cause
                        : state == RunState::kFailed      ? EndReason::kFailed
                                                          : EndReason::kCompleted;
+    WindowRecord view_total;
+    if (ended.response_run != 0) view_total = EndResponseView(ended.response_run, ended);
     if (!ended.spec.slo.empty()) {
-      ended.slo_status = FinalSloStatus(ended, total);
+      ended.slo_status = FinalSloStatus(ended, ended.response_run != 0 ? view_total : total);
       registry_.SetSloStatus(id, ended.slo_status);
     }
     for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
@@ -396,6 +444,37 @@ void RunManager::HandleFinished(RecorderEvent& event) {
   ended_.NotifyAll();
   // WaitEnded(id) holds from here: the run's subscribers learn it too.
   registry_.Notify(id);
+}
+
+WindowRecord RunManager::EndResponseView(RunId view, const RunInfo& service_ended) {
+  Pending pending;
+  {
+    MutexLock lock(mu_);
+    auto it = pending_.find(view);
+    if (it == pending_.end()) return {};
+    pending = std::move(it->second);
+  }
+  WindowRecord total = pending.total ? std::move(*pending.total) : WindowRecord{};
+  absl::StatusOr<RunInfo> info = registry_.Info(view);
+  if (info.ok() && total.spilled) MergeSpilledTotal(*info, &total);
+  WindowRecord kept = total;
+  if (info.ok()) {
+    RunInfo ended = *std::move(info);
+    ended.state = service_ended.state;
+    ended.failure_reason = service_ended.failure_reason;
+    ended.end_unix_ms = service_ended.end_unix_ms;
+    ended.end_reason = service_ended.end_reason;
+    for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
+    NotifyEvicted(registry_.MarkEnded(view, std::move(total), ended.state,
+                                      std::move(ended.failure_reason), ended.end_unix_ms, nullptr,
+                                      ended.end_reason));
+  }
+  {
+    MutexLock lock(mu_);
+    pending_.erase(view);
+  }
+  registry_.Notify(view);
+  return kept;
 }
 
 std::map<RunId, ChannelCounters> RunManager::ChannelCounts() const {

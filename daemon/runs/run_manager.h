@@ -85,6 +85,9 @@ struct RunSetup {
   // Set: resume this run instead of creating a new one (spec is taken from
   // resume->info).
   std::optional<RunResume> resume;
+  // A rate-controlled run (spec.target_rate > 0, with producers): slots its
+  // producers dropped (`-catchup skip`), counted by them. May be null.
+  std::shared_ptr<const std::atomic<int64_t>> skipped;
 };
 
 // Timestamps a run's producers could not hand over at the pending bound:
@@ -103,6 +106,12 @@ enum class RunRefusal {
 };
 const char* RunRefusalName(RunRefusal refusal);  // "input_limit", "running_runs", "memory"
 
+// A run with spec.target_rate > 0 and producers gets a response view: a
+// second run (RunInfo::response_run), fed end - intended start of the same
+// paced timestamps (TimeStampProducer::SendPaced) by the same recorder,
+// closed at the same instants and ended with it. It is listed and queried
+// like any run; it counts as one run with its service run against
+// maxRunningRuns, and its windows against the memory budget.
 struct CreatedRun {
   RunId id = 0;
   std::shared_ptr<TimeStampChannels> channels;
@@ -202,7 +211,14 @@ class RunManager {
     EndReason cause = EndReason::kNone;  // kStopped or kShutdown once known
     std::weak_ptr<TimeStampChannels> channels;
     RunMemoryBudget::Reservation memory;  // given back when the run has ended
+    // A rate-controlled run's response view (RunInfo::response_run): it ends
+    // with its service run (HandleFinished); on the view, its service run.
+    RunId response_run = 0;
+    RunId service_run = 0;
   };
+  // Ends a response view with its service run's outcome (dispatcher
+  // thread); returns the view's final total.
+  WindowRecord EndResponseView(RunId view, const RunInfo& service_ended);
   void Dispatch();
   void HandleWindow(RecorderEvent& event);
   void HandleFinished(RecorderEvent& event);
@@ -216,9 +232,10 @@ class RunManager {
   // reason is logged) and the total is no longer `spilled`.
   void MergeSpilledTotal(const RunInfo& info, WindowRecord* total);
   void NotifyEvicted(const std::vector<RunId>& ids);
-  // Makes sure next_id_ is reserved (Options::reserve_ids), without holding
-  // mu_ while the reservation commits.
-  absl::Status ReserveNextId();
+  // Makes sure ids next_id_ .. next_id_ + count - 1 are reserved
+  // (Options::reserve_ids), without holding mu_ while the reservation
+  // commits.
+  absl::Status ReserveNextIds(RunId count);
 
   const Options options_;
   RunMemoryBudget budget_;  // outlives pending_ (declared first)

@@ -48,7 +48,7 @@ std::string RunMemoryNeed::Describe() const {
                    ")");
   if (pending > 0) {
     absl::StrAppend(&text, " + pending timestamps ", pending,
-                    " B (workers x maxPendingPerWorker x 40 B)");
+                    " B (workers x maxPendingPerWorker x 48 B)");
   }
   return text;
 }

@@ -10,7 +10,7 @@
 //     the policy picks the array, else maxHashMapSizeMB; an aggregate ns run
 //     (hybrid pages): exactLatencyMaxMemoryMB;
 //   total window: totalMaxHashMapSizeMB; aggregate ns: exactTotalLatencyMaxMemoryMB;
-//   pending timestamps: producers x maxPendingPerWorker x 40 B (a bench run's
+//   pending timestamps: producers x maxPendingPerWorker x 48 B (a bench run's
 //     workers; remote runs have no channels: ingest.maxMemoryBytes bounds
 //     their queued windows separately).
 // What the snapshot store keeps of a run is bounded by retention.maxBytes.

@@ -1,6 +1,7 @@
 #include "daemon/runs/run_recorder.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 namespace perld::runs {
@@ -9,7 +10,7 @@ RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit uni
                          int64_t interval_ns, int64_t start_ns, int64_t start_unix_ms,
                          std::shared_ptr<TimeStampChannels> channels, RecorderOutbox* outbox,
                          std::shared_ptr<RemoteWindowInbox> inbox, RecorderResume resume,
-                         int64_t warmup_ns)
+                         int64_t warmup_ns, std::optional<ResponseViewSetup> response)
     : id_(id),
       windows_(std::move(windows)),
       ns_per_unit_(NanosPerUnit(unit)),
@@ -34,10 +35,91 @@ RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit uni
     warmup_end_ns_ = start_ns + warmup_ns;
     next_report_ns_ = std::min(next_report_ns_, warmup_end_ns_);  // a cut there
   }
+  if (response) {
+    response_.emplace(ResponseView{.id = response->id,
+                                   .windows = std::move(response->windows),
+                                   .window_start_ns = window_start_ns_});
+    late_threshold_ = std::max<int64_t>(response->late_threshold_ns, 0) / ns_per_unit_;
+    skipped_ = std::move(response->skipped);
+  }
+}
+
+void RunRecorder::AcceptPaced(const TimeStamp* batch, const int64_t* intended, size_t n) {
+  if (!response_) {  // a run without a response view keeps service time only
+    Accept(batch, n);
+    return;
+  }
+  const int64_t now = last_tick_ns_ / ns_per_unit_;
+  windows_.RecordBatch(batch, n, now);
+  CountSchedule(batch, intended, n);
+  {
+    // The same operations timed from their slots: end - intended start.
+    TimeStamp response[TimeStampChannels::kBatch];
+    for (size_t done = 0; done < n;) {
+      const size_t m = std::min(n - done, std::size(response));
+      for (size_t i = 0; i < m; ++i) {
+        const TimeStamp& t = batch[done + i];
+        response[i] = TimeStamp{intended[done + i], t.end, t.records, t.bytes};
+      }
+      response_->windows.RecordBatch(response, m, now);
+      done += m;
+    }
+    if (response_->windows.HasPendingReports()) [[unlikely]] {
+      PublishResponsePending(last_tick_ns_);
+    }
+  }
+  if (windows_.HasPendingReports()) [[unlikely]] {
+    PublishPending(last_tick_ns_);
+  }
+}
+
+void RunRecorder::CountSchedule(const TimeStamp* batch, const int64_t* intended, size_t n) {
+  WindowRecord::Schedule& w = window_schedule_;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t lag = batch[i].start - intended[i];
+    w.min_lag = w.operations == 0 ? lag : std::min(w.min_lag, lag);
+    w.max_lag = w.operations == 0 ? lag : std::max(w.max_lag, lag);
+    w.total_lag += lag;
+    w.late += lag > late_threshold_ ? 1 : 0;
+    ++w.operations;
+  }
+}
+
+WindowRecord::Schedule RunRecorder::TakeWindowSchedule() {
+  WindowRecord::Schedule w = window_schedule_;
+  window_schedule_ = {};
+  if (skipped_ != nullptr) {
+    const int64_t skipped = skipped_->load(std::memory_order_relaxed);
+    w.skipped = skipped - skipped_seen_;
+    skipped_seen_ = skipped;
+  }
+  // Falling behind: the window's floor is late and above the last one's.
+  const bool behind = w.operations > 0 && w.min_lag > late_threshold_ && w.min_lag > last_floor_;
+  behind_windows_ = behind ? behind_windows_ + 1 : 0;
+  last_floor_ = w.operations > 0 ? w.min_lag : 0;
+  w.not_sustained = behind_windows_ >= kBehindWindows;
+  WindowRecord::Schedule& r = run_schedule_;
+  if (w.operations > 0) {
+    r.min_lag = r.operations == 0 ? w.min_lag : std::min(r.min_lag, w.min_lag);
+    r.max_lag = r.operations == 0 ? w.max_lag : std::max(r.max_lag, w.max_lag);
+  }
+  r.operations += w.operations;
+  r.late += w.late;
+  r.skipped += w.skipped;
+  r.total_lag += w.total_lag;
+  r.not_sustained = r.not_sustained || w.not_sustained;
+  return w;
 }
 
 void RunRecorder::Accept(const TimeStamp* batch, size_t n) {
   windows_.RecordBatch(batch, n, last_tick_ns_ / ns_per_unit_);
+  if (response_) [[unlikely]] {
+    // A closed-loop producer in a rate-controlled run: its operations
+    // started when intended (response == service), so both views hold
+    // every operation whatever path delivered it.
+    response_->windows.RecordBatch(batch, n, last_tick_ns_ / ns_per_unit_);
+    if (response_->windows.HasPendingReports()) PublishResponsePending(last_tick_ns_);
+  }
   if (windows_.HasPendingReports()) [[unlikely]] {
     PublishPending(last_tick_ns_);
   }
@@ -95,6 +177,8 @@ void RunRecorder::Tick(int64_t now_ns) {
     // The warm-up is over: the total starts afresh here, and the windows
     // follow the interval from here.
     warmup_left_out_ = windows_.DiscardTotal(now_ns / ns_per_unit_);
+    if (response_) response_->windows.DiscardTotal(now_ns / ns_per_unit_);
+    run_schedule_ = {};
     total_start_ns_ = now_ns;
     warmup_end_ns_ = 0;
     next_report_ns_ = now_ns;
@@ -113,6 +197,12 @@ void RunRecorder::Finish(int64_t now_ns) {
       window_remote_.reports > 0) {
     CloseWindow(now_ns);
   }
+  if (response_) {  // the view's total first: it has ended when its run has
+    WindowReport total;
+    response_->windows.CloseTotal(now_ns / ns_per_unit_, &total);
+    if (response_->windows.HasPendingReports()) PublishResponsePending(now_ns);
+    PublishResponse(std::move(total), total_start_ns_, now_ns, run_schedule_);
+  }
   WindowReport total;
   windows_.CloseTotal(now_ns / ns_per_unit_, &total);
   if (windows_.HasPendingReports()) PublishPending(now_ns);  // a spilled total's last segment
@@ -120,12 +210,76 @@ void RunRecorder::Finish(int64_t now_ns) {
 }
 
 void RunRecorder::CloseWindow(int64_t now_ns) {
+  const WindowRecord::Schedule schedule = TakeWindowSchedule();
+  if (response_) {  // the view's window first: the run's SLO reads it (RunManager)
+    WindowReport report;
+    response_->windows.CloseWindow(now_ns / ns_per_unit_, &report);
+    const int64_t start = response_->window_start_ns;
+    response_->window_start_ns = now_ns;
+    PublishResponse(std::move(report), start, now_ns, schedule);
+    if (response_->windows.HasPendingReports()) PublishResponsePending(now_ns);
+  }
   WindowReport report;
   windows_.CloseWindow(now_ns / ns_per_unit_, &report);
   const int64_t start = window_start_ns_;
   window_start_ns_ = now_ns;
-  Publish(std::move(report), start, now_ns);
+  Publish(std::move(report), start, now_ns, schedule);
   if (windows_.HasPendingReports()) PublishPending(now_ns);
+}
+
+void RunRecorder::PublishResponsePending(int64_t now_ns) {
+  for (WindowReport& report : response_->windows.TakePendingReports()) {
+    int64_t start = report.snapshot.start_time * ns_per_unit_;
+    if (report.scope == WindowReport::Scope::kPeriodic) {
+      start = response_->window_start_ns;
+      response_->window_start_ns = now_ns;
+    }
+    PublishResponse(std::move(report), start, now_ns, {});
+  }
+}
+
+void RunRecorder::PublishResponse(WindowReport report, int64_t start_ns, int64_t end_ns,
+                                  const WindowRecord::Schedule& schedule) {
+  RecorderEvent event;
+  event.kind = RecorderEvent::Kind::kWindow;
+  event.run_id = response_->id;
+  WindowRecord& w = event.window;
+  w.run_id = response_->id;
+  switch (report.scope) {
+    case WindowReport::Scope::kPeriodic:
+      w.kind = WindowRecord::Kind::kPeriodic;
+      w.seq = ++response_->periodic_seq;
+      w.warmup = warmup_end_ns_ > 0;
+      break;
+    case WindowReport::Scope::kTotalSegment:
+      w.kind = WindowRecord::Kind::kTotalSegment;
+      w.seq = ++response_->segment_seq;
+      w.through_window = response_->periodic_seq;
+      break;
+    case WindowReport::Scope::kTotal:
+      w.kind = WindowRecord::Kind::kTotal;
+      w.seq = 1;
+      break;
+  }
+  Fill(w, std::move(report), start_ns, end_ns);
+  w.schedule = schedule;
+  w.recorder_bytes = static_cast<int64_t>(response_->windows.periodic().RetainedBytes() +
+                                          response_->windows.total().RetainedBytes());
+  w.cache_releases =
+      response_->windows.periodic().CacheReleases() + response_->windows.total().CacheReleases();
+  outbox_->Publish(std::move(event));
+}
+
+void RunRecorder::Fill(WindowRecord& w, WindowReport report, int64_t start_ns,
+                       int64_t end_ns) const {
+  w.start_unix_ms = UnixMs(start_ns);
+  w.end_unix_ms = UnixMs(end_ns);
+  w.seconds = static_cast<double>(end_ns - start_ns) / 1e9;
+  w.snapshot = std::move(report.snapshot);
+  w.distribution = std::move(report.distribution);
+  w.segments = report.segments;
+  w.exact_total = report.exact_total;
+  w.spilled = report.spilled;
 }
 
 void RunRecorder::PublishPending(int64_t now_ns) {
@@ -141,7 +295,8 @@ void RunRecorder::PublishPending(int64_t now_ns) {
   }
 }
 
-void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns) {
+void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns,
+                          const WindowRecord::Schedule& schedule) {
   RecorderEvent event;
   event.kind = RecorderEvent::Kind::kWindow;
   event.run_id = id_;
@@ -170,20 +325,16 @@ void RunRecorder::Publish(WindowReport report, int64_t start_ns, int64_t end_ns)
       w.seq = 1;
       w.warmup_left_out = warmup_left_out_;
       w.remote = run_remote_;
+      w.schedule = run_schedule_;
       break;
   }
+  if (report.scope == WindowReport::Scope::kPeriodic) w.schedule = schedule;
   w.remote.run_clients = run_remote_.clients;
-  w.start_unix_ms = UnixMs(start_ns);
-  w.end_unix_ms = UnixMs(end_ns);
-  w.seconds = static_cast<double>(end_ns - start_ns) / 1e9;
+  const int64_t records = report.snapshot.records;
+  Fill(w, std::move(report), start_ns, end_ns);
   if (w.kind == WindowRecord::Kind::kPeriodic) {
-    w.rate_seconds = window_rate_.TakeRateSeconds(report.snapshot.records, w.seconds);
+    w.rate_seconds = window_rate_.TakeRateSeconds(records, w.seconds);
   }
-  w.snapshot = std::move(report.snapshot);
-  w.distribution = std::move(report.distribution);
-  w.segments = report.segments;
-  w.exact_total = report.exact_total;
-  w.spilled = report.spilled;
   w.recorder_bytes =
       static_cast<int64_t>(windows_.periodic().RetainedBytes() + windows_.total().RetainedBytes());
   w.cache_releases = windows_.periodic().CacheReleases() + windows_.total().CacheReleases();

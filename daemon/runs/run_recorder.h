@@ -16,8 +16,10 @@
 // run's producers, which only Send.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "daemon/core/periodic_and_total_windows.h"
@@ -40,14 +42,31 @@ struct RecorderResume {
   std::vector<uint64_t> client_applied;  // per client index (WindowRecord::applied)
 };
 
+// A rate-controlled run's response view (RunInfo::response_run): its own
+// windows, fed from the same timestamps (end - intended start), closed at
+// the same instants as the service run's.
+struct ResponseViewSetup {
+  RunId id = 0;
+  PeriodicAndTotalWindows windows;
+  int64_t late_threshold_ns = 0;  // RunSpec::late_threshold_ns
+  // Slots the producers dropped (`-catchup skip`), counted by them; read at
+  // every window close. May be null.
+  std::shared_ptr<const std::atomic<int64_t>> skipped;
+};
+
 class RunRecorder final : public TimeStampSink {
  public:
+  // Periodic windows in a row whose schedule floor rose above the late
+  // threshold before a run is flagged not sustaining its rate.
+  static constexpr int kBehindWindows = 3;
+
   // `start_ns` is the run's start on the monotonic clock, `start_unix_ms`
   // the same instant on the wall clock. REQUIRES: interval_ns >= 1.
   RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit unit, int64_t interval_ns,
               int64_t start_ns, int64_t start_unix_ms, std::shared_ptr<TimeStampChannels> channels,
               RecorderOutbox* outbox, std::shared_ptr<RemoteWindowInbox> inbox = nullptr,
-              RecorderResume resume = {}, int64_t warmup_ns = 0);
+              RecorderResume resume = {}, int64_t warmup_ns = 0,
+              std::optional<ResponseViewSetup> response = std::nullopt);
 
   RunId id() const { return id_; }
 
@@ -69,14 +88,35 @@ class RunRecorder final : public TimeStampSink {
 
   // TimeStampSink (recorder thread).
   void Accept(const TimeStamp* batch, size_t n) override;
+  // Paced timestamps: service time into the run's windows, response time
+  // into the response view's (if any), and the schedule counters.
+  void AcceptPaced(const TimeStamp* batch, const int64_t* intended, size_t n) override;
   void Tick(int64_t now_ns) override;
 
  private:
+  struct ResponseView {
+    RunId id = 0;
+    PeriodicAndTotalWindows windows;
+    int64_t periodic_seq = 0;
+    int64_t segment_seq = 0;
+    int64_t window_start_ns = 0;
+  };
+  void CountSchedule(const TimeStamp* batch, const int64_t* intended, size_t n);
+  // The schedule of the window closing now; also advances the run's.
+  WindowRecord::Schedule TakeWindowSchedule();
+  void PublishResponse(WindowReport report, int64_t start_ns, int64_t end_ns,
+                       const WindowRecord::Schedule& schedule);
+  void PublishResponsePending(int64_t now_ns);
+  // The fields every published window shares, from its report.
+  void Fill(WindowRecord& w, WindowReport report, int64_t start_ns, int64_t end_ns) const;
+
   size_t DrainInbox();
   void CountRemote(const RemoteWindow& w);
   void CloseWindow(int64_t now_ns);
   void PublishPending(int64_t now_ns);
-  void Publish(WindowReport report, int64_t start_ns, int64_t end_ns);
+  // `schedule`: a periodic window's (WindowRecord::schedule); totals take the run's.
+  void Publish(WindowReport report, int64_t start_ns, int64_t end_ns,
+               const WindowRecord::Schedule& schedule = {});
   int64_t UnixMs(int64_t mono_ns) const {
     return start_unix_ms_ + (mono_ns - start_ns_) / 1'000'000;
   }
@@ -110,6 +150,16 @@ class RunRecorder final : public TimeStampSink {
   // Per client index, the last message sequence merged (inbox runs only).
   std::vector<uint64_t> client_applied_;
   bool mid_message_ = false;  // recording a raw message's timestamps
+  // Rate-controlled runs: the response view (absent: closed loop) and the
+  // schedule of the open window and of the run so far.
+  std::optional<ResponseView> response_;
+  int64_t late_threshold_ = 0;  // in the run's unit
+  std::shared_ptr<const std::atomic<int64_t>> skipped_;
+  int64_t skipped_seen_ = 0;
+  WindowRecord::Schedule window_schedule_;
+  WindowRecord::Schedule run_schedule_;
+  int behind_windows_ = 0;  // consecutive windows whose floor rose
+  int64_t last_floor_ = 0;  // the previous window's min_lag
 };
 
 }  // namespace perld::runs

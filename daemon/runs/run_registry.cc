@@ -410,6 +410,14 @@ bool RunRegistry::MarkBucketed(RunId id, const std::string& reason) {
   return true;
 }
 
+void RunRegistry::MarkRateNotSustained(RunId id) {
+  ChangeLock lock(*this);
+  Entry* e = Find(id);
+  if (e == nullptr || e->info.rate_not_sustained) return;
+  lock.Changed(id);
+  e->info.rate_not_sustained = true;
+}
+
 void RunRegistry::SetRetention(const config::RetentionConfig& retention) {
   ChangeLock lock(*this);
   retention_ = retention;
@@ -540,6 +548,28 @@ absl::StatusOr<RunId> RunRegistry::Resolve(const std::string& id_or_name) const 
                                                       absl::StrJoin(matches, ", ")));
   }
   return matches.front();
+}
+
+absl::StatusOr<RunId> RunRegistry::ResolveKind(const std::string& id_or_name,
+                                               LatencyKind kind) const {
+  absl::StatusOr<RunId> id = Resolve(id_or_name);
+  if (!id.ok()) return id;
+  absl::StatusOr<RunInfo> info = Info(*id);
+  if (!info.ok()) return info.status();
+  switch (kind) {
+    case LatencyKind::kDefault:
+      return info->response_run != 0 ? info->response_run : *id;
+    case LatencyKind::kService:
+      return info->service_run != 0 ? info->service_run : *id;
+    case LatencyKind::kResponse:
+      if (info->service_run != 0) return *id;
+      if (info->response_run != 0) return info->response_run;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "run ", *id, " '", info->spec.name,
+          "' is closed-loop: it has service time only (service time under closed-loop load); "
+          "response time needs a rate-controlled run (-throughput)"));
+  }
+  return *id;
 }
 
 absl::StatusOr<PercentileAnswer> RunRegistry::Percentiles(RunId id, PercentileScope scope,

@@ -123,6 +123,8 @@ class RunRegistry {
   // Marks a running run bucketed (RunSpec::bucketed_reason) unless it is
   // already; false for an unknown run.
   bool MarkBucketed(RunId id, const std::string& reason);
+  // Marks a run RunInfo::rate_not_sustained; unknown runs are ignored.
+  void MarkRateNotSustained(RunId id);
 
   // Queries. NotFound for an unknown id.
   std::vector<RunInfo> List(const RunFilter& filter) const;
@@ -138,6 +140,11 @@ class RunRegistry {
   // An id ("42") or a unique name. NotFound when nothing matches,
   // FailedPrecondition when a name matches several runs (listing their ids).
   absl::StatusOr<RunId> Resolve(const std::string& id_or_name) const;
+  // Resolve, then the run holding `kind` of its operations (issue 30): a
+  // rate-controlled run answers kDefault and kResponse from its response
+  // view and kService itself (a view: its service run). A closed-loop run
+  // has service time only: kResponse is FailedPrecondition.
+  absl::StatusOr<RunId> ResolveKind(const std::string& id_or_name, LatencyKind kind) const;
   // Exact percentiles of any set (SBK's percent spelling: 50, 99.9, ...).
   // FailedPrecondition for kLatest before the run's first closed window.
   // A spilled final total answers other percentiles than its stored ones

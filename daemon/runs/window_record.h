@@ -93,6 +93,26 @@ struct WindowRecord {
   // Not stored in the history.
   LatencyCounters warmup_left_out;
 
+  // Rate-controlled runs (issue 30): how the operations this window holds
+  // kept their schedule -- on the service run's and the response view's
+  // windows alike (RunInfo::response_run). kTotalSegment/kTotal: the run so
+  // far. All zero for closed-loop runs. Lags are start - intended start, in
+  // the run's unit. Not stored in the history.
+  struct Schedule {
+    int64_t operations = 0;  // timestamps with an intended start
+    int64_t late = 0;        // started more than RunSpec::late_threshold_ns after their slot
+    int64_t skipped = 0;     // slots dropped by `-catchup skip`: never sent
+    int64_t max_lag = 0;
+    int64_t min_lag = 0;  // the window's floor: > 0 when every operation started late
+    int64_t total_lag = 0;
+    // The run fell further behind in each of the last kBehindWindows
+    // periodic windows (its floor rose above the late threshold): the
+    // target rate is not sustained. kTotal: it was so at some window.
+    bool not_sustained = false;
+    bool operator==(const Schedule&) const = default;
+  };
+  Schedule schedule;
+
   double RateSeconds() const { return rate_seconds > 0 ? rate_seconds : seconds; }
 
   bool operator==(const WindowRecord&) const = default;

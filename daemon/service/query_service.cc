@@ -36,6 +36,14 @@ grpc::Status ShuttingDown() {
 // -- its percentiles (exact ones of the values it holds) stay in the
 // answer. A total whose percentiles are withheld (outgrew its memory)
 // stays bucketed false, its reason naming both.
+// The run answering `kind` of `run`'s operations (RunRegistry::ResolveKind).
+absl::StatusOr<runs::RunId> ResolveKind(const runs::RunRegistry& registry, const std::string& run,
+                                        v1::LatencyKind kind) {
+  absl::StatusOr<runs::LatencyKind> k = FromProto(kind);
+  if (!k.ok()) return k.status();
+  return registry.ResolveKind(run, *k);
+}
+
 void SayBucketed(const runs::RunInfo& info, v1::GetPercentilesResponse* response) {
   if (info.spec.bucketed_reason.empty()) return;
   response->set_bucketed(response->exact());
@@ -200,7 +208,7 @@ grpc::ServerWriteReactor<v1::WatchRunResponse>* QueryService::WatchRun(
   if (grpc::Status denied = auth_.CheckCall(*context, Access::kRead); !denied.ok()) {
     return new RefusedWatch(denied);
   }
-  absl::StatusOr<runs::RunId> id = registry_.Resolve(request->run());
+  absl::StatusOr<runs::RunId> id = ResolveKind(registry_, request->run(), request->kind());
   if (!id.ok()) return new RefusedWatch(ToGrpcStatus(id.status()));
   // Start at the newest event (or replay the retained history).
   absl::StatusOr<runs::RunView> view = registry_.Get(*id);
@@ -280,7 +288,7 @@ grpc::Status QueryService::DoListRuns(const v1::ListRunsRequest& request,
 
 grpc::Status QueryService::DoGetRun(const v1::GetRunRequest& request,
                                     v1::GetRunResponse* response) {
-  absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
+  absl::StatusOr<runs::RunId> id = ResolveKind(registry_, request.run(), request.kind());
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<runs::RunView> view = registry_.Get(*id);
   if (!view.ok()) return ToGrpcStatus(view.status());
@@ -301,7 +309,7 @@ grpc::Status QueryService::DoGetRun(const v1::GetRunRequest& request,
 
 grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& request,
                                             v1::GetPercentilesResponse* response) {
-  absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
+  absl::StatusOr<runs::RunId> id = ResolveKind(registry_, request.run(), request.kind());
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<runs::RunInfo> info = registry_.Info(*id);
   if (!info.ok()) return ToGrpcStatus(info.status());
@@ -333,6 +341,7 @@ grpc::Status QueryService::DoGetPercentiles(const v1::GetPercentilesRequest& req
                                        " (PERCENTILE_METHOD_SBK = 0, NEAREST_RANK = 1, HDR = 2)"));
   }
   response->set_method(request.method());
+  response->set_kind(info->service_run != 0 ? v1::LATENCY_KIND_RESPONSE : v1::LATENCY_KIND_SERVICE);
   if (request.has_range()) {
     return DoRangePercentiles(*id, *info, request.range(), std::move(percents), method, response);
   }
@@ -464,7 +473,7 @@ grpc::Status QueryService::DoGetDistribution(const v1::GetDistributionRequest& r
     }
     after = last;
   }
-  absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
+  absl::StatusOr<runs::RunId> id = ResolveKind(registry_, request.run(), request.kind());
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<runs::RunInfo> info = registry_.Info(*id);
   if (!info.ok()) return ToGrpcStatus(info.status());
@@ -511,7 +520,7 @@ grpc::Status QueryService::DoGetDistribution(const v1::GetDistributionRequest& r
 
 grpc::Status QueryService::DoGetWindowHistory(const v1::GetWindowHistoryRequest& request,
                                               v1::GetWindowHistoryResponse* response) {
-  absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
+  absl::StatusOr<runs::RunId> id = ResolveKind(registry_, request.run(), request.kind());
   if (!id.ok()) return ToGrpcStatus(id.status());
   absl::StatusOr<std::vector<runs::WindowRecord>> history = registry_.History(*id);
   if (!history.ok()) return ToGrpcStatus(history.status());

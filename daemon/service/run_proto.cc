@@ -137,6 +137,12 @@ void ToProto(const runs::RunInfo& info, v1::RunInfo* out) {
   out->set_writers(info.spec.writers);
   out->set_readers(info.spec.readers);
   out->set_bucketed_reason(info.spec.bucketed_reason);
+  out->set_kind(info.service_run != 0 ? v1::LATENCY_KIND_RESPONSE : v1::LATENCY_KIND_SERVICE);
+  out->set_response_run(info.response_run);
+  out->set_service_run(info.service_run);
+  out->set_target_rate(info.spec.target_rate);
+  out->set_rate_not_sustained(info.rate_not_sustained);
+  if (info.spec.target_rate > 0) out->set_late_threshold_ns(info.spec.late_threshold_ns);
   if (!info.spec.slo.empty()) {
     out->mutable_slo()->set_expression(info.spec.slo);
     out->mutable_slo()->set_abort_on_fail(info.spec.abort_on_fail);
@@ -196,11 +202,36 @@ void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {
   out->set_clients(w.remote.clients);
   out->set_late_reports(w.remote.late);
   out->set_cache_releases(w.cache_releases);
+  if (w.schedule.operations > 0 || w.schedule.skipped > 0) {
+    v1::Schedule* schedule = out->mutable_schedule();
+    schedule->set_operations(w.schedule.operations);
+    schedule->set_late(w.schedule.late);
+    schedule->set_skipped(w.schedule.skipped);
+    schedule->set_max_lag(w.schedule.max_lag);
+    schedule->set_min_lag(w.schedule.min_lag);
+    schedule->set_total_lag(w.schedule.total_lag);
+    schedule->set_not_sustained(w.schedule.not_sustained);
+  }
   if (w.kind == runs::WindowRecord::Kind::kTotal) {
     out->set_segments(w.segments);
     out->set_exact_total(w.exact_total);
     out->set_final(final_total);
     if (!s.percentiles_exact) out->set_inexact_reason(kInexactTotalReason);
+  }
+}
+
+absl::StatusOr<runs::LatencyKind> FromProto(v1::LatencyKind kind) {
+  switch (kind) {
+    case v1::LATENCY_KIND_UNSPECIFIED:
+      return runs::LatencyKind::kDefault;
+    case v1::LATENCY_KIND_RESPONSE:
+      return runs::LatencyKind::kResponse;
+    case v1::LATENCY_KIND_SERVICE:
+      return runs::LatencyKind::kService;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("kind: unknown latency kind ", kind,
+                       " (LATENCY_KIND_RESPONSE = 1, LATENCY_KIND_SERVICE = 2)"));
   }
 }
 
@@ -309,6 +340,23 @@ absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions
       break;
     default:
       return bad("clock", "unknown clock (BENCH_CLOCK_AUTO, _TSC, _MONOTONIC)");
+  }
+  switch (in.catchup()) {
+    case v1::BENCH_CATCHUP_UNSPECIFIED:
+    case v1::BENCH_CATCHUP_BURST:
+      o.catchup = bench::Catchup::kBurst;
+      break;
+    case v1::BENCH_CATCHUP_SKIP:
+      o.catchup = bench::Catchup::kSkip;
+      break;
+    default:
+      return bad("catchup", "unknown catch-up (BENCH_CATCHUP_BURST, _SKIP)");
+  }
+  if (in.has_late_us()) {
+    if (in.late_us() < 0 || in.late_us() > int64_t{86'400} * 1'000'000) {
+      return bad("late_us", "must be in [0, 86400000000]");
+    }
+    o.late_us = in.late_us();
   }
   o.idle_ns = config.idle_ns;
   *reporting_interval_ms = config.reporting_interval_ms;

@@ -26,6 +26,8 @@ v1::TimeUnit ToProto(TimeUnit unit);
 std::optional<runs::RunState> FromProto(v1::RunState state);
 // Proto time unit -> unit; UNSPECIFIED -> `unspecified`; nullopt when unknown.
 std::optional<TimeUnit> FromProto(v1::TimeUnit unit, TimeUnit unspecified);
+// INVALID_ARGUMENT for an unknown value.
+absl::StatusOr<runs::LatencyKind> FromProto(v1::LatencyKind kind);
 
 // Bench options from a StartBench request, unset fields from the daemon's
 // configuration. InvalidArgument names the field.

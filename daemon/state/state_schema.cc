@@ -14,7 +14,7 @@ namespace perld::state {
 namespace {
 
 // Column orders: the Bind*/Read* functions below follow them exactly.
-constexpr std::array<const char*, 35> kRunColumns = {
+constexpr std::array<const char*, 40> kRunColumns = {
     "id",
     "name",
     "labels",
@@ -50,6 +50,11 @@ constexpr std::array<const char*, 35> kRunColumns = {
     "slo_window",
     "slo_verdicts",
     "bucketed_reason",
+    "response_run",
+    "service_run",
+    "target_rate",
+    "late_threshold_ns",
+    "rate_not_sustained",
 };
 
 // The columns windows and totals share, after their key.
@@ -404,6 +409,11 @@ void BindRun(const runs::RunInfo& run, SqliteStatement* s) {
   }
   s->BindText(i++, lines);
   s->BindText(i++, spec.bucketed_reason);
+  s->BindInt64(i++, static_cast<int64_t>(run.response_run));
+  s->BindInt64(i++, static_cast<int64_t>(run.service_run));
+  s->BindDouble(i++, spec.target_rate);
+  s->BindInt64(i++, spec.late_threshold_ns);
+  s->BindInt64(i++, run.rate_not_sustained ? 1 : 0);
 }
 
 absl::Status BindWindow(const runs::WindowRecord& window, std::string_view distribution,
@@ -525,6 +535,11 @@ absl::StatusOr<runs::RunInfo> ReadRun(const SqliteStatement& s) {
     run.slo_status.verdicts.push_back({line.substr(5, colon - 5), held, line});
   }
   spec.bucketed_reason = s.ColumnText(i++);
+  run.response_run = static_cast<runs::RunId>(s.ColumnInt64(i++));
+  run.service_run = static_cast<runs::RunId>(s.ColumnInt64(i++));
+  spec.target_rate = s.ColumnDouble(i++);
+  spec.late_threshold_ns = s.ColumnInt64(i++);
+  run.rate_not_sustained = s.ColumnInt64(i++) != 0;
   return run;
 }
 

@@ -34,6 +34,10 @@
 //    distribution, merged by range queries, kSchemaV8Upgrade.
 //  - Version 11 adds runs.bucketed_reason (RunSpec::bucketed_reason),
 //    kSchemaV11Upgrade.
+//  - Version 12 adds a rate-controlled run's views (issue 30):
+//    runs.response_run, runs.service_run (RunInfo), runs.target_rate and
+//    runs.late_threshold_ns (RunSpec), runs.rate_not_sustained (RunInfo),
+//    kSchemaV12Upgrade.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +54,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 11;
+inline constexpr int64_t kSchemaVersion = 12;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -330,10 +334,24 @@ ALTER TABLE runs ADD COLUMN bucketed_reason TEXT NOT NULL DEFAULT '';
 UPDATE meta SET value = 11 WHERE key = 'schema_version';
 )sql";
 
+inline constexpr std::string_view kSchemaV12Upgrade = R"sql(
+-- A rate-controlled run's two views of its operations (issue 30): on the
+-- service run its response view's id, on the view its service run's (0:
+-- none); the target rate (operations/s, 0: closed loop) and late threshold.
+ALTER TABLE runs ADD COLUMN response_run INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN service_run INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN target_rate REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN late_threshold_ns INTEGER NOT NULL DEFAULT 1000000;
+ALTER TABLE runs ADD COLUMN rate_not_sustained INTEGER NOT NULL DEFAULT 0;
+
+UPDATE meta SET value = 12 WHERE key = 'schema_version';
+)sql";
+
 // kSchemaUpgrades[v - 1] turns version v into v + 1.
 inline constexpr std::string_view kSchemaUpgrades[] = {
-    kSchemaV2Upgrade, kSchemaV3Upgrade, kSchemaV4Upgrade, kSchemaV5Upgrade,  kSchemaV6Upgrade,
-    kSchemaV7Upgrade, kSchemaV8Upgrade, kSchemaV9Upgrade, kSchemaV10Upgrade, kSchemaV11Upgrade};
+    kSchemaV2Upgrade,  kSchemaV3Upgrade,  kSchemaV4Upgrade, kSchemaV5Upgrade,
+    kSchemaV6Upgrade,  kSchemaV7Upgrade,  kSchemaV8Upgrade, kSchemaV9Upgrade,
+    kSchemaV10Upgrade, kSchemaV11Upgrade, kSchemaV12Upgrade};
 static_assert(std::size(kSchemaUpgrades) == kSchemaVersion - 1, "one upgrade per version");
 
 // Creates the schema in an empty database, or checks an existing one, in one

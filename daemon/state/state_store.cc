@@ -846,8 +846,9 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
                           {},
                           false,
                           false,
+                          {},
                           {}};  // live-only: through_window, recorder_bytes, cache_releases,
-                                // remote, applied, cut, warmup, left out
+                                // remote, applied, cut, warmup, left out, schedule
   const size_t bytes = WindowBytes(copy);
   {
     MutexLock lock(mu_);

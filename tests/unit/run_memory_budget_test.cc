@@ -28,7 +28,7 @@ TEST(RunMemoryBudgetTest, TheNeedFollowsTheRecorderPolicy) {
   EXPECT_EQ(need.periodic_kind, RecorderKind::kArray);
   EXPECT_EQ(need.periodic, 180'001 * 8);
   EXPECT_EQ(need.total, ms.total_max_hash_map_size_mb * kMiB);
-  EXPECT_EQ(need.pending, 3 * 1000 * 40);
+  EXPECT_EQ(need.pending, 3 * 1000 * 48);
   EXPECT_EQ(need.bytes(), need.periodic + need.total + need.pending);
   // ns: the range is too wide for the array: the periodic map's budget.
   LatencyConfig ns = LatencyConfig::ForUnit(TimeUnit::kNs);

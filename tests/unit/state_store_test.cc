@@ -85,7 +85,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "11");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "12");
   EXPECT_EQ(Sql(store->path(), "PRAGMA synchronous"), "2");  // FULL on the store's connection
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
@@ -650,19 +650,20 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 12 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 13 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 12 is newer than this perld supports (11)"));
+              HasSubstr("schema version 13 is newer than this perld supports (12)"));
 }
 
 // Turns a current database back into one of `version`: drops the tables
 // later versions added and sets meta.schema_version.
 void DowngradeTo(const std::string& db, int version) {
   for (const char* column :
-       {"slo", "abort_on_fail", "slo_state", "slo_window", "slo_verdicts", "bucketed_reason"}) {
+       {"slo", "abort_on_fail", "slo_state", "slo_window", "slo_verdicts", "bucketed_reason",
+        "response_run", "service_run", "target_rate", "late_threshold_ns", "rate_not_sustained"}) {
     Sql(db, absl::StrCat("ALTER TABLE runs DROP COLUMN ", column).c_str());
   }
   if (version < 8) Sql(db, "ALTER TABLE windows DROP COLUMN distribution");
@@ -701,8 +702,12 @@ TEST(StateStoreTest, UpgradesVersion1To8Databases) {
     DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "11");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "12");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM run_clients"), "0");
+    EXPECT_EQ(Sql(store->path(),
+                  "SELECT count(*) FROM runs WHERE response_run = 0 AND "
+                  "service_run = 0 AND target_rate = 0"),
+              "1");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE slo = '' AND slo_state = ''"),
               "1");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM runs WHERE end_reason = ''"), "1");
