@@ -930,7 +930,12 @@ int Bench(Cli& cli) {
   }
   if (!cli.json) std::cout << "run " << response.run_id() << " started\n" << std::flush;
   v1::Window total;
-  if (int rc = Watch(cli, std::to_string(response.run_id()), true, format, &total); rc != 0) {
+  // A rate-controlled run's windows as response time (its default view);
+  // the last JSON line and the verdict are the run's own.
+  const v1::LatencyKind shown =
+      response.run().response_run() != 0 ? v1::LATENCY_KIND_RESPONSE : v1::LATENCY_KIND_UNSPECIFIED;
+  if (int rc = Watch(cli, std::to_string(response.run_id()), true, format, &total, shown);
+      rc != 0) {
     return rc;
   }
   grpc::ClientContext ctx;

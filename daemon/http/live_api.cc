@@ -185,11 +185,29 @@ std::optional<int64_t> ValueAt(const LatencySnapshot& s, double percent) {
   return i < s.values.size() ? std::optional<int64_t>(s.values[i]) : std::nullopt;
 }
 
-// The run a request names: run=NAME|ID (RunRegistry::Resolve) or id=N.
+// run=NAME|ID as perlctl takes it, with kind=response|service (issue 30;
+// RunRegistry::ResolveKind: a rate-controlled run's name shows its response
+// view unless kind=service).
+absl::StatusOr<runs::RunId> ResolveRunParam(const runs::RunRegistry& registry,
+                                            const HttpRequest& request, const std::string& run) {
+  runs::LatencyKind kind = runs::LatencyKind::kDefault;
+  if (auto k = request.params.find("kind"); k != request.params.end()) {
+    if (k->second == "response") {
+      kind = runs::LatencyKind::kResponse;
+    } else if (k->second == "service") {
+      kind = runs::LatencyKind::kService;
+    } else {
+      return absl::InvalidArgumentError("kind: response or service");
+    }
+  }
+  return registry.ResolveKind(run, kind);
+}
+
+// The run a request names: run=NAME|ID (ResolveRunParam) or id=N.
 absl::StatusOr<runs::RunId> RequestedRun(const runs::RunRegistry& registry,
                                          const HttpRequest& request, absl::string_view example) {
   if (auto run = request.params.find("run"); run != request.params.end()) {
-    return registry.Resolve(run->second);
+    return ResolveRunParam(registry, request, run->second);
   }
   runs::RunId id = 0;
   if (auto id_param = request.params.find("id");
@@ -287,9 +305,12 @@ HttpResponse RunsJson(const runs::RunRegistry& registry, const DaemonFacts& fact
 HttpResponse RunJson(const runs::RunRegistry& registry, const HttpRequest& request) {
   runs::RunId id = 0;
   if (auto run = request.params.find("run"); run != request.params.end()) {
-    // A name or an id, as perlctl takes it (RunRegistry::Resolve).
-    absl::StatusOr<runs::RunId> resolved = registry.Resolve(run->second);
-    if (!resolved.ok()) return Error(404, std::string(resolved.status().message()));
+    // A name or an id, as perlctl takes it (ResolveRunParam).
+    absl::StatusOr<runs::RunId> resolved = ResolveRunParam(registry, request, run->second);
+    if (!resolved.ok()) {
+      return Error(resolved.status().code() == absl::StatusCode::kInvalidArgument ? 400 : 404,
+                   std::string(resolved.status().message()));
+    }
     id = *resolved;
   } else if (auto id_param = request.params.find("id");
              id_param == request.params.end() || !absl::SimpleAtoi(id_param->second, &id)) {

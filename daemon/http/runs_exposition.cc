@@ -78,6 +78,8 @@ std::vector<RunMetrics> SelectRunMetrics(const runs::RunRegistry& registry,
   std::erase_if(infos, [&](const runs::RunInfo& info) {
     return info.state != runs::RunState::kRunning && info.end_unix_ms + keep_ms < input.now_unix_ms;
   });
+  // Response views go with their runs: prometheus.maxRuns counts runs.
+  std::erase_if(infos, [](const runs::RunInfo& info) { return info.service_run != 0; });
   std::sort(infos.begin(), infos.end(),
             [](const runs::RunInfo& a, const runs::RunInfo& b) { return a.id > b.id; });
   const size_t cap = static_cast<size_t>(std::max<int64_t>(input.prometheus.max_runs, 0));
@@ -88,9 +90,10 @@ std::vector<RunMetrics> SelectRunMetrics(const runs::RunRegistry& registry,
   for (const runs::RunInfo& info : infos) {
     absl::StatusOr<runs::RunView> view = registry.Get(info.id);
     if (!view.ok()) continue;  // evicted between List and Get
-    absl::StatusOr<runs::RunInfo> service = absl::NotFoundError("closed loop");
-    if (view->info.service_run != 0) service = registry.Info(view->info.service_run);
-    out.push_back(Describe(view->info, *view, input, service.ok() ? &*service : nullptr));
+    out.push_back(Describe(view->info, *view, input, nullptr));
+    if (info.response_run == 0) continue;
+    absl::StatusOr<runs::RunView> response = registry.Get(info.response_run);
+    if (response.ok()) out.push_back(Describe(response->info, *response, input, &info));
   }
   return out;
 }

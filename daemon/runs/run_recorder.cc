@@ -51,37 +51,39 @@ void RunRecorder::AcceptPaced(const TimeStamp* batch, const int64_t* intended, s
   }
   const int64_t now = last_tick_ns_ / ns_per_unit_;
   windows_.RecordBatch(batch, n, now);
-  CountSchedule(batch, intended, n);
-  {
-    // The same operations timed from their slots: end - intended start.
-    TimeStamp response[TimeStampChannels::kBatch];
-    for (size_t done = 0; done < n;) {
-      const size_t m = std::min(n - done, std::size(response));
-      for (size_t i = 0; i < m; ++i) {
-        const TimeStamp& t = batch[done + i];
-        response[i] = TimeStamp{intended[done + i], t.end, t.records, t.bytes};
-      }
-      response_->windows.RecordBatch(response, m, now);
-      done += m;
+  // One pass: the same operations timed from their slots (end - intended
+  // start) for the view, and their start lags for the schedule, in plain
+  // accumulators folded into the window once.
+  TimeStamp response[TimeStampChannels::kBatch];
+  WindowRecord::Schedule& w = window_schedule_;
+  for (size_t done = 0; done < n;) {
+    const size_t m = std::min(n - done, std::size(response));
+    int64_t lo = batch[done].start - intended[done];
+    int64_t hi = lo;
+    int64_t sum = 0;
+    int64_t late = 0;
+    for (size_t i = 0; i < m; ++i) {
+      const TimeStamp& t = batch[done + i];
+      const int64_t lag = t.start - intended[done + i];
+      lo = std::min(lo, lag);
+      hi = std::max(hi, lag);
+      sum += lag;
+      late += lag > late_threshold_ ? 1 : 0;
+      response[i] = TimeStamp{intended[done + i], t.end, t.records, t.bytes};
     }
-    if (response_->windows.HasPendingReports()) [[unlikely]] {
-      PublishResponsePending(last_tick_ns_);
-    }
+    w.min_lag = w.operations == 0 ? lo : std::min(w.min_lag, lo);
+    w.max_lag = w.operations == 0 ? hi : std::max(w.max_lag, hi);
+    w.total_lag += sum;
+    w.late += late;
+    w.operations += static_cast<int64_t>(m);
+    response_->windows.RecordBatch(response, m, now);
+    done += m;
+  }
+  if (response_->windows.HasPendingReports()) [[unlikely]] {
+    PublishResponsePending(last_tick_ns_);
   }
   if (windows_.HasPendingReports()) [[unlikely]] {
     PublishPending(last_tick_ns_);
-  }
-}
-
-void RunRecorder::CountSchedule(const TimeStamp* batch, const int64_t* intended, size_t n) {
-  WindowRecord::Schedule& w = window_schedule_;
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t lag = batch[i].start - intended[i];
-    w.min_lag = w.operations == 0 ? lag : std::min(w.min_lag, lag);
-    w.max_lag = w.operations == 0 ? lag : std::max(w.max_lag, lag);
-    w.total_lag += lag;
-    w.late += lag > late_threshold_ ? 1 : 0;
-    ++w.operations;
   }
 }
 

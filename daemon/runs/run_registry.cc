@@ -558,6 +558,8 @@ absl::StatusOr<RunId> RunRegistry::ResolveKind(const std::string& id_or_name,
   if (!info.ok()) return info.status();
   switch (kind) {
     case LatencyKind::kDefault:
+      // An id names exactly one run; a name, what its run is shown as.
+      if (RunId n = 0; absl::SimpleAtoi(id_or_name, &n) && n == *id) return *id;
       return info->response_run != 0 ? info->response_run : *id;
     case LatencyKind::kService:
       return info->service_run != 0 ? info->service_run : *id;

@@ -141,9 +141,10 @@ class RunRegistry {
   // FailedPrecondition when a name matches several runs (listing their ids).
   absl::StatusOr<RunId> Resolve(const std::string& id_or_name) const;
   // Resolve, then the run holding `kind` of its operations (issue 30): a
-  // rate-controlled run answers kDefault and kResponse from its response
-  // view and kService itself (a view: its service run). A closed-loop run
-  // has service time only: kResponse is FailedPrecondition.
+  // rate-controlled run answers kResponse from its response view and
+  // kService itself (a view: its service run); kDefault is the run an id
+  // names, and for a name the response view of a rate-controlled run. A
+  // closed-loop run has service time only: kResponse is FailedPrecondition.
   absl::StatusOr<RunId> ResolveKind(const std::string& id_or_name, LatencyKind kind) const;
   // Exact percentiles of any set (SBK's percent spelling: 50, 99.9, ...).
   // FailedPrecondition for kLatest before the run's first closed window.

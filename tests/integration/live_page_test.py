@@ -68,10 +68,16 @@ def main():
                                "--name", "live <b>test</b>", "--slo", "invalid=0,p99<=60s")
             check(rc == 0, f"bench started ({err.strip()[:100]})")
             run_id = json.loads(out)["id"] if rc == 0 else 0
+            view_id = json.loads(out)["responseRun"] if rc == 0 else 0
+            # A paced run's name shows its response view (issue 30); kind=service the run.
             status, body = http_status(d.http, "/api/run?run=" +
                                        urllib.parse.quote("live <b>test</b>"))
-            check(status == 200 and json.loads(body)["run"]["id"] == run_id,
+            check(status == 200 and json.loads(body)["run"]["id"] == view_id,
                   f"/api/run?run=NAME answers for the run of that name ({status})")
+            status, body = http_status(d.http, "/api/run?kind=service&run=" +
+                                       urllib.parse.quote("live <b>test</b>"))
+            check(status == 200 and json.loads(body)["run"]["id"] == run_id,
+                  f"/api/run?run=NAME&kind=service answers for the run itself ({status})")
             status, body = http_status(d.http, "/api/run?run=no-such-run")
             check(status == 404 and "error" in json.loads(body), "/api/run?run=unknown -> 404")
 
@@ -163,28 +169,29 @@ def main():
             driver.save_screenshot(shot)
             check(os.path.getsize(shot) > 10_000, f"screenshot saved: {shot}")
 
-            # Beyond 50 runs: pages of 50, newest first, and a filter.
+            # Beyond 50 runs: pages of 50, newest first, and a filter. With the
+            # paced run and its response view, 57 runs.
             for i in range(55):
                 rc, _, _ = ctl("bench", "-writers", "1", "-records", "100", "-time", "ns",
                                "--name", f"many-{i}")
             deadline = time.time() + 20
-            while time.time() < deadline and "of 56" not in texts("#runs-page")[0]:
+            while time.time() < deadline and "of 57" not in texts("#runs-page")[0]:
                 time.sleep(0.2)
             rows = texts("#runs tbody tr td:first-child")
-            check(texts("#runs-page")[0] == "1\u201350 of 56" and len(rows) == 50 and
-                  rows[0] == "56",
-                  f"56 runs: the newest 50 on the first page ({texts('#runs-page')}, "
+            check(texts("#runs-page")[0] == "1\u201350 of 57" and len(rows) == 50 and
+                  rows[0] == "57",
+                  f"57 runs: the newest 50 on the first page ({texts('#runs-page')}, "
                   f"{len(rows)} rows)")
             driver.find_element(By.ID, "runs-next").click()
             rows = texts("#runs tbody tr td:first-child")
-            check(texts("#runs-page")[0] == "51\u201356 of 56" and
-                  rows == [str(i) for i in range(6, 0, -1)],
-                  f"the next page: the oldest 6 ({rows})")
+            check(texts("#runs-page")[0] == "51\u201357 of 57" and
+                  rows == [str(i) for i in range(7, 0, -1)],
+                  f"the next page: the oldest 7 ({rows})")
             box = driver.find_element(By.ID, "runs-filter")
             box.send_keys("many-4")
             rows = texts("#runs tbody tr td:nth-child(2)")
             check(sorted(rows) == sorted(["many-4"] + [f"many-4{i}" for i in range(10)]) and
-                  "(of 56 runs)" in texts("#runs-page")[0],
+                  "(of 57 runs)" in texts("#runs-page")[0],
                   f"the filter shows the matching runs only ({rows})")
 
             # The page notices a daemon that went away.

@@ -82,9 +82,13 @@ def main():
             return p.returncode, p.stdout, p.stderr
 
         def bench_wait(name, *options):
+            """The id of the run `name` shows: a paced run's response view (issue 30)."""
             rc, out, err = ctl("--json", "bench", *options, "--name", name, "--wait")
             check(rc == 0, f"bench {name} ran ({err.strip()[:120]})")
-            return json.loads(out.strip().splitlines()[-1])["id"] if rc == 0 else 0
+            if rc != 0:
+                return 0
+            run = json.loads(out.strip().splitlines()[-1])
+            return run["responseRun"] or run["id"]
 
         def perlctl_percentiles(run, percents, *extra):
             rc, out, err = ctl("--json", "percentiles", run, "--p",

