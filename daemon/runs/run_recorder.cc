@@ -87,14 +87,18 @@ void RunRecorder::AcceptPaced(const TimeStamp* batch, const int64_t* intended, s
   }
 }
 
+int64_t RunRecorder::TakeSkipped() {
+  if (skipped_ == nullptr) return 0;
+  const int64_t skipped = skipped_->load(std::memory_order_relaxed);
+  const int64_t taken = skipped - skipped_seen_;
+  skipped_seen_ = skipped;
+  return taken;
+}
+
 WindowRecord::Schedule RunRecorder::TakeWindowSchedule() {
   WindowRecord::Schedule w = window_schedule_;
   window_schedule_ = {};
-  if (skipped_ != nullptr) {
-    const int64_t skipped = skipped_->load(std::memory_order_relaxed);
-    w.skipped = skipped - skipped_seen_;
-    skipped_seen_ = skipped;
-  }
+  w.skipped = TakeSkipped();
   // Falling behind: the window's floor is late and above the last one's.
   const bool behind = w.operations > 0 && w.min_lag > late_threshold_ && w.min_lag > last_floor_;
   behind_windows_ = behind ? behind_windows_ + 1 : 0;
@@ -199,7 +203,8 @@ void RunRecorder::Finish(int64_t now_ns) {
       window_remote_.reports > 0) {
     CloseWindow(now_ns);
   }
-  if (response_) {  // the view's total first: it has ended when its run has
+  run_schedule_.skipped += TakeSkipped();  // since the last window that closed
+  if (response_) {                         // the view's total first: it has ended when its run has
     WindowReport total;
     response_->windows.CloseTotal(now_ns / ns_per_unit_, &total);
     if (response_->windows.HasPendingReports()) PublishResponsePending(now_ns);

@@ -101,6 +101,8 @@ class RunRecorder final : public TimeStampSink {
     int64_t segment_seq = 0;
     int64_t window_start_ns = 0;
   };
+  // Slots the producers skipped since the last call.
+  int64_t TakeSkipped();
   // The schedule of the window closing now; also advances the run's.
   WindowRecord::Schedule TakeWindowSchedule();
   void PublishResponse(WindowReport report, int64_t start_ns, int64_t end_ns,
