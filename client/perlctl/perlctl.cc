@@ -765,19 +765,24 @@ RunGoal GoalOf(const v1::RunInfo& run) {
   return RunGoal{o->records, o->seconds};
 }
 
+// GetRun of `run` (an id or a name) for `kind` (LatencyKind: a
+// rate-controlled run's name shows its response view).
+grpc::Status GetRunOfKind(Cli& cli, const std::string& run, v1::LatencyKind kind,
+                          v1::GetRunResponse* out) {
+  v1::GetRunRequest get;
+  get.set_run(run);
+  get.set_kind(kind);
+  grpc::ClientContext context;
+  cli.Deadline(&context);
+  return cli.query->GetRun(&context, get, out);
+}
+
 // Streams a run's windows until its total; returns the final total. Human
 // output follows each interval window of a bench run with its progress.
 int Watch(Cli& cli, const std::string& run, bool from_start, const WindowFormat& format,
           v1::Window* total, v1::LatencyKind kind = v1::LATENCY_KIND_UNSPECIFIED) {
-  v1::GetRunRequest get;
-  get.set_run(run);
-  get.set_kind(kind);
   v1::GetRunResponse info;
-  {
-    grpc::ClientContext context;
-    cli.Deadline(&context);
-    if (grpc::Status s = cli.query->GetRun(&context, get, &info); !s.ok()) return ServerError(s);
-  }
+  if (grpc::Status s = GetRunOfKind(cli, run, kind, &info); !s.ok()) return ServerError(s);
   const v1::TimeUnit unit = info.run().latency().time_unit();
   const RunGoal goal = GoalOf(info.run());
   // Records so far: the running total as the watch starts (its windows are
@@ -1367,16 +1372,10 @@ int Export(Cli& cli) {
   if (method && format != "hgrm") {
     throw UsageError{"export: --method applies to --format hgrm (its percentile ladder)"};
   }
-  // The run holding the kind asked for (a rate-controlled run: response
-  // time unless --kind service), by id from here on.
+  // The run holding the kind asked for, by id from here on.
   {
-    v1::GetRunRequest get;
-    get.set_run(run);
-    get.set_kind(kind);
     v1::GetRunResponse got;
-    grpc::ClientContext context;
-    cli.Deadline(&context);
-    if (grpc::Status s = cli.query->GetRun(&context, get, &got); !s.ok()) return ServerError(s);
+    if (grpc::Status s = GetRunOfKind(cli, run, kind, &got); !s.ok()) return ServerError(s);
     run = std::to_string(got.run().id());
   }
   if (format == "sbk-csv") {

@@ -412,9 +412,6 @@ void RunManager::HandleFinished(RecorderEvent& event) {
   // Given back before anyone can see the run ended: a run started after
   // that finds its share free.
   pending.memory.Release();
-  // Observers first (CSV Total row written, final total queued for storage),
-  // then the registry: a client that sees the run ended finds its outputs
-  // complete.
   absl::StatusOr<RunInfo> info = registry_.Info(id);
   if (info.ok() && total.spilled) MergeSpilledTotal(*info, &total);
   if (info.ok()) {
@@ -431,10 +428,7 @@ void RunManager::HandleFinished(RecorderEvent& event) {
       ended.slo_status = FinalSloStatus(ended, ended.response_run != 0 ? view_total : total);
       registry_.SetSloStatus(id, ended.slo_status);
     }
-    for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
-    NotifyEvicted(registry_.MarkEnded(id, std::move(total), ended.state,
-                                      std::move(ended.failure_reason), ended.end_unix_ms, nullptr,
-                                      ended.end_reason));
+    PublishEnded(ended, std::move(total));
   }
   {
     MutexLock lock(mu_);
@@ -444,6 +438,12 @@ void RunManager::HandleFinished(RecorderEvent& event) {
   ended_.NotifyAll();
   // WaitEnded(id) holds from here: the run's subscribers learn it too.
   registry_.Notify(id);
+}
+
+void RunManager::PublishEnded(const RunInfo& ended, WindowRecord total) {
+  for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
+  NotifyEvicted(registry_.MarkEnded(ended.id, std::move(total), ended.state, ended.failure_reason,
+                                    ended.end_unix_ms, nullptr, ended.end_reason));
 }
 
 WindowRecord RunManager::EndResponseView(RunId view, const RunInfo& service_ended) {
@@ -464,10 +464,7 @@ WindowRecord RunManager::EndResponseView(RunId view, const RunInfo& service_ende
     ended.failure_reason = service_ended.failure_reason;
     ended.end_unix_ms = service_ended.end_unix_ms;
     ended.end_reason = service_ended.end_reason;
-    for (RunObserver* o : observers_) o->OnRunEnded(ended, total);
-    NotifyEvicted(registry_.MarkEnded(view, std::move(total), ended.state,
-                                      std::move(ended.failure_reason), ended.end_unix_ms, nullptr,
-                                      ended.end_reason));
+    PublishEnded(ended, std::move(total));
   }
   {
     MutexLock lock(mu_);

@@ -216,6 +216,10 @@ class RunManager {
     RunId response_run = 0;
     RunId service_run = 0;
   };
+  // An ended run to the observers (CSV Total row written, final total
+  // queued for storage), then to the registry: a client that sees the run
+  // ended finds its outputs complete. Dispatcher thread.
+  void PublishEnded(const RunInfo& ended, WindowRecord total);
   // Ends a response view with its service run's outcome (dispatcher
   // thread); returns the view's final total.
   WindowRecord EndResponseView(RunId view, const RunInfo& service_ended);
