@@ -66,8 +66,41 @@ void WriteRun(const runs::RunView& view, JsonWriter& j) {
       .Int(view.latest ? view.latest->seq : 0)
       .Key("parameters")
       .String(info.spec.parameters)
-      .Key("labels")
-      .BeginObject();
+      // A rate-controlled run's two views (issue 30): which this is, the
+      // other's id (0: closed loop), the target rate and the verdict.
+      .Key("kind")
+      .String(runs::LatencyKindOf(info))
+      .Key("responseRun")
+      .Uint(info.response_run)
+      .Key("serviceRun")
+      .Uint(info.service_run)
+      .Key("targetRate")
+      .Double(info.spec.target_rate)
+      .Key("lateThresholdNs")
+      .Int(info.spec.late_threshold_ns)
+      .Key("rateNotSustained")
+      .Bool(info.rate_not_sustained)
+      .Key("schedule");
+  const runs::WindowRecord::Schedule& sc = view.total.schedule;
+  if (info.spec.target_rate <= 0) {
+    j.Null();
+  } else {
+    j.BeginObject()
+        .Key("operations")
+        .Int(sc.operations)
+        .Key("late")
+        .Int(sc.late)
+        .Key("skipped")
+        .Int(sc.skipped)
+        .Key("maxLag")
+        .Int(sc.max_lag)
+        .Key("minLag")
+        .Int(sc.min_lag)
+        .Key("totalLag")
+        .Int(sc.total_lag)
+        .EndObject();
+  }
+  j.Key("labels").BeginObject();
   for (const auto& [k, v] : info.spec.labels) j.Key(k).String(v);
   j.EndObject().Key("slo");
   if (info.spec.slo.empty()) {

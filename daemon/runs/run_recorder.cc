@@ -104,16 +104,7 @@ WindowRecord::Schedule RunRecorder::TakeWindowSchedule() {
   behind_windows_ = behind ? behind_windows_ + 1 : 0;
   last_floor_ = w.operations > 0 ? w.min_lag : 0;
   w.not_sustained = behind_windows_ >= kBehindWindows;
-  WindowRecord::Schedule& r = run_schedule_;
-  if (w.operations > 0) {
-    r.min_lag = r.operations == 0 ? w.min_lag : std::min(r.min_lag, w.min_lag);
-    r.max_lag = r.operations == 0 ? w.max_lag : std::max(r.max_lag, w.max_lag);
-  }
-  r.operations += w.operations;
-  r.late += w.late;
-  r.skipped += w.skipped;
-  r.total_lag += w.total_lag;
-  r.not_sustained = r.not_sustained || w.not_sustained;
+  run_schedule_.Add(w);
   return w;
 }
 

@@ -330,6 +330,7 @@ void RunRegistry::AddWindowLocked(Entry* e, WindowRecord window) {
       t.remote.clients = window.remote.run_clients;
       t.remote.run_clients = window.remote.run_clients;
       t.cache_releases = window.cache_releases;
+      t.schedule.Add(window.schedule);
       e->live.Snapshot(e->percentiles, t.snapshot.start_time, window.snapshot.end_time,
                        &t.snapshot);
       e->latest_index.Assign(std::move(window.distribution));

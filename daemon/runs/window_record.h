@@ -19,6 +19,7 @@
 // monotonic clock; *_unix_ms are wall-clock for people and storage.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -109,6 +110,18 @@ struct WindowRecord {
     // periodic windows (its floor rose above the late threshold): the
     // target rate is not sustained. kTotal: it was so at some window.
     bool not_sustained = false;
+    // Folds a later window's schedule into this one (a run's so far).
+    void Add(const Schedule& w) {
+      if (w.operations > 0) {
+        min_lag = operations == 0 ? w.min_lag : std::min(min_lag, w.min_lag);
+        max_lag = operations == 0 ? w.max_lag : std::max(max_lag, w.max_lag);
+      }
+      operations += w.operations;
+      late += w.late;
+      skipped += w.skipped;
+      total_lag += w.total_lag;
+      not_sustained = not_sustained || w.not_sustained;
+    }
     bool operator==(const Schedule&) const = default;
   };
   Schedule schedule;

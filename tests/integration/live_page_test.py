@@ -122,6 +122,14 @@ def main():
             check(len(rows) >= 4, f"the total's percentile table has rows ({len(rows)})")
             lines = driver.find_elements(By.CSS_SELECTOR, "#chart-latency path")
             check(len(lines) >= 1, f"the latency chart has lines ({len(lines)})")
+            # A rate-controlled run says which time it shows and links its other view.
+            kind_text = driver.find_element(By.ID, "run-kind").text
+            link = driver.find_element(By.CSS_SELECTOR, "#run-kind a").get_attribute("href")
+            check(kind_text.startswith("service time (end \u2212 actual start) of a "
+                                       "rate-controlled run at") and
+                  link.endswith(f"#run={view_id}") and
+                  re.search(r"schedule: [1-9][\d.]*( [kMG])? operations", kind_text) is not None,
+                  f"the run's kind, its response view's link and its schedule ({kind_text!r})")
             # The run's SLO as perld evaluates it, line for line as the API says.
             # The page refreshes on its own: read both until they show the
             # same window (bounded), then compare them.
