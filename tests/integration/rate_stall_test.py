@@ -18,6 +18,8 @@ in the middle of the run, as a stalled host or a GC pause would.
     under one run with kind="response" / kind="service".
   * a target rate the worker cannot reach is flagged "rate not sustained"
     (the lag grew window after window), on both views and in perlctl show.
+  * perld bench (no daemon) prints a response and a service line per window
+    and its -csvfile gets a last column Kind.
   * a closed-loop run has service time only: --kind response is refused
     (exit 1, FAILED_PRECONDITION naming why).
 """
@@ -182,6 +184,30 @@ def main():
     rc, _, err = ctl("percentiles", "closed", "--kind", "response")
     check(rc == 1 and "FAILED_PRECONDITION" in err and "closed-loop" in err,
           f"closed loop: --kind response refused ({rc}, {err.strip()})")
+
+    # --- perld bench (no daemon): two lines per window, CSV column Kind -----
+    csv_path = os.path.join(tmp, "rate.csv")
+    p = subprocess.run([args.perld, "bench", "-writers", "2", "-size", "1024", "-throughput", "1",
+                        "-seconds", "2", "-time", "us", "-interval", "1", "-csvfile", csv_path],
+                       capture_output=True, text=True, timeout=120)
+    lines = p.stdout.splitlines()
+    check(p.returncode == 0 and
+          sum(line.startswith("PerlBench Response Writing") for line in lines) >= 2 and
+          sum(line.startswith("PerlBench Service Writing") for line in lines) >= 2 and
+          any(line.startswith("Total PerlBench Response Writing") for line in lines) and
+          any(line.startswith("Total PerlBench Service Writing") for line in lines),
+          f"perld bench -throughput prints response and service lines ({p.returncode})")
+    with open(csv_path) as f:
+        rows = [line.rstrip("\n").split(",") for line in f]
+    header = rows[0] if rows else []
+    kinds = [r[-1] for r in rows[1:]]
+    totals = {r[-1]: r[header.index("Records")] for r in rows[1:] if r[4] == "Total"} \
+        if "Records" in header else {}
+    check(header[-1:] == ["Kind"] and set(kinds) == {"response", "service"} and
+          kinds.count("response") == kinds.count("service") and
+          totals.get("response") == totals.get("service") and totals.get("service") is not None,
+          f"-csvfile: a Kind column, a response and a service row per window, equal totals "
+          f"({header[-1:]}, {kinds}, {totals})")
 
     check(d.stop() == 0, "perld exits 0 on SIGTERM")
     return finish(tmp)
