@@ -19,7 +19,8 @@
 //            [--metric NAME] [--tag NAME] [--run-unit U] [--distribution-out FILE]
 //     show/history/watch/bench --wait take [--p LIST] [--sbk]
 //
-// RUN is a run id or a unique run name. Exit status: 0 on success; 1 on a
+// RUN is a run id or a unique run name (a rate-controlled run's name shows
+// its response view; --kind picks). Exit status: 0 on success; 1 on a
 // server error (printed as "perlctl: <STATUS_NAME>: <message>") or, for
 // `bench --wait`, when the run failed; 2 on a usage error.
 #include <grpcpp/grpcpp.h>
@@ -72,7 +73,8 @@ const char* kUsage =
                                                time, parameters
   show RUN [--p LIST] [--sbk] [range]          a run, its latest window and its total (and
        [--kind response|service]               a range's exact figures); --kind: a rate-
-                                               controlled run's response time (default) or
+                                               controlled run's response time (default for
+                                               its name; an id names exactly that run) or
                                                service time
   percentiles RUN [--p 50,99,99.9] [--scope total|latest]
               [--windows A-B] [--from T] [--to T] [--warmup D]
