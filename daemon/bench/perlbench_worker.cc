@@ -104,8 +104,11 @@ WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer&
 template <int64_t kNsPerUnit, class Clock>
 WorkerResult Dispatch(const WorkerPlan& plan, const Clock& clock, TimeStampProducer& producer,
                       const std::atomic<bool>& stop) {
-  return plan.records_per_second > 0 ? Loop<kNsPerUnit, true>(plan, clock, producer, stop)
-                                     : Loop<kNsPerUnit, false>(plan, clock, producer, stop);
+  if (plan.records_per_second > 0) {
+    producer.set_paced();  // before its first send (a daemon run, perlctl load alike)
+    return Loop<kNsPerUnit, true>(plan, clock, producer, stop);
+  }
+  return Loop<kNsPerUnit, false>(plan, clock, producer, stop);
 }
 
 struct MonotonicSource {

@@ -61,6 +61,8 @@ struct WorkerResult {
 
 inline constexpr int64_t kStopCheckInterval = 1024;
 
+// A paced plan marks `producer` paced (TimeStampProducer::set_paced) before
+// its first send: its timestamps carry their intended starts.
 WorkerResult RunWorker(const WorkerPlan& plan, TimeUnit unit, const BenchClock& clock,
                        TimeStampProducer& producer, const std::atomic<bool>& stop);
 

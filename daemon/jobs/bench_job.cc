@@ -161,7 +161,6 @@ void BenchJob::Control() {
       // workers keep the aggregate rate evenly spaced.
       const double period_ns = 1e9 / plans_[w].records_per_second;
       plans_[w].first_slot_ns = start_ns + static_cast<int64_t>(period_ns * w / workers);
-      channels_->producer(w).set_paced();
     }
     threads.emplace_back([this, w, &results] {
       NameThisThread("perld-bench-" + std::to_string(w));
