@@ -8,8 +8,10 @@
 // timing may stand for a batch of records) and `bytes` the bytes it moved.
 // A paced (rate-controlled) producer also gives each timestamp its intended
 // start -- its slot on the schedule (issue 30) -- carried beside the
-// timestamp (TimeStampNode::intended, TimeStampBatchNode::intended), so a
-// closed-loop producer writes and the recorder reads nothing more.
+// timestamp (TimeStampNode::intended, TimeStampBatchNode::intended): a
+// closed-loop producer writes nothing more, and the recorder reads nothing
+// more of its batch nodes and one flag (in the node's first line) of its
+// per-record nodes.
 #pragma once
 
 #include <atomic>

@@ -300,8 +300,11 @@ size_t TimeStampChannels::DrainMpsc(TimeStampSink& sink, PollMode mode) {
       if (node == nullptr) continue;
       ++found;
       batch_[n] = node->ts;
-      intended_[n] = node->paced ? node->intended : node->ts.start;
-      paced |= node->paced;
+      if (node->paced) [[unlikely]] {
+        MarkPaced(n, node->intended, &paced);
+      } else if (paced) {
+        intended_[n] = node->ts.start;
+      }
       TimeStampNodePool::Release(node);  // the node is ours once Poll returns it
       if (++n == kBatch) {
         moved += Deliver(sink, n, paced);
@@ -327,9 +330,11 @@ size_t TimeStampChannels::DrainLibrary(TimeStampSink& sink) {
       bool paced = false;
       for (size_t i = 0; i < got; ++i) {
         batch_[i] = items[i].ts;
-        const bool item_paced = items[i].origin->paced();
-        intended_[i] = item_paced ? items[i].intended : items[i].ts.start;
-        paced |= item_paced;
+        if (items[i].origin->paced()) [[unlikely]] {
+          MarkPaced(i, items[i].intended, &paced);
+        } else if (paced) {
+          intended_[i] = items[i].ts.start;
+        }
         items[i].origin->Ack();
       }
       moved += Deliver(sink, got, paced);

@@ -86,7 +86,7 @@ class TimeStampProducer {
     PERLD_CONTRACT(!paced_, "a paced producer sends with SendPaced");
     if (path_ == Path::kBatch) [[likely]]
       return SendBatch<false>(0, start, end, records, bytes);
-    return path_ == Path::kRecord ? SendMpsc(0, start, end, records, bytes)
+    return path_ == Path::kRecord ? SendMpsc<false>(0, start, end, records, bytes)
                                   : SendLibrary(0, start, end, records, bytes);
   }
   // Send for a rate-controlled producer: `intended` is the operation's slot
@@ -97,7 +97,7 @@ class TimeStampProducer {
     PERLD_CONTRACT(paced_, "SendPaced on a producer that is not paced");
     if (path_ == Path::kBatch) [[likely]]
       return SendBatch<true>(intended, start, end, records, bytes);
-    return path_ == Path::kRecord ? SendMpsc(intended, start, end, records, bytes)
+    return path_ == Path::kRecord ? SendMpsc<true>(intended, start, end, records, bytes)
                                   : SendLibrary(intended, start, end, records, bytes);
   }
   // Marks the producer paced (its timestamps carry intended starts).
@@ -157,12 +157,17 @@ class TimeStampProducer {
   // Hands node->ts[taken, taken + n) to the sink (AcceptPaced for a paced node).
   static void Deliver(const TimeStampBatchNode* node, size_t n, TimeStampSink& sink);
 
+  // A producer's pool nodes are its own and it is paced for life, so only a
+  // paced producer writes the node's intended start and flag.
+  template <bool kPaced>
   bool SendMpsc(int64_t intended, int64_t start, int64_t end, int32_t records, int32_t bytes) {
     TimeStampNode* node = pool_.Acquire();
     if (node == nullptr && (node = AcquireSlow()) == nullptr) return false;  // counted drop
     node->ts = TimeStamp{start, end, records, bytes};
-    node->intended = intended;
-    node->paced = paced_;
+    if constexpr (kPaced) {
+      node->intended = intended;
+      node->paced = true;
+    }
     mpsc_[next_queue_]->Add(node);
     if (++next_queue_ == queue_count_) next_queue_ = 0;
     ++sent_;
@@ -267,7 +272,18 @@ class TimeStampChannels {
   std::vector<std::unique_ptr<TimeStampProducer>> producers_;
   std::atomic<int> active_workers_;
   TimeStamp batch_[kBatch];
-  int64_t intended_[kBatch];  // batch_'s intended starts (record and library paths)
+  // batch_'s intended starts (record and library paths), written only once
+  // a paced entry joined the batch (MarkPaced fills the ones before it).
+  int64_t intended_[kBatch];
+  // Record and library paths, entry n of batch_ came from a paced producer
+  // with intended start `intended`: intended_[0, n] are valid from here on.
+  void MarkPaced(size_t n, int64_t intended, bool* paced) {
+    if (!*paced) {
+      for (size_t k = 0; k < n; ++k) intended_[k] = batch_[k].start;
+      *paced = true;
+    }
+    intended_[n] = intended;
+  }
 };
 
 }  // namespace perld

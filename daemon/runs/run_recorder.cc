@@ -226,14 +226,10 @@ void RunRecorder::CloseWindow(int64_t now_ns) {
 }
 
 void RunRecorder::PublishResponsePending(int64_t now_ns) {
-  for (WindowReport& report : response_->windows.TakePendingReports()) {
-    int64_t start = report.snapshot.start_time * ns_per_unit_;
-    if (report.scope == WindowReport::Scope::kPeriodic) {
-      start = response_->window_start_ns;
-      response_->window_start_ns = now_ns;
-    }
-    PublishResponse(std::move(report), start, now_ns, {});
-  }
+  ForEachPending(response_->windows, response_->window_start_ns, now_ns,
+                 [&](WindowReport report, int64_t start) {
+                   PublishResponse(std::move(report), start, now_ns, {});
+                 });
 }
 
 void RunRecorder::PublishResponse(WindowReport report, int64_t start_ns, int64_t end_ns,
@@ -281,15 +277,23 @@ void RunRecorder::Fill(WindowRecord& w, WindowReport report, int64_t start_ns,
 }
 
 void RunRecorder::PublishPending(int64_t now_ns) {
-  for (WindowReport& report : windows_.TakePendingReports()) {
+  ForEachPending(windows_, window_start_ns_, now_ns, [&](WindowReport report, int64_t start) {
+    Publish(std::move(report), start, now_ns);
+  });
+}
+
+template <class PublishFn>
+void RunRecorder::ForEachPending(PeriodicAndTotalWindows& windows, int64_t& window_start_ns,
+                                 int64_t now_ns, PublishFn publish) const {
+  for (WindowReport& report : windows.TakePendingReports()) {
     // An early periodic close ends the current window; a total segment
     // spans from its own start time (in the run's unit) to now.
     int64_t start = report.snapshot.start_time * ns_per_unit_;
     if (report.scope == WindowReport::Scope::kPeriodic) {
-      start = window_start_ns_;
-      window_start_ns_ = now_ns;
+      start = window_start_ns;
+      window_start_ns = now_ns;
     }
-    Publish(std::move(report), start, now_ns);
+    publish(std::move(report), start);
   }
 }
 

@@ -108,6 +108,11 @@ class RunRecorder final : public TimeStampSink {
   void PublishResponse(WindowReport report, int64_t start_ns, int64_t end_ns,
                        const WindowRecord::Schedule& schedule);
   void PublishResponsePending(int64_t now_ns);
+  // Takes `windows`' early reports in order and hands each to `publish`
+  // with its start (an early periodic close also moves window_start_ns).
+  template <class PublishFn>
+  void ForEachPending(PeriodicAndTotalWindows& windows, int64_t& window_start_ns, int64_t now_ns,
+                      PublishFn publish) const;
   // The fields every published window shares, from its report.
   void Fill(WindowRecord& w, WindowReport report, int64_t start_ns, int64_t end_ns) const;
 
