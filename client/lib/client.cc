@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <iterator>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -63,39 +66,46 @@ int64_t UnixMs() {
 
 // Longest a raw timestamp waits in a partial message before it is sent.
 constexpr int64_t kRawFlushNs = 5'000'000;
+// Pairs per window report before the daemon said its limit (its default
+// ingest.maxPairsPerReport).
+constexpr int64_t kDefaultMaxPairs = int64_t{1} << 20;
+
+// A rate-controlled client's response view (ClientOptions::target_rate):
+// its local windows (end - intended start) and the schedule not yet sent.
+struct LocalResponse {
+  PeriodicAndTotalWindows windows;
+  int64_t late_threshold = 0;                     // in the client's unit
+  const std::atomic<int64_t>* skipped = nullptr;  // slots dropped (client::SkippedSlots)
+  int64_t skipped_sent = 0;
+  v1::Schedule schedule;  // windows mode: the operations since the last response window
+};
 
 // The recorder-thread side: windows, encoder, and what goes to the sender.
 class LocalSink final : public TimeStampSink {
  public:
   LocalSink(PeriodicAndTotalWindows windows, TimeUnit unit, IngestMode mode, int64_t interval_ns,
-            int batch_length, client::IngestSender* sender)
+            int batch_length, client::IngestSender* sender,
+            std::optional<LocalResponse> response = std::nullopt)
       : windows_(std::move(windows)),
         ns_per_unit_(NanosPerUnit(unit)),
         mode_(mode),
         interval_ns_(interval_ns),
         batch_length_(batch_length),
-        sender_(sender) {
+        sender_(sender),
+        encoder_(response.has_value()),
+        response_(std::move(response)) {
     const int64_t now = MonotonicNanos();
     next_close_ns_ = now + interval_ns_;
     window_start_ms_ = UnixMs();
     last_send_ns_ = now;
   }
 
-  void Accept(const TimeStamp* batch, size_t n) override {
-    windows_.RecordBatch(batch, n, last_tick_ns_ / ns_per_unit_);
-    int64_t records = 0;
-    for (size_t i = 0; i < n; ++i) records += batch[i].records > 0 ? batch[i].records : 0;
-    records_.fetch_add(records, std::memory_order_relaxed);
-    if (mode_ == IngestMode::kRaw) {
-      const size_t cap = BatchCap();
-      for (size_t i = 0; i < n; ++i) {
-        encoder_.Add(batch[i]);
-        if (encoder_.size() >= cap) SendBatch();
-      }
-    }
-    if (windows_.HasPendingReports()) [[unlikely]] {
-      SendPending();
-    }
+  // A rate-controlled client's producers are all paced: Accept serves a
+  // closed-loop client only (or an operation recorded without its slot,
+  // timed from its actual start).
+  void Accept(const TimeStamp* batch, size_t n) override { Take(batch, nullptr, n); }
+  void AcceptPaced(const TimeStamp* batch, const int64_t* intended, size_t n) override {
+    Take(batch, intended, n);
   }
 
   void Tick(int64_t now_ns) override {
@@ -124,17 +134,27 @@ class LocalSink final : public TimeStampSink {
     }
   }
 
-  // After the recorder thread stopped: sends what is left, closes the total.
-  void Finish(LocalTotal* total) {
+  // After the recorder thread stopped: sends what is left, closes the
+  // total (and the response view's).
+  void Finish(LocalTotal* total, LocalTotal* response_total) {
     const int64_t now = MonotonicNanos();
     if (mode_ == IngestMode::kRaw) {
-      if (encoder_.size() > 0) SendBatch();
+      if (encoder_.size() > 0 || SkippedUnsent() > 0) SendBatch();
     } else if (windows_.periodic().counters().records > 0 ||
-               windows_.periodic().counters().rejected > 0) {
+               windows_.periodic().counters().rejected > 0 || SkippedUnsent() > 0) {
       CloseWindow(now);
     }
     WindowReport report;
     windows_.CloseTotal(now / ns_per_unit_, &report);
+    FillTotal(report, total);
+    if (response_) {
+      WindowReport view;
+      response_->windows.CloseTotal(now / ns_per_unit_, &view);
+      FillTotal(view, response_total);
+    }
+  }
+
+  static void FillTotal(const WindowReport& report, LocalTotal* total) {
     const LatencySnapshot& s = report.snapshot;
     total->records = s.records;
     total->bytes = s.bytes;
@@ -171,9 +191,68 @@ class LocalSink final : public TimeStampSink {
                                           : batch_length_);
   }
 
+  // Service time into the windows (and the raw encoder); with `intended`
+  // (paced) response time into the response view and, in windows mode, the
+  // schedule's counts (raw mode: the daemon counts them from the lags).
+  void Take(const TimeStamp* batch, const int64_t* intended, size_t n) {
+    const int64_t now = last_tick_ns_ / ns_per_unit_;
+    windows_.RecordBatch(batch, n, now);
+    int64_t records = 0;
+    for (size_t i = 0; i < n; ++i) records += batch[i].records > 0 ? batch[i].records : 0;
+    records_.fetch_add(records, std::memory_order_relaxed);
+    if (response_) RecordResponse(batch, intended, n, now);
+    if (mode_ == IngestMode::kRaw) {
+      const size_t cap = BatchCap();
+      for (size_t i = 0; i < n; ++i) {
+        encoder_.Add(batch[i], intended != nullptr ? batch[i].start - intended[i] : 0);
+        if (encoder_.size() >= cap) SendBatch();
+      }
+    }
+    if (windows_.HasPendingReports()) [[unlikely]] {
+      SendPending();
+    }
+  }
+
+  void RecordResponse(const TimeStamp* batch, const int64_t* intended, size_t n, int64_t now) {
+    TimeStamp response[TimeStampChannels::kBatch];
+    v1::Schedule& s = response_->schedule;
+    const bool schedule = mode_ == IngestMode::kWindows;  // raw: the daemon counts it
+    for (size_t done = 0; done < n;) {
+      const size_t m = std::min(n - done, std::size(response));
+      for (size_t i = 0; i < m; ++i) {
+        const TimeStamp& t = batch[done + i];
+        const int64_t slot = intended != nullptr ? intended[done + i] : t.start;
+        response[i] = TimeStamp{slot, t.end, t.records, t.bytes};
+        if (!schedule) continue;
+        const int64_t lag = t.start - slot;
+        s.set_min_lag(s.operations() == 0 ? lag : std::min(s.min_lag(), lag));
+        s.set_max_lag(s.operations() == 0 ? lag : std::max(s.max_lag(), lag));
+        s.set_total_lag(s.total_lag() + lag);
+        s.set_late(s.late() + (lag > response_->late_threshold ? 1 : 0));
+        s.set_operations(s.operations() + 1);
+      }
+      response_->windows.RecordBatch(response, m, now);
+      done += m;
+    }
+    if (response_->windows.HasPendingReports()) [[unlikely]] {
+      SendPending();
+    }
+  }
+
+  // Slots the workers dropped that no message carries yet.
+  int64_t SkippedUnsent() const {
+    if (!response_ || response_->skipped == nullptr) return 0;
+    return response_->skipped->load(std::memory_order_relaxed) - response_->skipped_sent;
+  }
+  int64_t TakeSkipped() {
+    const int64_t n = SkippedUnsent();
+    if (response_) response_->skipped_sent += n;
+    return n;
+  }
+
   void SendBatch() {
     v1::IngestRequest request;
-    encoder_.Take(sender_->next_sequence(), request.mutable_batch());
+    encoder_.Take(sender_->next_sequence(), request.mutable_batch(), TakeSkipped());
     sender_->Enqueue(std::move(request));
     last_send_ns_ = last_tick_ns_;
   }
@@ -181,27 +260,58 @@ class LocalSink final : public TimeStampSink {
   void CloseWindow(int64_t now_ns) {
     WindowReport report;
     windows_.CloseWindow(now_ns / ns_per_unit_, &report);
-    if (mode_ == IngestMode::kWindows) SendWindow(report);
-    if (windows_.HasPendingReports()) SendPending();
+    WindowReport view;
+    if (response_) response_->windows.CloseWindow(now_ns / ns_per_unit_, &view);
+    if (mode_ == IngestMode::kWindows) {
+      const int64_t end_ms = UnixMs();
+      SendWindow(report, false, end_ms);
+      if (response_) SendWindow(view, true, end_ms);
+      window_start_ms_ = end_ms;
+    }
+    SendPending();
   }
 
   // Early (IsFull) closes: periodic ones are windows of their own.
   void SendPending() {
-    for (WindowReport& report : windows_.TakePendingReports()) {
-      if (mode_ == IngestMode::kWindows && report.scope == WindowReport::Scope::kPeriodic) {
-        SendWindow(report);
+    const int64_t end_ms = UnixMs();
+    for (bool response : {false, true}) {
+      if (response && !response_) break;
+      PeriodicAndTotalWindows& windows = response ? response_->windows : windows_;
+      if (!windows.HasPendingReports()) continue;
+      for (WindowReport& report : windows.TakePendingReports()) {
+        if (mode_ == IngestMode::kWindows && report.scope == WindowReport::Scope::kPeriodic) {
+          SendWindow(report, response, end_ms);
+        }
       }
     }
   }
 
-  void SendWindow(const WindowReport& report) {
-    if (report.snapshot.records == 0 && report.snapshot.rejected == 0) return;
-    const int64_t end_ms = UnixMs();
-    v1::IngestRequest request;
-    client::EncodeWindow(report, sender_->next_sequence(), window_start_ms_, end_ms,
-                         request.mutable_window());
-    window_start_ms_ = end_ms;
-    sender_->Enqueue(std::move(request));
+  // A window as reports of at most the daemon's maxPairsPerReport pairs (a
+  // response window's distribution is often much wider than its service
+  // window's: every start lag adds); a response window's last part carries
+  // the schedule counted since the last one.
+  void SendWindow(const WindowReport& report, bool response, int64_t end_ms) {
+    const bool skipped = response && SkippedUnsent() > 0;
+    if (report.snapshot.records == 0 && report.snapshot.rejected == 0 && !skipped) return;
+    const int64_t server = sender_->max_pairs_per_report();
+    std::vector<v1::WindowReport> parts = client::EncodeWindowParts(
+        report.snapshot, report.distribution, server > 0 ? server : kDefaultMaxPairs,
+        sender_->next_sequence(), window_start_ms_, end_ms);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      v1::IngestRequest request;
+      v1::WindowReport* out = request.mutable_window();
+      out->Swap(&parts[i]);
+      out->set_sequence(sender_->next_sequence());
+      if (response) {
+        out->set_response(true);
+        if (i + 1 == parts.size()) {
+          response_->schedule.set_skipped(TakeSkipped());
+          out->mutable_schedule()->Swap(&response_->schedule);
+          response_->schedule.Clear();
+        }
+      }
+      sender_->Enqueue(std::move(request));
+    }
   }
 
   PeriodicAndTotalWindows windows_;
@@ -212,6 +322,7 @@ class LocalSink final : public TimeStampSink {
   client::IngestSender* const sender_;
   TimeStampChannels* channels_ = nullptr;
   client::BatchEncoder encoder_;
+  std::optional<LocalResponse> response_;  // rate-controlled clients
   int64_t next_close_ns_ = 0;
   int64_t last_tick_ns_ = MonotonicNanos();
   int64_t last_send_ns_ = 0;
@@ -233,11 +344,30 @@ struct Client::Impl {
   Mutex mu;
   std::vector<std::unique_ptr<Recorder>> recorders ABSL_GUARDED_BY(mu);
   bool closed ABSL_GUARDED_BY(mu) = false;
-  LocalTotal total ABSL_GUARDED_BY(mu);  // filled by Close
+  LocalTotal total ABSL_GUARDED_BY(mu);           // filled by Close
+  LocalTotal response_total ABSL_GUARDED_BY(mu);  // filled by Close (rate-controlled)
+  std::atomic<int64_t> skipped{0};                // client::SkippedSlots
 };
 
 bool Recorder::Record(int64_t start, int64_t end, int32_t records, int32_t bytes) {
-  return static_cast<TimeStampProducer*>(producer_)->Send(start, end, records, bytes);
+  auto* producer = static_cast<TimeStampProducer*>(producer_);
+  if (producer->paced()) [[unlikely]] {
+    return producer->SendPaced(start, start, end, records, bytes);
+  }
+  return producer->Send(start, end, records, bytes);
+}
+
+bool Recorder::Record(int64_t intended_start, int64_t start, int64_t end, int32_t records,
+                      int32_t bytes) {
+  auto* producer = static_cast<TimeStampProducer*>(producer_);
+  if (!producer->paced()) [[unlikely]] {  // a closed-loop client: service time only
+    return producer->Send(start, end, records, bytes);
+  }
+  return producer->SendPaced(std::min(intended_start, start), start, end, records, bytes);
+}
+
+std::atomic<int64_t>& client::SkippedSlots(Client* client) {
+  return client::RecorderAccess::impl(client)->skipped;
 }
 
 TimeStampProducer& client::ProducerOf(Recorder* recorder) {
@@ -301,6 +431,10 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   if (o.batch_length < 1) return fail("batch_length: must be >= 1");
   if (o.max_unacked_messages < 1) return fail("max_unacked_messages: must be >= 1");
   if (o.max_undurable_bytes < 1) return fail("max_undurable_bytes: must be >= 1");
+  if (!(o.target_rate >= 0) || !std::isfinite(o.target_rate)) {
+    return fail("target_rate: must be a finite rate >= 0");
+  }
+  if (o.late_threshold_ns < 0) return fail("late_threshold_ns: must be >= 0");
   LatencyConfig latency = LatencyConfig::ForUnit(ToCore(o.time_unit));
   if (o.min_latency) latency.min_latency = *o.min_latency;
   if (o.max_latency) latency.max_latency = *o.max_latency;
@@ -343,6 +477,8 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   open.set_clock(o.clock);
   open.set_clock_resolution_ns(o.clock_resolution_ns);
   open.set_bucketed_reason(o.bucketed_reason);
+  open.set_target_rate(o.target_rate);
+  open.set_late_threshold_ns(o.late_threshold_ns);
   if (!o.slo.empty()) {
     open.mutable_slo()->set_expression(o.slo);
     open.mutable_slo()->set_abort_on_fail(o.slo_abort_on_fail);
@@ -368,9 +504,21 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
                                                         o.max_unacked_messages,
                                                         o.max_undurable_bytes, std::move(spool));
   impl->channels = std::move(*channels);
+  std::optional<LocalResponse> response;
+  if (o.target_rate > 0) {
+    absl::StatusOr<PeriodicAndTotalWindows> view =
+        PeriodicAndTotalWindows::Create(latency, MonotonicNanos() / ns_per_unit);
+    if (!view.ok()) return fail(std::string(view.status().message()));
+    const int64_t late_ns = o.late_threshold_ns > 0 ? o.late_threshold_ns : 1'000'000;
+    response.emplace(LocalResponse{.windows = *std::move(view),
+                                   .late_threshold = late_ns / ns_per_unit,
+                                   .skipped = &impl->skipped,
+                                   .skipped_sent = 0,
+                                   .schedule = {}});
+  }
   impl->sink = std::make_unique<LocalSink>(std::move(*windows), latency.time_unit, o.mode,
                                            o.reporting_interval_ms * 1'000'000, o.batch_length,
-                                           impl->sender.get());
+                                           impl->sender.get(), std::move(response));
   impl->sink->set_channels(impl->channels.get());
   RecorderOptions recorder_options;
   recorder_options.tick_ns = 1'000'000;
@@ -394,8 +542,10 @@ Recorder* Client::NewRecorder() {
   MutexLock lock(impl_->mu);
   const int index = static_cast<int>(impl_->recorders.size());
   if (impl_->closed || index >= impl_->channels->workers()) return nullptr;
-  impl_->recorders.push_back(
-      std::unique_ptr<Recorder>(new Recorder(&impl_->channels->producer(index))));
+  TimeStampProducer& producer = impl_->channels->producer(index);
+  // Before its first send: the caller hands the recorder to its thread.
+  if (impl_->options.target_rate > 0) producer.set_paced();
+  impl_->recorders.push_back(std::unique_ptr<Recorder>(new Recorder(&producer)));
   return impl_->recorders.back().get();
 }
 
@@ -426,7 +576,7 @@ FlushResult Client::Close(std::chrono::milliseconds timeout) {
       // Every Record call has returned (the caller's promise): the recorder
       // drains everything, then the sink is ours.
       impl_->recorder->StopAndDrain();
-      impl_->sink->Finish(&impl_->total);
+      impl_->sink->Finish(&impl_->total, &impl_->response_total);
     }
   }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -450,6 +600,11 @@ Counters Client::counters() const {
 LocalTotal Client::Total() const {
   MutexLock lock(impl_->mu);
   return impl_->total;
+}
+
+LocalTotal Client::ResponseTotal() const {
+  MutexLock lock(impl_->mu);
+  return impl_->response_total;
 }
 
 }  // namespace perld

@@ -3,6 +3,9 @@
 // (daemon/bench/perlbench_worker.h) send through it directly. Not installed.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 #include "daemon/core/timestamp_channels.h"
 #include "perld/client.h"
 
@@ -10,9 +13,14 @@ namespace perld::client {
 
 struct RecorderAccess {
   static void* producer(Recorder* recorder) { return recorder->producer_; }
+  static Client::Impl* impl(Client* client) { return client->impl_.get(); }
 };
 
 // The producer a Recorder sends through (same thread rules as Record).
 TimeStampProducer& ProducerOf(Recorder* recorder);
+
+// A rate-controlled client's count of slots its workers dropped (`-catchup
+// skip`: bench::WorkerPlan::skipped); sent with the next message. Any thread.
+std::atomic<int64_t>& SkippedSlots(Client* client);
 
 }  // namespace perld::client

@@ -270,6 +270,7 @@ void IngestSender::FillCounters(Counters* out) const {
   out->run_id = run_id_;
   out->opened = opened_;
   out->run_created = run_created_;
+  out->response_run = run_response_;
   out->acked_records = acked_records_;
   out->unsent_records = unsent_records_;
   out->last_stream_error = last_stream_error_;
@@ -389,8 +390,10 @@ grpc::Status IngestSender::Connect(bool* opened, bool* closed) {
     first_open = run_id_ == 0;
     run_id_ = o.run_id();
     if (!opened_) run_created_ = response.opened().created();
+    run_response_ = o.run().response_run();
     opened_ = true;
     max_batch_length_.store(o.max_batch_length(), std::memory_order_relaxed);
+    max_pairs_per_report_.store(o.max_pairs_per_report(), std::memory_order_relaxed);
     // What the daemon has applied now: after a daemon crash it resumed from
     // a checkpoint and may have applied less than it acknowledged before
     // (never less than what it declared durable: CheckOpenedLocked).

@@ -117,6 +117,10 @@ class IngestSender {
   }
   // The daemon's batch limit (from IngestOpened; 0 until known).
   int64_t max_batch_length() const { return max_batch_length_.load(std::memory_order_relaxed); }
+  // The daemon's ingest.maxPairsPerReport (0 until opened).
+  int64_t max_pairs_per_report() const {
+    return max_pairs_per_report_.load(std::memory_order_relaxed);
+  }
   void FillCounters(Counters* out) const;
 
  private:
@@ -151,6 +155,7 @@ class IngestSender {
 
   std::atomic<uint64_t> made_{0};
   std::atomic<int64_t> max_batch_length_{0};
+  std::atomic<int64_t> max_pairs_per_report_{0};
 
   mutable Mutex mu_;
   CondVar cv_;
@@ -175,6 +180,7 @@ class IngestSender {
   uint64_t run_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool opened_ ABSL_GUARDED_BY(mu_) = false;
   bool run_created_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t run_response_ ABSL_GUARDED_BY(mu_) = 0;  // the run's response view (0: closed loop)
   bool close_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) =
       false;  // the daemon acknowledged the close and ended the stream OK

@@ -14,17 +14,29 @@ bool AllEqual(const std::vector<T>& v) {
 
 }  // namespace
 
-void BatchEncoder::Take(uint64_t sequence, v1::TimestampBatch* out) {
+namespace {
+
+// Wrapping differences: the daemon's running sum wraps back to each value.
+void AddDeltas(const std::vector<int64_t>& values, google::protobuf::RepeatedField<int64_t>* out) {
+  out->Reserve(static_cast<int>(values.size()));
+  int64_t prev = 0;
+  for (int64_t v : values) {
+    out->Add(static_cast<int64_t>(static_cast<uint64_t>(v) - static_cast<uint64_t>(prev)));
+    prev = v;
+  }
+}
+
+}  // namespace
+
+void BatchEncoder::Take(uint64_t sequence, v1::TimestampBatch* out, int64_t skipped) {
   out->Clear();
   out->set_sequence(sequence);
   out->set_count(static_cast<uint32_t>(latencies_.size()));
-  out->mutable_latency_delta()->Reserve(static_cast<int>(latencies_.size()));
-  int64_t prev = 0;
-  for (int64_t v : latencies_) {
-    // Wrapping difference: the daemon's running sum wraps back to v.
-    out->add_latency_delta(
-        static_cast<int64_t>(static_cast<uint64_t>(v) - static_cast<uint64_t>(prev)));
-    prev = v;
+  AddDeltas(latencies_, out->mutable_latency_delta());
+  if (paced_) {
+    AddDeltas(lags_, out->mutable_start_lag_delta());
+    out->set_skipped(static_cast<uint64_t>(std::max<int64_t>(skipped, 0)));
+    lags_.clear();
   }
   if (!records_.empty() && AllEqual(records_)) {
     out->set_constant_records(records_.front());

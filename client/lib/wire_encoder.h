@@ -20,16 +20,24 @@ namespace perld::client {
 
 class BatchEncoder {
  public:
-  void Add(const TimeStamp& ts) {
+  // `paced`: a rate-controlled run's encoder -- every batch carries the
+  // start-lag column (TimestampBatch.start_lag_delta).
+  explicit BatchEncoder(bool paced = false) : paced_(paced) {}
+  // `start_lag`: start - intended start (paced encoders only; else ignored).
+  void Add(const TimeStamp& ts, int64_t start_lag = 0) {
     latencies_.push_back(ts.end - ts.start);
     records_.push_back(static_cast<uint32_t>(ts.records));
     bytes_.push_back(static_cast<uint32_t>(ts.bytes));
+    if (paced_) lags_.push_back(start_lag);
   }
   size_t size() const { return latencies_.size(); }
-  // Moves the pending timestamps into `out` (cleared) and starts empty.
-  void Take(uint64_t sequence, v1::TimestampBatch* out);
+  // Moves the pending timestamps into `out` (cleared) and starts empty;
+  // `skipped`: slots dropped since the previous batch (paced only).
+  void Take(uint64_t sequence, v1::TimestampBatch* out, int64_t skipped = 0);
 
  private:
+  const bool paced_;
+  std::vector<int64_t> lags_;
   std::vector<int64_t> latencies_;
   std::vector<uint32_t> records_;
   std::vector<uint32_t> bytes_;

@@ -54,6 +54,10 @@ acknowledged every record.
   --connect-timeout S     without --spool: how long to wait for perld to open the run
                           before giving up with exit 1 (default 5)
   --timeout S             (before load) how long to wait for the last acknowledgements
+With -throughput MBPS the load is rate-controlled (open model): each operation has a slot
+on the workers' schedule and the run keeps response time (end - slot) beside service time
+(end - actual start), both exact (-catchup burst|skip, -lateUs N as for perld bench); the
+run keeps it when this load creates it (a closed-loop run keeps service time only).
 SIGINT or SIGTERM stops the load and ends the command within about 1 s, perld away or
 not (exit 1); it says how many records perld acknowledged and where the others are.
 )";
@@ -174,6 +178,12 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
     options.spool_dir = *spool_dir;
     options.spool_synced = spool_mode == "synced";
   }
+  // -throughput: an open-model load on a schedule. The run keeps response
+  // time (from each operation's slot) beside service time.
+  const double target_rate =
+      o.throughput_mbps > 0 ? o.throughput_mbps * 1024.0 * 1024.0 / o.size : 0;
+  options.target_rate = target_rate;
+  options.late_threshold_ns = o.late_us * 1'000;
   options.max_recorders = std::max(1, o.workers());
   options.max_pending_per_recorder = static_cast<int64_t>(o.channels.max_pending_per_worker);
   std::string error;
@@ -218,6 +228,11 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   const auto announce = [&](const Counters& c) {
     std::cerr << "perlctl: load: " << (c.run_created ? "created" : "joined") << " run " << c.run_id
               << " '" << run << "' at " << target << "\n";
+    if (target_rate > 0 && c.response_run == 0) {
+      std::cerr << "perlctl: load: run " << c.run_id
+                << " is closed-loop (created without -throughput): it keeps this load's service "
+                   "time only, not its response time\n";
+    }
   };
   bool announced = false;
   if (const Counters c = client->counters(); c.opened) {
@@ -230,14 +245,21 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   std::vector<bench::WorkerPlan> plans(static_cast<size_t>(workers));
   const int64_t deadline_ns =
       o.seconds > 0 ? clock.NowNanos() + static_cast<int64_t>(o.seconds * 1e9) : 0;
-  const double per_worker_rps =
-      o.throughput_mbps > 0 ? o.throughput_mbps * 1024.0 * 1024.0 / o.size / workers : 0;
+  const double per_worker_rps = target_rate / workers;
+  // The workers' schedules phase-offset: together evenly spaced slots.
+  const int64_t first_slot_ns = clock.NowNanos();
+  std::atomic<int64_t>& skipped = client::SkippedSlots(client.get());
   for (int w = 0; w < workers; ++w) {
     bench::WorkerPlan& plan = plans[static_cast<size_t>(w)];
     plan.size = o.size;
     plan.records = o.records > 0 ? o.records / workers + (w < o.records % workers ? 1 : 0) : 0;
     plan.deadline_ns = deadline_ns;
     plan.records_per_second = per_worker_rps;
+    if (per_worker_rps > 0) {
+      plan.first_slot_ns = first_slot_ns + static_cast<int64_t>(1e9 / per_worker_rps * w / workers);
+      plan.catchup = o.catchup;
+      plan.skipped = &skipped;
+    }
   }
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
@@ -311,19 +333,30 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
   done.store(true, std::memory_order_relaxed);
   watcher.join();
   const LocalTotal total = client->Total();
+  const LocalTotal response = client->ResponseTotal();
   const Counters counters = client->counters();
   int64_t attempted = 0;
   for (const bench::WorkerResult& r : results) attempted += r.attempted;
 
   if (distribution_out) {
     JsonWriter d;
+    const auto latencies = [&d](const LocalTotal& t) {
+      d.Key("latencies").BeginArray();
+      for (const auto& [latency, count] : t.latency_counts) {
+        d.BeginArray().Int(latency).Int(count).EndArray();
+      }
+      d.EndArray();
+    };
     d.BeginObject();
     WriteLocalTotal(total, &d);
-    d.Key("latencies").BeginArray();
-    for (const auto& [latency, count] : total.latency_counts) {
-      d.BeginArray().Int(latency).Int(count).EndArray();
+    latencies(total);
+    if (target_rate > 0) {  // the same operations' response times
+      d.Key("response").BeginObject();
+      WriteLocalTotal(response, &d);
+      latencies(response);
+      d.EndObject();
     }
-    d.EndArray().EndObject();
+    d.EndObject();
     std::ofstream out(*distribution_out);
     out << d.str() << "\n";
     if (!out.good()) {
@@ -341,6 +374,13 @@ int LoadCommand(const std::string& target, const client::ChannelSecurity& securi
     j.Key("operations").Int(attempted);
     j.Key("seconds").Double(seconds);
     WriteLocalTotal(total, &j);
+    if (target_rate > 0) {
+      j.Key("targetRate").Double(target_rate);
+      j.Key("skipped").Int(skipped.load());
+      j.Key("response").BeginObject();
+      WriteLocalTotal(response, &j);
+      j.EndObject();
+    }
     j.Key("acked").Bool(closed.acked);
     j.Key("ackedRecords").Int(counters.acked_records);
     j.Key("unsentRecords").Int(counters.unsent_records);

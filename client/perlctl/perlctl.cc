@@ -418,7 +418,8 @@ grpc::Status ResolveRange(Cli& cli, const std::string& run, const WindowRangeOpt
 void DescribeClientClocks(Cli& cli, v1::RunInfo* run) {
   if (run->source() != v1::RUN_SOURCE_INGEST && run->source() != v1::RUN_SOURCE_SBP) return;
   v1::GetClientsRequest request;
-  request.set_run(std::to_string(run->id()));
+  // A response view's clients are its run's.
+  request.set_run(std::to_string(run->service_run() != 0 ? run->service_run() : run->id()));
   grpc::ClientContext context;
   cli.Deadline(&context);
   v1::GetClientsResponse response;

@@ -143,8 +143,7 @@ absl::StatusOr<Offered> ClientSession::OfferBatch(uint64_t generation, uint64_t 
   return OfferMessage(
       generation, sequence, ClientMode::kRaw, max_memory_bytes, std::move(on_applied),
       [&](const config::DaemonConfig& config, Parked* p) -> absl::Status {
-        if (absl::Status s = build(config.ingest.max_batch_length, &p->window.timestamps);
-            !s.ok()) {
+        if (absl::Status s = build(config.ingest.max_batch_length, &p->window); !s.ok()) {
           return Refuse(shared_.stats, RefusalOf(s, Refusal::kBatchLength), Final(s));
         }
         for (const TimeStamp& ts : p->window.timestamps) p->records += ts.records;
@@ -244,7 +243,9 @@ void ClientSession::Push(Parked& p) {
     shared_.stats.timestamps.fetch_add(static_cast<uint64_t>(p.timestamps),
                                        std::memory_order_relaxed);
   } else {
-    totals_.AddWindow(w.counters, w.buckets, NowUnixMs());
+    // A response window counts the service window's records again: the
+    // breakdown (service time) has them already.
+    if (!w.response) totals_.AddWindow(w.counters, w.buckets, NowUnixMs());
     shared_.stats.windows.fetch_add(1, std::memory_order_relaxed);
     shared_.stats.pairs.fetch_add(static_cast<uint64_t>(p.pairs), std::memory_order_relaxed);
   }

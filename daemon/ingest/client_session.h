@@ -65,6 +65,9 @@ struct RunContext {
   LatencyConfig latency;
   std::shared_ptr<runs::RemoteWindowInbox> inbox;
   bool checkpointed = false;  // messages become durable by checkpoints
+  // Rate-controlled (RunSpec::target_rate > 0, with a response view): raw
+  // batches carry start lags, windows clients send response windows too.
+  bool paced = false;
 };
 
 // What every client of the daemon shares.
@@ -79,9 +82,10 @@ struct Shared {
 // pair limit (ingest_codec.h: DecodeWindow; SBP: SbpWindow).
 using WindowBuilder = absl::FunctionRef<absl::StatusOr<runs::RemoteWindow>(const LatencyConfig& run,
                                                                            int64_t max_pairs)>;
-// Decodes a raw batch into `out` (timestamps), within `max_batch_length`.
+// Decodes a raw batch into `out` (timestamps, and a rate-controlled run's
+// intended starts and skipped slots), within `max_batch_length`.
 using BatchBuilder =
-    absl::FunctionRef<absl::Status(int64_t max_batch_length, std::vector<TimeStamp>* out)>;
+    absl::FunctionRef<absl::Status(int64_t max_batch_length, runs::RemoteWindow* out)>;
 // A parked message's outcome, called once on the RoomNotifier's thread.
 using OnApplied = std::function<void(absl::StatusOr<Applied>)>;
 

@@ -12,12 +12,23 @@ namespace perld::ingest {
 void IngestCheckpointer::Seed(const runs::RunInfo& info, const state::Checkpoint& checkpoint) {
   MutexLock lock(mu_);
   RunState& s = runs_state_[info.id];
+  s.periodic_seq = checkpoint.periodic_seq;
   s.segment_seq = checkpoint.segment_seq;
   s.saved = checkpoint.clients;
 }
 
 void IngestCheckpointer::OnWindow(const runs::RunInfo& info, const runs::WindowRecord& window) {
   if (window.kind == runs::WindowRecord::Kind::kTotal) return;
+  if (info.service_run != 0) {
+    // A response view: its numbering, for its run's next checkpoint (its
+    // windows of an instant are published before the run's).
+    if (!runs_.Checkpointed(info.service_run)) return;
+    MutexLock lock(mu_);
+    RunState& v = runs_state_[info.id];
+    (window.kind == runs::WindowRecord::Kind::kTotalSegment ? v.segment_seq : v.periodic_seq) =
+        window.seq;
+    return;
+  }
   if (!runs_.Checkpointed(info.id)) return;
   MutexLock lock(mu_);
   RunState& s = runs_state_[info.id];
@@ -63,6 +74,18 @@ void IngestCheckpointer::Submit(const runs::RunInfo& info, RunState& s) {
   c.periodic_seq = cut.periodic_seq;
   c.segment_seq = cut.segment_seq;
   c.clients = std::move(cut.clients);
+  if (info.response_run != 0) {
+    // The view's windows up to this instant are in the registry already:
+    // the same cut of the same messages.
+    absl::StatusOr<runs::WindowRecord> view_total = registry_.LiveTotal(info.response_run);
+    if (!view_total.ok()) return;  // ended meanwhile, with its run
+    const RunState& v = runs_state_[info.response_run];
+    state::Checkpoint& view = c.response_view.emplace_back();
+    view.total = *std::move(view_total);
+    view.total.seq = 1;
+    view.periodic_seq = v.periodic_seq;
+    view.segment_seq = v.segment_seq;
+  }
   const runs::RunId id = info.id;
   if (journal_ != nullptr) journal_->TakeForCheckpoint(id, &c);
   const auto pairs = static_cast<uint64_t>(c.total.distribution.size());
@@ -104,6 +127,7 @@ void IngestCheckpointer::OnClientClosed(runs::RunId id, int client_index, uint64
 void IngestCheckpointer::OnRunEnded(const runs::RunInfo& info, const runs::WindowRecord&) {
   MutexLock lock(mu_);
   runs_state_.erase(info.id);
+  if (info.response_run != 0) runs_state_.erase(info.response_run);
 }
 
 }  // namespace perld::ingest

@@ -78,6 +78,7 @@ class IngestCheckpointer final : public runs::RunObserver {
     std::vector<state::CheckpointClient> clients;
   };
   struct RunState {
+    int64_t periodic_seq = 0;  // a response view's last periodic window (its cut)
     int64_t segment_seq = 0;
     bool inexact_logged = false;
     std::vector<state::CheckpointClient> saved;  // the last cut made

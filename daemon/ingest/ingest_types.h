@@ -46,6 +46,10 @@ struct OpenRequest {
   // Non-empty: this client's latencies are bucketed values, and why
   // (IngestOpen.bucketed_reason): the run it creates or joins is marked so.
   std::string bucketed_reason;
+  // > 0: a rate-controlled client (IngestOpen.target_rate): the run it
+  // creates keeps a response view; a run it joins must have this rate.
+  double target_rate = 0;
+  int64_t late_threshold_ns = 0;  // used when it creates a rate-controlled run; 0: 1 ms
   ClientMode mode = ClientMode::kRaw;
   bool must_exist = false;        // join only
   bool must_create = false;       // create only (ALREADY_EXISTS)

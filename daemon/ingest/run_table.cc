@@ -31,6 +31,7 @@ struct RunTable::Run {
   std::string name;
   std::string slo;  // RunSpec::slo and abort_on_fail, fixed at creation
   bool abort_on_fail = false;
+  double target_rate = 0;  // RunSpec::target_rate, fixed at creation
   int max_clients = 0;
   bool aggregate = false;            // created by a windows client: SBM's recorders
   std::atomic<bool> stopped{false};  // Control.StopRun, or shutdown
@@ -173,8 +174,10 @@ absl::StatusOr<std::shared_ptr<RunTable::Run>> RunTable::CreateLocked(
   run->name = open.run_name;
   run->slo = open.slo;
   run->abort_on_fail = open.abort_on_fail;
+  run->target_rate = open.target_rate;
   run->context.latency = latency;
   run->context.inbox = std::make_shared<runs::RemoteWindowInbox>();
+  run->context.paced = open.target_rate > 0;
   run->context.checkpointed = source == runs::RunSource::kIngest && config.ingest.checkpoints;
   run->max_clients = static_cast<int>(config.ingest.max_clients_per_run);
   // A run opened by a windows client aggregates remote windows (SBM's
@@ -201,6 +204,8 @@ absl::StatusOr<std::shared_ptr<RunTable::Run>> RunTable::CreateLocked(
   setup.spec.slo = open.slo;
   setup.spec.abort_on_fail = open.abort_on_fail;
   setup.spec.bucketed_reason = open.bucketed_reason;
+  setup.spec.target_rate = open.target_rate;
+  if (open.late_threshold_ns > 0) setup.spec.late_threshold_ns = open.late_threshold_ns;
   absl::StatusOr<runs::CreatedRun> created = manager_.CreateRun(std::move(setup));
   if (!created.ok()) return created.status();
   run->context.id = created->id;
@@ -303,6 +308,7 @@ absl::StatusOr<RunTable::Session> RunTable::Join(const OpenRequest& open, Ingest
       if (!attached.ok() || attached->closed) return attached;
       session = *std::move(attached);
       session.created = created;
+      session.paced_client = open.target_rate > 0;
     }
   }
   if (ended_lookup) return JoinEnded(open);
@@ -536,25 +542,12 @@ bool RunTable::CloseDurable(const Session& session) const {
          session.run->stored.load(std::memory_order_acquire);
 }
 
-absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord> history,
-                              state::Checkpoint checkpoint) {
-  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
-  auto run = std::make_shared<Run>();
-  run->name = info.spec.name;
-  run->slo = info.spec.slo;
-  run->abort_on_fail = info.spec.abort_on_fail;
-  run->context.latency = info.spec.latency;
-  run->context.inbox = std::make_shared<runs::RemoteWindowInbox>();
-  run->context.checkpointed = true;
-  run->max_clients = static_cast<int>(std::max<int64_t>(
-      config->ingest.max_clients_per_run, static_cast<int64_t>(checkpoint.clients.size())));
-  // Its recorders say how it was created (a windows client's ns run
-  // aggregates in hybrid pages, the only thing `aggregate` decides), also
-  // when the checkpoint knows no client yet.
-  run->aggregate = info.spec.periodic_recorder == RecorderKind::kHybridPaged;
+namespace {
 
-  runs::RunSetup setup = SetupFor(run);
-  runs::RunResume& resume = setup.resume.emplace();
+// Where a stored run resumes from its checkpoint (no clients).
+runs::RunResume ResumeOf(runs::RunInfo info, std::vector<runs::WindowRecord> history,
+                         state::Checkpoint& checkpoint) {
+  runs::RunResume resume;
   resume.info = std::move(info);
   resume.history = std::move(history);
   resume.base = CountersOf(checkpoint.total.snapshot);
@@ -563,6 +556,43 @@ absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord
   resume.base_start_time = checkpoint.total.snapshot.start_time;
   resume.recorder.periodic_seq = checkpoint.periodic_seq;
   resume.recorder.segment_seq = checkpoint.segment_seq;
+  return resume;
+}
+
+}  // namespace
+
+absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord> history,
+                              state::Checkpoint checkpoint,
+                              std::vector<state::StoredRun> response_view) {
+  const std::shared_ptr<const config::DaemonConfig> config = config_.Get();
+  auto run = std::make_shared<Run>();
+  run->name = info.spec.name;
+  run->slo = info.spec.slo;
+  run->abort_on_fail = info.spec.abort_on_fail;
+  run->target_rate = info.spec.target_rate;
+  run->context.latency = info.spec.latency;
+  run->context.inbox = std::make_shared<runs::RemoteWindowInbox>();
+  run->context.checkpointed = true;
+  run->context.paced = info.spec.target_rate > 0;
+  if (run->context.paced != (response_view.size() == 1)) {
+    return absl::DataLossError(absl::StrCat("run ", info.id,
+                                            ": rate-controlled runs resume with "
+                                            "their response view, others without one"));
+  }
+  run->max_clients = static_cast<int>(std::max<int64_t>(
+      config->ingest.max_clients_per_run, static_cast<int64_t>(checkpoint.clients.size())));
+  // Its recorders say how it was created (a windows client's ns run
+  // aggregates in hybrid pages, the only thing `aggregate` decides), also
+  // when the checkpoint knows no client yet.
+  run->aggregate = info.spec.periodic_recorder == RecorderKind::kHybridPaged;
+
+  runs::RunSetup setup = SetupFor(run);
+  runs::RunResume& resume =
+      setup.resume.emplace(ResumeOf(std::move(info), std::move(history), checkpoint));
+  for (state::StoredRun& view : response_view) {
+    resume.response_view.push_back(
+        ResumeOf(std::move(view.info), std::move(view.windows), *view.checkpoint));
+  }
   for (const state::CheckpointClient& c : checkpoint.clients) {
     const auto index = static_cast<size_t>(c.index);
     if (index >= resume.recorder.client_applied.size()) {

@@ -87,7 +87,10 @@ class RunTable {
     Member* member = nullptr;         // owned by run
     uint64_t generation = 0;
     runs::RunId run_id = 0;
-    bool created = false;         // this open created the run
+    bool created = false;  // this open created the run
+    // A rate-controlled client (IngestOpen.target_rate > 0): its windows are
+    // service windows followed by response windows (RemoteWindow::paced_client).
+    bool paced_client = false;
     uint64_t acked_sequence = 0;  // where the client resumes
     // The client closed its part already (a reconnect after a lost close
     // acknowledgement): the stream only repeats the close (CloseDurable).
@@ -187,8 +190,11 @@ class RunTable {
   // that knows no client (the daemon stopped before the run's first one,
   // RunHistory::Restore) resumes the run empty: it waits as long for a first
   // client -- by run_id or by name -- and ends failed if none comes.
+  // A rate-controlled run resumes with its response view (`response_view`,
+  // 0 or 1 entry, each with its checkpoint at the same cut).
   absl::Status Resume(runs::RunInfo info, std::vector<runs::WindowRecord> history,
-                      state::Checkpoint checkpoint);
+                      state::Checkpoint checkpoint,
+                      std::vector<state::StoredRun> response_view = {});
 
   // The run's registry entry (for the client's opened answer).
   absl::StatusOr<runs::RunInfo> Info(const Session& session) const;

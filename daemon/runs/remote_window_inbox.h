@@ -31,6 +31,7 @@
 #include "daemon/core/latency_recorder.h"
 #include "daemon/core/latency_window.h"
 #include "daemon/core/time_stamp.h"
+#include "daemon/runs/window_record.h"
 
 namespace perld::runs {
 
@@ -57,6 +58,20 @@ struct RemoteWindow {
   // A raw client's batch: its timestamps, recorded one by one exactly as a
   // local writer's (RecordBatch); `counters` and `buckets` stay empty.
   std::vector<TimeStamp> timestamps;
+  // A rate-controlled run's raw batch: each timestamp's intended start
+  // (start - its start lag; the timestamps start at 0), recorded as a local
+  // paced writer's (RunRecorder::AcceptPaced). Empty: closed loop.
+  std::vector<int64_t> intended;
+  // A rate-controlled run's windows: this window is the response view's
+  // (WindowReport.response), merged there with its schedule; and the slots
+  // a raw client dropped since its previous batch (schedule.skipped).
+  bool response = false;
+  WindowRecord::Schedule schedule;
+  // Sent by a rate-controlled client, whose response windows follow its
+  // service windows. Else (closed-loop clients, SBP) a rate-controlled
+  // run's response view takes the service window as it is: an operation
+  // without a slot waits from its actual start.
+  bool paced_client = false;
   std::shared_ptr<std::atomic<int64_t>> charge;        // the client's queued bytes; may be null
   std::shared_ptr<std::atomic<int64_t>> total_charge;  // every client's; may be null
   std::shared_ptr<RoomSignal> room;                    // poked after the release; may be null
@@ -74,7 +89,8 @@ struct RemoteWindow {
 
   int64_t bytes() const {
     return static_cast<int64_t>(sizeof(RemoteWindow) + buckets.capacity() * sizeof(LatencyBucket) +
-                                timestamps.capacity() * sizeof(TimeStamp));
+                                timestamps.capacity() * sizeof(TimeStamp) +
+                                intended.capacity() * sizeof(int64_t));
   }
 };
 

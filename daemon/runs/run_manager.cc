@@ -150,7 +150,11 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
   if (absl::Status s = CheckRunSlo(spec); !s.ok()) return s;
   // The worst case of the run's caps, reserved before any of it is allocated.
   const bool hybrid = setup.aggregate && spec.latency.time_unit == TimeUnit::kNs;
-  const bool paced = spec.target_rate > 0 && setup.producers > 0 && !setup.resume;
+  // Local workers or remote clients at a target rate: a response view (a
+  // resumed run: the one it was checkpointed with).
+  const bool paced = spec.target_rate > 0 && (setup.producers > 0 || setup.inbox != nullptr) &&
+                     (!setup.resume || !setup.resume->response_view.empty());
+  RunResume* view_resume = paced && setup.resume ? &setup.resume->response_view.front() : nullptr;
   RunMemoryNeed need =
       RunMemoryNeedFor(spec.latency, hybrid, setup.channels, std::max(setup.producers, 0));
   if (paced) {  // the response view's windows
@@ -186,9 +190,21 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
         hybrid ? PeriodicAndTotalWindows::CreateHybrid(spec.latency, start_ns / ns_per_unit)
                : PeriodicAndTotalWindows::Create(spec.latency, start_ns / ns_per_unit);
     if (!view.ok()) return view.status();
-    response.emplace(ResponseViewSetup{.windows = *std::move(view),
-                                       .late_threshold_ns = spec.late_threshold_ns,
-                                       .skipped = std::move(setup.skipped)});
+    if (view_resume != nullptr) {
+      const RunResume& r = *view_resume;
+      if (absl::Status s = LatencyRecorder::CheckBuckets(
+              r.base, r.base_distribution, spec.latency.min_latency, spec.latency.max_latency);
+          !s.ok()) {
+        return absl::DataLossError(absl::StrCat("run ", r.info.id, ": checkpoint: ", s.message()));
+      }
+      view->SeedTotal(r.base, r.base_distribution);
+    }
+    response.emplace(ResponseViewSetup{
+        .windows = *std::move(view),
+        .late_threshold_ns = spec.late_threshold_ns,
+        .skipped = std::move(setup.skipped),
+        .periodic_seq = view_resume != nullptr ? view_resume->recorder.periodic_seq : 0,
+        .segment_seq = view_resume != nullptr ? view_resume->recorder.segment_seq : 0});
   }
   spec.periodic_recorder = windows->periodic().kind();
   spec.total_recorder = windows->total().kind();
@@ -227,9 +243,11 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
     }
     if (setup.resume) {
       info = setup.resume->info;
-      if (info.id >= next_id_ || pending_.contains(info.id) || registry_.Info(info.id).ok()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("run ", info.id, " cannot resume: its id is taken"));
+      for (RunId id : {info.id, view_resume != nullptr ? view_resume->info.id : info.id}) {
+        if (id >= next_id_ || pending_.contains(id) || registry_.Info(id).ok()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("run ", id, " cannot resume: its id is taken"));
+        }
       }
     } else {
       info.id = next_id_++;
@@ -259,6 +277,11 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
     for (RunObserver* o : observers_) o->OnRunStarted(info);
     if (response) {
       RunInfo view = info;
+      if (view_resume != nullptr) {
+        view = view_resume->info;
+        view.spec.periodic_recorder = spec.periodic_recorder;
+        view.spec.total_recorder = spec.total_recorder;
+      }
       view.id = info.response_run;
       view.response_run = 0;
       view.spec.name = absl::StrCat(info.spec.name, ":response");
@@ -269,7 +292,13 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
       response->id = view.id;
       pending_[info.id].response_run = view.id;
       pending_[view.id].service_run = info.id;
-      registry_.AddRunning(view);
+      if (view_resume != nullptr) {
+        RunResume& r = *view_resume;
+        registry_.AddResumed(view, std::move(r.history), r.base, r.base_distribution,
+                             r.base_seconds, r.base_start_time);
+      } else {
+        registry_.AddRunning(view);
+      }
       for (RunObserver* o : observers_) o->OnRunStarted(view);
     }
   }

@@ -38,7 +38,10 @@ RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit uni
   if (response) {
     response_.emplace(ResponseView{.id = response->id,
                                    .windows = std::move(response->windows),
-                                   .window_start_ns = window_start_ns_});
+                                   .periodic_seq = response->periodic_seq,
+                                   .segment_seq = response->segment_seq,
+                                   .window_start_ns = window_start_ns_,
+                                   .rate = {}});
     late_threshold_ = std::max<int64_t>(response->late_threshold_ns, 0) / ns_per_unit_;
     skipped_ = std::move(response->skipped);
   }
@@ -88,9 +91,10 @@ void RunRecorder::AcceptPaced(const TimeStamp* batch, const int64_t* intended, s
 }
 
 int64_t RunRecorder::TakeSkipped() {
-  if (skipped_ == nullptr) return 0;
+  int64_t taken = std::exchange(remote_skipped_, 0);
+  if (skipped_ == nullptr) return taken;
   const int64_t skipped = skipped_->load(std::memory_order_relaxed);
-  const int64_t taken = skipped - skipped_seen_;
+  taken += skipped - skipped_seen_;
   skipped_seen_ = skipped;
   return taken;
 }
@@ -129,17 +133,49 @@ size_t RunRecorder::DrainInbox() {
       if (index >= client_applied_.size()) client_applied_.resize(index + 1, 0);
       client_applied_[index] = w.sequence;  // before the merge: an early close includes w
     }
-    if (!w.timestamps.empty()) {
+    remote_skipped_ += w.schedule.skipped;  // a raw rate-controlled client's dropped slots
+    if (w.raw) {
       // A window the IsFull policy closes inside the batch holds part of
       // the message only: not a cut.
       mid_message_ = true;
-      windows_.RecordBatch(w.timestamps.data(), w.timestamps.size(), last_tick_ns_ / ns_per_unit_);
+      if (w.intended.empty()) {
+        const int64_t now = last_tick_ns_ / ns_per_unit_;
+        windows_.RecordBatch(w.timestamps.data(), w.timestamps.size(), now);
+        if (response_) {  // a closed-loop client of a rate-controlled run: no slots
+          response_->windows.RecordBatch(w.timestamps.data(), w.timestamps.size(), now);
+          if (response_->windows.HasPendingReports()) [[unlikely]] {
+            PublishResponsePending(last_tick_ns_);
+          }
+        }
+      } else {
+        AcceptPaced(w.timestamps.data(), w.intended.data(), w.timestamps.size());
+      }
       mid_message_ = false;
+    } else if (w.response) {
+      // The response view of a service window merged just before (the
+      // client's same operations), and their schedule.
+      if (response_) {
+        static_cast<void>(
+            response_->windows.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
+        response_->rate.Add(w.client, w.counters.records, w.start_unix_ms, w.end_unix_ms);
+        window_schedule_.Add(w.schedule);
+        if (response_->windows.HasPendingReports()) [[unlikely]] {
+          PublishResponsePending(last_tick_ns_);
+        }
+      }
     } else {
       CountRemote(w);
       // The handler validated the window against the run's range, so the
       // merge cannot fail; a failure would leave the windows unchanged.
       static_cast<void>(windows_.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
+      if (response_ && !w.paced_client) {  // a closed-loop client of a rate-controlled run
+        static_cast<void>(
+            response_->windows.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
+        response_->rate.Add(w.client, w.counters.records, w.start_unix_ms, w.end_unix_ms);
+        if (response_->windows.HasPendingReports()) [[unlikely]] {
+          PublishResponsePending(last_tick_ns_);
+        }
+      }
     }
     if (windows_.HasPendingReports()) [[unlikely]] {
       PublishPending(last_tick_ns_);
@@ -255,8 +291,12 @@ void RunRecorder::PublishResponse(WindowReport report, int64_t start_ns, int64_t
       w.seq = 1;
       break;
   }
+  const int64_t records = report.snapshot.records;
   Fill(w, std::move(report), start_ns, end_ns);
   w.schedule = schedule;
+  if (w.kind == WindowRecord::Kind::kPeriodic) {
+    w.rate_seconds = response_->rate.TakeRateSeconds(records, w.seconds);
+  }
   w.recorder_bytes = static_cast<int64_t>(response_->windows.periodic().RetainedBytes() +
                                           response_->windows.total().RetainedBytes());
   w.cache_releases =

@@ -52,6 +52,10 @@ struct ResponseViewSetup {
   // Slots the producers dropped (`-catchup skip`), counted by them; read at
   // every window close. May be null.
   std::shared_ptr<const std::atomic<int64_t>> skipped;
+  // A resumed run's view: its last periodic window and total segment
+  // published before (RecorderResume's, for the view).
+  int64_t periodic_seq = 0;
+  int64_t segment_seq = 0;
 };
 
 class RunRecorder final : public TimeStampSink {
@@ -100,6 +104,7 @@ class RunRecorder final : public TimeStampSink {
     int64_t periodic_seq = 0;
     int64_t segment_seq = 0;
     int64_t window_start_ns = 0;
+    WindowRate rate;  // remote windows' spans, as the run's (window_rate_)
   };
   // Slots the producers skipped since the last call.
   int64_t TakeSkipped();
@@ -162,6 +167,7 @@ class RunRecorder final : public TimeStampSink {
   int64_t late_threshold_ = 0;  // in the run's unit
   std::shared_ptr<const std::atomic<int64_t>> skipped_;
   int64_t skipped_seen_ = 0;
+  int64_t remote_skipped_ = 0;  // slots remote clients dropped, not yet taken
   WindowRecord::Schedule window_schedule_;
   WindowRecord::Schedule run_schedule_;
   int behind_windows_ = 0;  // consecutive windows whose floor rose

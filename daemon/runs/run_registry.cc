@@ -403,11 +403,14 @@ bool RunRegistry::MarkBucketed(RunId id, const std::string& reason) {
   ChangeLock lock(*this);
   Entry* e = Find(id);
   if (e == nullptr) return false;
-  if (!e->info.spec.bucketed_reason.empty()) return true;
-  lock.Changed(id);
-  bytes_ -= e->Bytes();
-  e->info.spec.bucketed_reason = reason;
-  bytes_ += e->Bytes();
+  // A rate-controlled run's response view holds the same values.
+  for (Entry* run : {e, e->info.response_run != 0 ? Find(e->info.response_run) : nullptr}) {
+    if (run == nullptr || !run->info.spec.bucketed_reason.empty()) continue;
+    lock.Changed(run->info.id);
+    bytes_ -= run->Bytes();
+    run->info.spec.bucketed_reason = reason;
+    bytes_ += run->Bytes();
+  }
   return true;
 }
 

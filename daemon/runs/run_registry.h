@@ -120,8 +120,8 @@ class RunRegistry {
   void SetRetention(const config::RetentionConfig& retention);
   // The run's latest SLO verdict (run_slo.h); unknown runs are ignored.
   void SetSloStatus(RunId id, SloStatus status);
-  // Marks a running run bucketed (RunSpec::bucketed_reason) unless it is
-  // already; false for an unknown run.
+  // Marks a running run bucketed (RunSpec::bucketed_reason), and its
+  // response view, unless they are already; false for an unknown run.
   bool MarkBucketed(RunId id, const std::string& reason);
   // Marks a run RunInfo::rate_not_sustained; unknown runs are ignored.
   void MarkRateNotSustained(RunId id);

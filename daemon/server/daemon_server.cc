@@ -487,7 +487,11 @@ absl::Status StartHttp(Parts* p, const config::DaemonConfig& config) {
 absl::Status ResumeRuns(Parts* p) {
   for (state::StoredRun& run : p->resumable) {
     p->checkpointer->Seed(run.info, *run.checkpoint);
-    absl::Status resumed = p->ingest_runs->Resume(run.info, run.windows, *run.checkpoint);
+    for (const state::StoredRun& view : run.response_view) {
+      p->checkpointer->Seed(view.info, *view.checkpoint);
+    }
+    absl::Status resumed =
+        p->ingest_runs->Resume(run.info, run.windows, *run.checkpoint, run.response_view);
     if (!resumed.ok()) {
       p->checkpointer->OnRunEnded(run.info, {});
       p->history->Abandon(p->manager->registry(), std::move(run), resumed.ToString());

@@ -1,5 +1,6 @@
 #include "daemon/service/ingest_codec.h"
 
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -40,6 +41,14 @@ absl::StatusOr<ingest::OpenRequest> DecodeOpen(const v1::IngestOpen& open) {
   out.slo = open.slo().expression();
   out.abort_on_fail = open.slo().abort_on_fail();
   out.bucketed_reason = open.bucketed_reason();
+  if (!(open.target_rate() >= 0) || !std::isfinite(open.target_rate())) {
+    return absl::InvalidArgumentError("open: target_rate must be a finite rate >= 0");
+  }
+  if (open.late_threshold_ns() < 0) {
+    return absl::InvalidArgumentError("open: late_threshold_ns must not be negative");
+  }
+  out.target_rate = open.target_rate();
+  out.late_threshold_ns = open.late_threshold_ns();
   out.must_exist = open.must_exist();
   out.must_create = open.must_create();
   out.run_id = open.run_id();
@@ -54,8 +63,11 @@ constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 }  // namespace
 
 absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_length,
-                         std::vector<TimeStamp>* out) {
+                         runs::RemoteWindow* window) {
+  std::vector<TimeStamp>* out = &window->timestamps;
   out->clear();
+  window->intended.clear();
+  window->schedule = {};
   const int64_t n = batch.count();
   if (n > max_batch_length) {
     return absl::ResourceExhaustedError(
@@ -98,6 +110,34 @@ absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_leng
     }
     (*out)[static_cast<size_t>(i)] =
         TimeStamp{0, latency, static_cast<int32_t>(records), static_cast<int32_t>(bytes)};
+  }
+  if (batch.skipped() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    out->clear();
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch ", batch.sequence(), ": skipped overflows int64"));
+  }
+  window->schedule.skipped = static_cast<int64_t>(batch.skipped());
+  if (batch.start_lag_delta_size() == 0) return absl::OkStatus();
+  if (batch.start_lag_delta_size() != n) {
+    out->clear();
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch ", batch.sequence(), ": start_lag_delta has ",
+                     batch.start_lag_delta_size(), " entries, not 0 or ", n));
+  }
+  window->intended.resize(static_cast<size_t>(n));
+  int64_t lag = 0;
+  for (int i = 0; i < n; ++i) {
+    int64_t response = 0;
+    if (__builtin_add_overflow(lag, batch.start_lag_delta(i), &lag) || lag < 0 ||
+        __builtin_add_overflow((*out)[static_cast<size_t>(i)].end, lag, &response)) {
+      out->clear();
+      window->intended.clear();
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch ", batch.sequence(), ": start lag ", i,
+                       " is negative or overflows int64 (an operation never starts before its "
+                       "slot; latency + lag must fit int64)"));
+    }
+    window->intended[static_cast<size_t>(i)] = -lag;
   }
   return absl::OkStatus();
 }
@@ -173,6 +213,24 @@ absl::StatusOr<runs::RemoteWindow> DecodeWindow(const v1::WindowReport& report, 
         LatencyBucket{static_cast<int64_t>(latency), static_cast<int64_t>(count)};
   }
   if (absl::Status s = CheckWindow(report.sequence(), w, min_bound, max_bound); !s.ok()) return s;
+  if (report.response()) {
+    const v1::Schedule& s = report.schedule();
+    w.response = true;
+    w.schedule = {.operations = s.operations(),
+                  .late = s.late(),
+                  .skipped = s.skipped(),
+                  .max_lag = s.max_lag(),
+                  .min_lag = s.min_lag(),
+                  .total_lag = s.total_lag()};
+    const runs::WindowRecord::Schedule& d = w.schedule;
+    if (d.operations < 0 || d.late < 0 || d.late > d.operations || d.skipped < 0 || d.min_lag < 0 ||
+        d.max_lag < d.min_lag || d.total_lag < 0 ||
+        (d.operations == 0 && (d.max_lag != 0 || d.total_lag != 0))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "window ", report.sequence(),
+          ": schedule: counts must be >= 0, late <= operations, 0 <= min_lag <= max_lag"));
+    }
+  }
   return w;
 }
 

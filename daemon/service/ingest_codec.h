@@ -23,14 +23,16 @@ namespace perld::service {
 // (TIME_UNIT_UNSPECIFIED is the daemon's own: nullopt).
 absl::StatusOr<ingest::OpenRequest> DecodeOpen(const v1::IngestOpen& open);
 
-// Columns -> timestamps (start 0, end = latency), appended to `out` (cleared
-// first). Checks: count == latency column length; records/bytes columns
-// empty or of `count` entries; records in [1, 2^31-1], bytes in [0, 2^31-1];
-// the delta sums stay within int64; count <= max_batch_length. A negative
-// latency is not an error: the recorder counts it invalid, as a local
-// writer's.
+// Columns -> out->timestamps (start 0, end = latency; cleared first) and,
+// out->schedule.skipped and, when the batch has start lags, out->intended
+// (-lag). Checks: count == latency column length;
+// records/bytes columns empty or of `count` entries; records in [1,
+// 2^31-1], bytes in [0, 2^31-1]; start_lag_delta empty or of `count`
+// entries, each lag >= 0 and latency + lag within int64; the delta sums
+// stay within int64; count <= max_batch_length. A negative latency is not
+// an error: the recorder counts it invalid, as a local writer's.
 absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_length,
-                         std::vector<TimeStamp>* out);
+                         runs::RemoteWindow* out);
 
 // Report -> counters and ascending buckets for a run with bounds
 // [min_bound, max_bound]. Checks: pairs columns of equal length <=

@@ -218,7 +218,7 @@ class IngestService::Reactor final
         const v1::TimestampBatch& batch = in_.batch();
         offered = service_.runs_.OfferBatch(
             session_, batch.sequence(),
-            [&](int64_t max_length, std::vector<TimeStamp>* out) {
+            [&](int64_t max_length, runs::RemoteWindow* out) {
               return DecodeBatch(batch, max_length, out);
             },
             resume);
@@ -229,7 +229,10 @@ class IngestService::Reactor final
         offered = service_.runs_.OfferWindow(
             session_, report.sequence(),
             [&](const LatencyConfig& run, int64_t max_pairs) {
-              return DecodeWindow(report, max_pairs, run.min_latency, run.max_latency);
+              absl::StatusOr<runs::RemoteWindow> w =
+                  DecodeWindow(report, max_pairs, run.min_latency, run.max_latency);
+              if (w.ok()) w->paced_client = session_.paced_client;
+              return w;
             },
             resume);
         break;

@@ -11,6 +11,11 @@
 // spool or memory keeps every message the daemon has not declared durable),
 // so nothing is lost or counted twice.
 //
+// A rate-controlled run's response view (RunInfo::response_run) is
+// checkpointed with it, at the same cut and in the same transaction: the
+// view's total holds the response times of the same messages, and both
+// resume together.
+//
 // Plain data; any thread.
 #pragma once
 
@@ -62,6 +67,10 @@ struct Checkpoint {
   // holds exactly the windows up to the cut the run resumes from.
   std::vector<UpstreamMessage> upstream;
   uint64_t upstream_next_sequence = 0;
+  // A rate-controlled run's response view at the same cut: 0 or 1 entry,
+  // its total (run_id: the view's) and its own window numbering; no
+  // clients or upstream (the run's carry them).
+  std::vector<Checkpoint> response_view;
 };
 
 }  // namespace perld::state

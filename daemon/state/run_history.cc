@@ -109,10 +109,39 @@ absl::StatusOr<std::vector<StoredRun>> RunHistory::Restore(runs::RunRegistry& re
     ++restored;
   }
   if (restored > 0) log::Info("state: restored ", restored, " run(s) from ", store_->path());
-  return resumable;
+  return PairResponseViews(registry, std::move(resumable));
+}
+
+std::vector<StoredRun> RunHistory::PairResponseViews(runs::RunRegistry& registry,
+                                                     std::vector<StoredRun> resumable) {
+  std::vector<StoredRun> runs;
+  std::vector<StoredRun> views;
+  for (StoredRun& run : resumable) {
+    (run.info.service_run != 0 ? views : runs).push_back(std::move(run));
+  }
+  for (StoredRun& view : views) {
+    auto service = std::find_if(runs.begin(), runs.end(), [&view](const StoredRun& run) {
+      return run.info.id == view.info.service_run;
+    });
+    if (service == runs.end()) {
+      Abandon(registry, std::move(view), "its run did not resume");
+    } else {
+      service->response_view.push_back(std::move(view));
+    }
+  }
+  std::vector<StoredRun> out;
+  for (StoredRun& run : runs) {
+    if (run.info.response_run != 0 && run.response_view.empty()) {
+      Abandon(registry, std::move(run), "its response view was not stored");
+    } else {
+      out.push_back(std::move(run));
+    }
+  }
+  return out;
 }
 
 void RunHistory::Abandon(runs::RunRegistry& registry, StoredRun run, std::string_view why) {
+  for (StoredRun& view : run.response_view) Abandon(registry, std::move(view), why);
   run.info.state = runs::RunState::kFailed;
   run.info.end_reason = runs::EndReason::kFailed;
   run.info.end_unix_ms = CrashTime(run);

@@ -37,10 +37,13 @@ class RunHistory final : public runs::RunObserver {
 
   // Loads every stored run into `registry`, except the running ingest runs
   // with a checkpoint, which it returns (with their windows up to the
-  // checkpoint's cut; later windows are deleted from the database).
+  // checkpoint's cut; later windows are deleted from the database). A
+  // rate-controlled run comes with its response view (StoredRun::
+  // response_view); one whose view cannot resume with it, or a view whose
+  // run cannot, is abandoned.
   absl::StatusOr<std::vector<StoredRun>> Restore(runs::RunRegistry& registry);
   // A run Restore returned that cannot resume: it ends failed, naming `why`,
-  // with the total of its checkpoint.
+  // with the total of its checkpoint (and so does its response view).
   void Abandon(runs::RunRegistry& registry, StoredRun run, std::string_view why);
   // The first id a new run may take (ids are never reused).
   runs::RunId NextRunId() const { return store_->MaxRunId() + 1; }
@@ -53,6 +56,10 @@ class RunHistory final : public runs::RunObserver {
   StateStore& store() { return *store_; }
 
  private:
+  // Moves each resumable response view into its run's StoredRun.
+  std::vector<StoredRun> PairResponseViews(runs::RunRegistry& registry,
+                                           std::vector<StoredRun> resumable);
+
   std::unique_ptr<StateStore> store_;
   UpstreamJournal* journal_ = nullptr;
 };

@@ -160,7 +160,8 @@ absl::StatusOr<std::vector<StoredRun>> LoadAll(SqliteDb& db) {
     if (!run.ok()) {
       return run.status();
     }
-    runs.push_back(StoredRun{*std::move(run), {}, std::nullopt, absl::OkStatus(), std::nullopt});
+    runs.push_back(
+        StoredRun{*std::move(run), {}, std::nullopt, absl::OkStatus(), std::nullopt, {}});
     return absl::OkStatus();
   });
   if (s.ok()) {
@@ -474,6 +475,23 @@ class StateStore::Writer {
         s = insert_checkpoint_.Run();
       }
       insert_checkpoint_.Reset();
+      // A rate-controlled run's response view: the same cut, all or none.
+      for (const Checkpoint& view : c.response_view) {
+        if (!s.ok()) {
+          break;
+        }
+        absl::StatusOr<std::string> view_blob = EncodeDistribution(view.total.distribution);
+        if (!view_blob.ok()) {
+          s = view_blob.status();
+          break;
+        }
+        insert_checkpoint_.Reset();
+        s = BindCheckpoint(view, *view_blob, &insert_checkpoint_);
+        if (s.ok()) {
+          s = insert_checkpoint_.Run();
+        }
+        insert_checkpoint_.Reset();
+      }
     }
     for (const CheckpointClient& client : c.clients) {
       if (!s.ok()) {
@@ -877,6 +895,7 @@ void StateStore::SaveFinalTotal(runs::RunInfo run, runs::WindowRecord total,
 
 void StateStore::SaveCheckpoint(Checkpoint checkpoint, std::function<void()> durable) {
   size_t bytes = WindowBytes(checkpoint.total);
+  for (const Checkpoint& view : checkpoint.response_view) bytes += WindowBytes(view.total);
   for (const CheckpointClient& c : checkpoint.clients) {
     bytes += sizeof(CheckpointClient) + c.id.size() + c.name.size();
   }

@@ -91,6 +91,9 @@ struct StoredRun {
   absl::Status distribution_status;
   // A running run's last checkpoint (checkpoint.h), with its distribution.
   std::optional<Checkpoint> checkpoint;
+  // A resumable rate-controlled run's response view (0 or 1 entry), paired
+  // with it by RunHistory::Restore: they resume together.
+  std::vector<StoredRun> response_view;
 };
 
 // A forwarded run's last messages to the parent (UpstreamJournal), stored

@@ -20,9 +20,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   perld::v1::IngestRequest request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
   if (request.has_batch()) {
-    std::vector<perld::TimeStamp> stamps;
+    perld::runs::RemoteWindow stamps;
     if (perld::service::DecodeBatch(request.batch(), kMaxBatch, &stamps).ok() &&
-        stamps.size() != request.batch().count()) {
+        (stamps.timestamps.size() != request.batch().count() ||
+         (!stamps.intended.empty() && stamps.intended.size() != stamps.timestamps.size()))) {
       std::abort();
     }
   }

@@ -192,7 +192,10 @@ def check_exact(args, d, pb, query, tag, run, spooled, final_out):
     check(run_view.total.records == want_records,
           f"{tag}: run total {run_view.total.records} == spooled {records} + the last "
           f"client's {last['records']}: nothing lost, nothing substituted")
-    got = query.GetPercentiles(pb.GetPercentilesRequest(run=run, percentiles=PERCENTS))
+    # The clients' service times (their spools hold latencies; a -throughput
+    # run shows response time by default).
+    got = query.GetPercentiles(pb.GetPercentilesRequest(run=run, percentiles=PERCENTS,
+                                                        kind=pb.LATENCY_KIND_SERVICE))
     want = exact_percentiles(merged, PERCENTS)
     check([p.latency for p in got.percentiles] == want,
           f"{tag}: every percentile equals the spooled + final data's {want}")

@@ -38,7 +38,7 @@ ingest:
 
 
 def clients(perlctl, target, run, tmp, tag):
-    return spooled_loads(perlctl, target, run, tmp, tag, ("raw", "windows", "raw"), 7, 200000)
+    return spooled_loads(perlctl, target, run, tmp, tag, ("raw", "windows", "raw"), 7, 2)
 
 
 def wait_listed(query, pb, name, seconds=60):
@@ -118,7 +118,7 @@ def main():
 
     # --- kill -9 before the run's first checkpoint -------------------------------
     outs, procs = spooled_loads(args.perlctl, listen, "early", tmp, "e", ("raw", "windows"), 4,
-                                100000, interval=60)
+                                2, interval=60)
     check(wait_listed(query, pb, "early"), "the clients created the run 'early'")
     time.sleep(1.0)
     d.proc.send_signal(signal.SIGKILL)

@@ -135,7 +135,7 @@ def main():
 
     # --- A: killed after a checkpoint's commit, before its acknowledgement -----
     d = start("a", {"PERLD_FAILPOINT": "checkpoint-after-commit-before-ack:4"})
-    outs, procs = spooled_loads(args.perlctl, listen, "fp-ack", tmp, "a", MODES, 4, 100000)
+    outs, procs = spooled_loads(args.perlctl, listen, "fp-ack", tmp, "a", MODES, 4, 2)
     wait_dead(d, "A")
     check(log_has("failpoint checkpoint-after-commit-before-ack reached"),
           "A: the daemon died at checkpoint-after-commit-before-ack")
@@ -146,7 +146,7 @@ def main():
 
     # --- B: killed after the run ended, before its total was stored ------------
     d = start("b", {"PERLD_FAILPOINT": "run-ended-before-remembered"})
-    outs, procs = spooled_loads(args.perlctl, listen, "fp-end", tmp, "b", MODES, 2, 100000)
+    outs, procs = spooled_loads(args.perlctl, listen, "fp-end", tmp, "b", MODES, 2, 2)
     wait_dead(d, "B", seconds=60)
     check(log_has("failpoint run-ended-before-remembered reached"),
           "B: the daemon died at run-ended-before-remembered")
@@ -162,7 +162,7 @@ def main():
         d = start("c", {"LD_PRELOAD": os.path.abspath(args.powercut),
                         "PERLD_POWERCUT_WATCH": os.path.abspath(state),
                         "PERLD_POWERCUT_SHADOW": os.path.abspath(shadow)})
-        outs, procs = spooled_loads(args.perlctl, listen, "power", tmp, "c", MODES, 5, 100000)
+        outs, procs = spooled_loads(args.perlctl, listen, "power", tmp, "c", MODES, 5, 2)
         time.sleep(2.5)  # about two checkpoints of the 1 s client interval
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait(timeout=30)

@@ -264,7 +264,10 @@ def spooled_loads(perlctl, target, run, tmp, tag, modes, seconds, throughput, in
     returns (the distribution files, the processes). A mode ending in
     "-memory" (e.g. "windows-memory") has no spool: the client keeps what
     the daemon has not made durable in memory. `interval` (seconds) is the
-    run's reporting interval, so also how often the daemon checkpoints it."""
+    run's reporting interval, so also how often the daemon checkpoints it.
+    `throughput`: MB/s of 100-byte records per client, a rate-controlled
+    run with a response view (keep it sustainable: 2 is ~21,000 operations/s;
+    an unreachable rate makes every response time distinct)."""
     outs, procs = [], []
     for i, mode in enumerate(modes):
         out = os.path.join(tmp, f"{tag}{i}.json")

@@ -56,7 +56,7 @@ upstream:
 
 
 def clients(perlctl, target, run, tmp, tag, seconds):
-    return spooled_loads(perlctl, target, run, tmp, tag, ("raw", "windows"), seconds, 100000)
+    return spooled_loads(perlctl, target, run, tmp, tag, ("raw", "windows"), seconds, 2)
 
 
 def client_results(tag, procs):

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
+
+#include "client/lib/wire_encoder.h"
 
 namespace perld::service {
 namespace {
@@ -47,8 +50,10 @@ v1::WindowReport Window(const std::vector<LatencyBucket>& pairs) {
 TEST(IngestCodecTest, BatchDecodesLatenciesAndConstantColumns) {
   v1::TimestampBatch b = Batch(1, {5, 3, -2, 1000});
   b.set_constant_bytes(64);
-  std::vector<TimeStamp> out;
-  ASSERT_TRUE(DecodeBatch(b, 10, &out).ok());
+  runs::RemoteWindow w;
+  ASSERT_TRUE(DecodeBatch(b, 10, &w).ok());
+  const std::vector<TimeStamp>& out = w.timestamps;
+  EXPECT_TRUE(w.intended.empty());  // closed loop
   ASSERT_EQ(out.size(), 4u);
   const int64_t want[] = {5, 3, -2, 1000};
   for (size_t i = 0; i < 4; ++i) {
@@ -64,33 +69,98 @@ TEST(IngestCodecTest, BatchPerEntryColumns) {
   b.add_records(4);
   b.add_bytes(10);
   b.add_bytes(20);
-  std::vector<TimeStamp> out;
-  ASSERT_TRUE(DecodeBatch(b, 10, &out).ok());
+  runs::RemoteWindow w;
+  ASSERT_TRUE(DecodeBatch(b, 10, &w).ok());
+  const std::vector<TimeStamp>& out = w.timestamps;
   EXPECT_EQ(out[1].records, 4);
   EXPECT_EQ(out[1].bytes, 20);
 }
 
 TEST(IngestCodecTest, BatchRefusals) {
-  std::vector<TimeStamp> out;
-  EXPECT_EQ(DecodeBatch(Batch(1, {1, 2, 3}), 2, &out).code(), absl::StatusCode::kResourceExhausted);
+  runs::RemoteWindow w;
+  EXPECT_EQ(DecodeBatch(Batch(1, {1, 2, 3}), 2, &w).code(), absl::StatusCode::kResourceExhausted);
   v1::TimestampBatch short_column = Batch(1, {1, 2});
   short_column.set_count(3);
-  EXPECT_EQ(DecodeBatch(short_column, 10, &out).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(short_column, 10, &w).code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch records = Batch(1, {1, 2});
   records.add_records(1);
-  EXPECT_EQ(DecodeBatch(records, 10, &out).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(records, 10, &w).code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch zero = Batch(1, {1});
   zero.add_records(0);
-  EXPECT_EQ(DecodeBatch(zero, 10, &out).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(zero, 10, &w).code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch huge = Batch(1, {1});
   huge.set_constant_bytes(0x80000000u);
-  EXPECT_EQ(DecodeBatch(huge, 10, &out).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(huge, 10, &w).code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch overflow;
   overflow.set_count(2);
   overflow.add_latency_delta(INT64_MAX);
   overflow.add_latency_delta(1);
-  EXPECT_EQ(DecodeBatch(overflow, 10, &out).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(out.empty());  // refused whole
+  EXPECT_EQ(DecodeBatch(overflow, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(w.timestamps.empty());  // refused whole
+}
+
+// A rate-controlled batch: start lags beside the latencies, intended start
+// = -lag (the timestamps start at 0), so response = latency + lag.
+TEST(IngestCodecTest, BatchStartLagsGiveIntendedStarts) {
+  v1::TimestampBatch b = Batch(7, {5, 3, 9});
+  for (int64_t d : {0, 1000, -400}) b.add_start_lag_delta(d);  // lags 0, 1000, 600
+  b.set_skipped(4);
+  runs::RemoteWindow w;
+  ASSERT_TRUE(DecodeBatch(b, 10, &w).ok());
+  ASSERT_EQ(w.intended.size(), 3u);
+  EXPECT_EQ(w.intended[0], 0);
+  EXPECT_EQ(w.intended[1], -1000);
+  EXPECT_EQ(w.intended[2], -600);
+  EXPECT_EQ(w.timestamps[1].end - w.intended[1], 1003);  // response of operation 1
+  EXPECT_EQ(w.schedule.skipped, 4);
+}
+
+// The client's encoder and the daemon's decoder are inverses, start lags
+// and skipped slots included; a closed-loop encoder sends no lag column.
+TEST(IngestCodecTest, PacedEncoderRoundTripsThroughTheDecoder) {
+  client::BatchEncoder paced(/*paced=*/true);
+  const std::vector<std::pair<TimeStamp, int64_t>> ops = {
+      {TimeStamp{100, 130, 1, 8}, 0},
+      {TimeStamp{200, 1200, 2, 8}, 999'000},
+      {TimeStamp{300, 305, 1, 8}, 7},
+      {TimeStamp{400, 390, 1, 8}, INT64_MAX / 2}};  // a negative latency, a huge lag
+  for (const auto& [ts, lag] : ops) paced.Add(ts, lag);
+  v1::TimestampBatch wire;
+  paced.Take(9, &wire, /*skipped=*/12);
+  EXPECT_EQ(paced.size(), 0u);
+  runs::RemoteWindow w;
+  ASSERT_TRUE(DecodeBatch(wire, 10, &w).ok());
+  ASSERT_EQ(w.intended.size(), ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(w.timestamps[i].end - w.timestamps[i].start, ops[i].first.end - ops[i].first.start);
+    EXPECT_EQ(w.timestamps[i].start - w.intended[i], ops[i].second);
+  }
+  EXPECT_EQ(w.schedule.skipped, 12);
+
+  client::BatchEncoder closed;
+  closed.Add(TimeStamp{0, 5, 1, 0}, 77);  // a lag given to a closed-loop encoder is not sent
+  closed.Take(1, &wire);
+  EXPECT_EQ(wire.start_lag_delta_size(), 0);
+  EXPECT_EQ(wire.skipped(), 0u);
+}
+
+TEST(IngestCodecTest, BatchStartLagRefusals) {
+  runs::RemoteWindow w;
+  v1::TimestampBatch short_lags = Batch(1, {1, 2});
+  short_lags.add_start_lag_delta(1);
+  EXPECT_EQ(DecodeBatch(short_lags, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  v1::TimestampBatch negative = Batch(1, {1, 2});
+  negative.add_start_lag_delta(5);
+  negative.add_start_lag_delta(-6);  // lag -1: started before its slot
+  EXPECT_EQ(DecodeBatch(negative, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  v1::TimestampBatch overflow = Batch(1, {INT64_MAX - 1});
+  overflow.add_start_lag_delta(2);  // latency + lag overflows
+  EXPECT_EQ(DecodeBatch(overflow, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  v1::TimestampBatch skipped = Batch(1, {1});
+  skipped.set_skipped(uint64_t{1} << 63);
+  EXPECT_EQ(DecodeBatch(skipped, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(w.timestamps.empty());
+  EXPECT_TRUE(w.intended.empty());
 }
 
 TEST(IngestCodecTest, WindowRoundTrip) {

@@ -24,8 +24,10 @@
 #include "absl/time/time.h"
 #include "daemon/core/latency_config.h"
 #include "daemon/core/periodic_and_total_windows.h"
+#include "daemon/core/run_total.h"
 #include "daemon/core/time_stamp.h"
 #include "daemon/runs/recorder_event.h"
+#include "daemon/runs/remote_window_inbox.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/runs/run_recorder.h"
 #include "daemon/runs/run_registry.h"
@@ -102,7 +104,9 @@ PeriodicAndTotalWindows MakeWindows(TimeUnit unit) {
 // A RunRecorder fed by hand (no channels), with or without a view.
 class Harness {
  public:
-  Harness(TimeUnit unit, int64_t late_threshold_ns, bool view, bool with_skipped = true) {
+  // `inbox`: a remote run's (ingest), drained by Drain().
+  Harness(TimeUnit unit, int64_t late_threshold_ns, bool view, bool with_skipped = true,
+          std::shared_ptr<RemoteWindowInbox> inbox = nullptr) {
     std::optional<ResponseViewSetup> response;
     if (view) {
       response.emplace(ResponseViewSetup{.id = kViewId,
@@ -110,9 +114,9 @@ class Harness {
                                          .late_threshold_ns = late_threshold_ns,
                                          .skipped = with_skipped ? skipped_ : nullptr});
     }
-    recorder_ = std::make_unique<RunRecorder>(kServiceId, MakeWindows(unit), unit, kIntervalNs,
-                                              kStartNs, kStartUnixMs, nullptr, &outbox_, nullptr,
-                                              RecorderResume{}, 0, std::move(response));
+    recorder_ = std::make_unique<RunRecorder>(
+        kServiceId, MakeWindows(unit), unit, kIntervalNs, kStartNs, kStartUnixMs, nullptr, &outbox_,
+        std::move(inbox), RecorderResume{}, 0, std::move(response));
   }
 
   void FeedPaced(const std::vector<Op>& ops) {
@@ -136,6 +140,7 @@ class Harness {
   void CloseWindow(int k) { recorder_->Tick(kStartNs + k * kIntervalNs); }
   void Finish(int64_t now_ns) { recorder_->Finish(now_ns); }
   void Skip(int64_t n) { skipped_->fetch_add(n, std::memory_order_relaxed); }
+  void Drain() { recorder_->DrainAll(); }
 
   std::vector<WindowRecord> Take() {
     std::vector<WindowRecord> out;
@@ -257,6 +262,109 @@ TEST(ResponseViewRecorderTest, ServiceAndResponseWindowsHoldTheSameOperationsTim
   EXPECT_EQ(view_total[0]->distribution, Buckets(ResponseOf(every)));
   EXPECT_EQ(view_total[0]->start_unix_ms, service_total[0]->start_unix_ms);
   EXPECT_EQ(view_total[0]->end_unix_ms, service_total[0]->end_unix_ms);
+}
+
+// `ops` as a client's closed local window: its counters and distribution,
+// timed from the actual starts (service) or from the slots (response).
+// `paced_client`: sent by a rate-controlled client (its response window
+// follows).
+RemoteWindow ClientWindow(const std::vector<Op>& ops, bool response, bool paced_client = true) {
+  PeriodicAndTotalWindows local = MakeWindows(TimeUnit::kUs);
+  std::vector<TimeStamp> batch;
+  for (const Op& op : ops) {
+    batch.push_back(TimeStamp{response ? op.intended : op.start, op.end, op.records, 100});
+  }
+  local.RecordBatch(batch.data(), batch.size(), 0);
+  WindowReport report;
+  local.CloseWindow(0, &report);
+  RemoteWindow w;
+  w.counters = CountersOf(report.snapshot);
+  w.buckets = report.distribution;
+  w.response = response;
+  w.paced_client = paced_client;
+  return w;
+}
+
+// Remote rate-controlled clients (ingest): a raw batch's start lags
+// (timestamps from 0, intended = -lag) are recorded as a local paced
+// writer's, its skipped slots join the window's schedule; a windows
+// client's response window merges into the view with its schedule, its
+// service window into the run.
+TEST(ResponseViewRecorderTest, RemoteRawBatchesAndWindowsFeedBothViews) {
+  auto inbox = std::make_shared<RemoteWindowInbox>();
+  Harness h(TimeUnit::kUs, 2'500, /*view=*/true, /*with_skipped=*/false, inbox);
+  RemoteWindow raw;
+  raw.raw = true;
+  raw.schedule.skipped = 3;
+  for (const Op& op : kWindow1) {
+    raw.timestamps.push_back(TimeStamp{0, op.end - op.start, op.records, 100});
+    raw.intended.push_back(-(op.start - op.intended));
+  }
+  inbox->Push(std::move(raw));
+  h.Drain();
+  h.CloseWindow(1);
+  const Schedule sent = ScheduleOf(kWindow2, 2);
+  inbox->Push(ClientWindow(kWindow2, /*response=*/false));
+  RemoteWindow view2 = ClientWindow(kWindow2, /*response=*/true);
+  view2.schedule = sent;
+  inbox->Push(std::move(view2));
+  h.Drain();
+  h.CloseWindow(2);
+  h.Finish(kStartNs + 2 * kIntervalNs + kIntervalNs / 2);
+  const std::vector<WindowRecord> all = h.Take();
+
+  const auto service = Select(all, kServiceId, Kind::kPeriodic);
+  const auto view = Select(all, kViewId, Kind::kPeriodic);
+  ASSERT_EQ(service.size(), 2u);
+  ASSERT_EQ(view.size(), 2u);
+  EXPECT_EQ(service[0]->distribution, Buckets(ServiceOf(kWindow1)));
+  EXPECT_EQ(view[0]->distribution, Buckets(ResponseOf(kWindow1)));
+  EXPECT_EQ(service[1]->distribution, Buckets(ServiceOf(kWindow2)));
+  EXPECT_EQ(view[1]->distribution, Buckets(ResponseOf(kWindow2)));
+  Schedule want1 = ScheduleOf(kWindow1, 2);
+  want1.skipped = 3;
+  EXPECT_EQ(view[0]->schedule, want1);
+  EXPECT_EQ(view[1]->schedule, sent);
+  EXPECT_EQ(service[1]->schedule, sent);
+  // The response window counts its records in the view only.
+  EXPECT_EQ(service[1]->snapshot.records, RecordsOf(kWindow2));
+  EXPECT_EQ(view[1]->snapshot.records, RecordsOf(kWindow2));
+  const std::vector<Op> every = Concat({kWindow1, kWindow2});
+  const auto service_total = Select(all, kServiceId, Kind::kTotal);
+  const auto view_total = Select(all, kViewId, Kind::kTotal);
+  ASSERT_EQ(service_total.size(), 1u);
+  ASSERT_EQ(view_total.size(), 1u);
+  EXPECT_EQ(service_total[0]->distribution, Buckets(ServiceOf(every)));
+  EXPECT_EQ(view_total[0]->distribution, Buckets(ResponseOf(every)));
+  EXPECT_EQ(view_total[0]->snapshot.records, RecordsOf(every));
+}
+
+// A closed-loop client of a rate-controlled run (no slots): its operations
+// wait from their actual start, so they join both views as they are (raw
+// batch or service window) and stay out of the schedule.
+TEST(ResponseViewRecorderTest, ClosedLoopRemoteClientsJoinBothViewsWithoutSlots) {
+  auto inbox = std::make_shared<RemoteWindowInbox>();
+  Harness h(TimeUnit::kUs, 2'500, /*view=*/true, /*with_skipped=*/false, inbox);
+  RemoteWindow raw;
+  raw.raw = true;
+  for (const Op& op : kWindow1) raw.timestamps.push_back(TimeStamp{0, op.end - op.start, 1, 100});
+  inbox->Push(std::move(raw));
+  inbox->Push(ClientWindow(kWindow2, /*response=*/false, /*paced_client=*/false));
+  h.Drain();
+  h.CloseWindow(1);
+  h.Finish(kStartNs + kIntervalNs + kIntervalNs / 2);
+  const std::vector<WindowRecord> all = h.Take();
+  const auto service = Select(all, kServiceId, Kind::kPeriodic);
+  const auto view = Select(all, kViewId, Kind::kPeriodic);
+  ASSERT_EQ(service.size(), 1u);
+  ASSERT_EQ(view.size(), 1u);
+  std::vector<Op> ops = kWindow1;
+  for (Op& op : ops) op.records = 1;
+  ops.insert(ops.end(), kWindow2.begin(), kWindow2.end());
+  EXPECT_EQ(service[0]->distribution, Buckets(ServiceOf(ops)));
+  EXPECT_EQ(view[0]->distribution, service[0]->distribution);
+  EXPECT_EQ(view[0]->snapshot.records, service[0]->snapshot.records);
+  EXPECT_EQ(view[0]->schedule, Schedule{});
 }
 
 TEST(ResponseViewRecorderTest, ScheduleCountersPerWindowAndForTheRun) {

@@ -96,6 +96,13 @@ struct ClientOptions {
   // standing for them (e.g. HdrHistogram bucket values), and why: the run
   // is marked bucketed with this reason (IngestOpen.bucketed_reason).
   std::string bucketed_reason;
+  // > 0: the clients of the run generate load at this many operations per
+  // second together (open model; Record(intended_start, ...)): the run this
+  // client creates keeps response time beside service time and counts its
+  // schedule; a run it joins must have the same rate. late_threshold_ns: an
+  // operation started more than this after its slot is late (0: 1 ms).
+  double target_rate = 0;
+  int64_t late_threshold_ns = 0;
   int max_recorders = 64;                            // NewRecorder calls allowed
   int64_t max_pending_per_recorder = 1 << 16;        // timestamps in flight per Recorder
   int64_t max_unacked_messages = 256;                // messages awaiting their ack
@@ -128,7 +135,16 @@ class Recorder {
   // Hot path: one completed operation, start and end in the client's time
   // unit (latency = end - start), `records` records (>= 1) and `bytes`
   // bytes. Returns true (timestamps are never dropped; it blocks instead).
+  // A rate-controlled client (ClientOptions::target_rate > 0) times it from
+  // its actual start: its intended start is taken to be `start`.
   bool Record(int64_t start, int64_t end, int32_t records, int32_t bytes);
+  // Rate-controlled load (README "Rate-controlled runs"): one operation whose
+  // slot on the client's schedule was `intended_start` (<= start; a later
+  // one is taken as start). The run gets its service time (end - start) and
+  // its response time (end - intended_start), both exact, and the start lag
+  // in its schedule. A closed-loop client (target_rate 0) records service
+  // time only. Same thread rules as Record(start, ...).
+  bool Record(int64_t intended_start, int64_t start, int64_t end, int32_t records, int32_t bytes);
 
  private:
   friend class Client;
@@ -148,11 +164,15 @@ struct Counters {
   uint64_t run_id = 0;             // the daemon's run (0 until opened)
   bool opened = false;             // a stream of this process was opened by the daemon
   bool run_created = false;        // that open created the run (else it joined it)
-  int64_t acked_records = 0;       // records in the acknowledged messages
-  int64_t unsent_records = 0;      // records in messages given up on (Abandon, Close deadline)
-  std::string last_stream_error;   // why the last stream ended early ("" if none)
-  uint64_t spool_replayed = 0;     // messages replayed from the spool at Create
-  uint64_t spool_full_waits = 0;   // messages that waited for room in a full spool
+  // The run's response view (RunInfo.response_run): 0 when the run is
+  // closed-loop -- a rate-controlled client that joined it then adds its
+  // service time only.
+  uint64_t response_run = 0;
+  int64_t acked_records = 0;      // records in the acknowledged messages
+  int64_t unsent_records = 0;     // records in messages given up on (Abandon, Close deadline)
+  std::string last_stream_error;  // why the last stream ended early ("" if none)
+  uint64_t spool_replayed = 0;    // messages replayed from the spool at Create
+  uint64_t spool_full_waits = 0;  // messages that waited for room in a full spool
 };
 
 struct FlushResult {
@@ -206,10 +226,14 @@ class Client {
   std::string FinalError() const;
   // The client's exact total: filled by Close (empty before).
   LocalTotal Total() const;
+  // A rate-controlled client's exact response-time total (end - intended
+  // start of the same operations): filled by Close; empty otherwise.
+  LocalTotal ResponseTotal() const;
 
   struct Impl;
 
  private:
+  friend struct client::RecorderAccess;
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
