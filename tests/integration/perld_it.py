@@ -369,6 +369,32 @@ def merge_pairs(*dicts_or_lists):
     return sorted(merged.items())
 
 
+class Perlctl:
+    """perlctl against one daemon: run() gives (exit code, stdout, stderr);
+    json() a --json answer as a dict (checked to exit 0); distribution() a
+    run's exported distribution of one latency kind as [latency, count]
+    lists, ascending."""
+
+    def __init__(self, perlctl, target):
+        self.perlctl, self.target = perlctl, target
+
+    def run(self, *cmd, timeout=120):
+        p = subprocess.run([self.perlctl, "--target", self.target] + list(cmd),
+                           capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+
+    def json(self, *cmd):
+        rc, out, err = self.run("--json", *cmd)
+        check(rc == 0, f"perlctl {' '.join(cmd)} ({err.strip()})")
+        return json.loads(out) if rc == 0 else {}
+
+    def distribution(self, run, kind):
+        rc, out, err = self.run("export", run, "--format", "csv", "--kind", kind)
+        check(rc == 0, f"{run}: export --kind {kind} ({err.strip()})")
+        return [[int(x) for x in line.split(",")] for line in out.splitlines()[1:]] \
+            if rc == 0 else []
+
+
 def free_port():
     """A loopback TCP port free now (for a daemon restarted on the same address)."""
     with socket.socket() as s:

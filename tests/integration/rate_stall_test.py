@@ -34,7 +34,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perld_it import Daemon, check, finish  # noqa: E402
+from perld_it import Daemon, Perlctl, check, finish  # noqa: E402
 
 RATE = 1024  # operations/s: -throughput 1 (MB/s) of -size 1024 records
 STALL_S = 1.0
@@ -49,21 +49,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="perld-rate-stall-")
     d = Daemon(args.perld, os.path.join(tmp, "state"), log=os.path.join(tmp, "perld.log"))
 
-    def ctl(*cmd, timeout=120):
-        p = subprocess.run([args.perlctl, "--target", d.grpc] + list(cmd), capture_output=True,
-                           text=True, timeout=timeout)
-        return p.returncode, p.stdout, p.stderr
-
-    def ctl_json(*cmd):
-        rc, out, err = ctl("--json", *cmd)
-        check(rc == 0, f"perlctl {' '.join(cmd)} ({err.strip()})")
-        return json.loads(out) if rc == 0 else {}
-
-    def distribution(run, kind):
-        rc, out, err = ctl("export", run, "--format", "csv", "--kind", kind)
-        check(rc == 0, f"{run}: export --kind {kind} ({err.strip()})")
-        return [tuple(int(x) for x in line.split(",")) for line in out.splitlines()[1:]] \
-            if rc == 0 else []
+    perlctl = Perlctl(args.perlctl, d.grpc)
+    ctl, ctl_json, distribution = perlctl.run, perlctl.json, perlctl.distribution
 
     def stalled_bench(name, catchup):
         """Runs the bench, stops the daemon for STALL_S in its third second."""

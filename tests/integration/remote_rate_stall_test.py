@@ -32,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perld_it import Daemon, check, finish, free_port  # noqa: E402
+from perld_it import Daemon, Perlctl, check, finish, free_port  # noqa: E402
 
 RATE = 1024  # operations/s: -throughput 1 (MB/s) of -size 1024 records
 STALL_S = 1.0
@@ -54,21 +54,8 @@ def main():
 
     d = start()
 
-    def ctl(*cmd, timeout=120):
-        p = subprocess.run([args.perlctl, "--target", d.grpc] + list(cmd), capture_output=True,
-                           text=True, timeout=timeout)
-        return p.returncode, p.stdout, p.stderr
-
-    def ctl_json(*cmd):
-        rc, out, err = ctl("--json", *cmd)
-        check(rc == 0, f"perlctl {' '.join(cmd)} ({err.strip()})")
-        return json.loads(out) if rc == 0 else {}
-
-    def distribution(run, kind):
-        rc, out, err = ctl("export", run, "--format", "csv", "--kind", kind)
-        check(rc == 0, f"{run}: export --kind {kind} ({err.strip()})")
-        return [[int(x) for x in line.split(",")] for line in out.splitlines()[1:]] \
-            if rc == 0 else []
+    perlctl = Perlctl(args.perlctl, listen)
+    ctl, ctl_json, distribution = perlctl.run, perlctl.json, perlctl.distribution
 
     def stalled_load(name, mode, catchup, stall=True):
         """Runs perlctl load; stops the load process for STALL_S in its third second."""
