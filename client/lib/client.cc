@@ -8,10 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <iterator>
 #include <optional>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "client/lib/client_internal.h"
@@ -23,6 +23,7 @@
 #include "daemon/core/clock.h"
 #include "daemon/core/periodic_and_total_windows.h"
 #include "daemon/core/recorder_thread.h"
+#include "daemon/core/response_times.h"
 #include "daemon/core/timestamp_channels.h"
 
 namespace perld {
@@ -77,7 +78,7 @@ struct LocalResponse {
   int64_t late_threshold = 0;                     // in the client's unit
   const std::atomic<int64_t>* skipped = nullptr;  // slots dropped (client::SkippedSlots)
   int64_t skipped_sent = 0;
-  v1::Schedule schedule;  // windows mode: the operations since the last response window
+  LagTally lags;  // windows mode: the operations since the last response window
 };
 
 // The recorder-thread side: windows, encoder, and what goes to the sender.
@@ -200,7 +201,14 @@ class LocalSink final : public TimeStampSink {
     int64_t records = 0;
     for (size_t i = 0; i < n; ++i) records += batch[i].records > 0 ? batch[i].records : 0;
     records_.fetch_add(records, std::memory_order_relaxed);
-    if (response_) RecordResponse(batch, intended, n, now);
+    if (response_) {
+      // Raw mode sends the lags; the daemon tallies them.
+      RecordResponseTimes(response_->windows, batch, intended, n, now, response_->late_threshold,
+                          mode_ == IngestMode::kWindows ? &response_->lags : nullptr);
+      if (response_->windows.HasPendingReports()) [[unlikely]] {
+        SendPending();
+      }
+    }
     if (mode_ == IngestMode::kRaw) {
       const size_t cap = BatchCap();
       for (size_t i = 0; i < n; ++i) {
@@ -209,32 +217,6 @@ class LocalSink final : public TimeStampSink {
       }
     }
     if (windows_.HasPendingReports()) [[unlikely]] {
-      SendPending();
-    }
-  }
-
-  void RecordResponse(const TimeStamp* batch, const int64_t* intended, size_t n, int64_t now) {
-    TimeStamp response[TimeStampChannels::kBatch];
-    v1::Schedule& s = response_->schedule;
-    const bool schedule = mode_ == IngestMode::kWindows;  // raw: the daemon counts it
-    for (size_t done = 0; done < n;) {
-      const size_t m = std::min(n - done, std::size(response));
-      for (size_t i = 0; i < m; ++i) {
-        const TimeStamp& t = batch[done + i];
-        const int64_t slot = intended != nullptr ? intended[done + i] : t.start;
-        response[i] = TimeStamp{slot, t.end, t.records, t.bytes};
-        if (!schedule) continue;
-        const int64_t lag = t.start - slot;
-        s.set_min_lag(s.operations() == 0 ? lag : std::min(s.min_lag(), lag));
-        s.set_max_lag(s.operations() == 0 ? lag : std::max(s.max_lag(), lag));
-        s.set_total_lag(s.total_lag() + lag);
-        s.set_late(s.late() + (lag > response_->late_threshold ? 1 : 0));
-        s.set_operations(s.operations() + 1);
-      }
-      response_->windows.RecordBatch(response, m, now);
-      done += m;
-    }
-    if (response_->windows.HasPendingReports()) [[unlikely]] {
       SendPending();
     }
   }
@@ -301,13 +283,17 @@ class LocalSink final : public TimeStampSink {
       v1::IngestRequest request;
       v1::WindowReport* out = request.mutable_window();
       out->Swap(&parts[i]);
-      out->set_sequence(sender_->next_sequence());
       if (response) {
         out->set_response(true);
         if (i + 1 == parts.size()) {
-          response_->schedule.set_skipped(TakeSkipped());
-          out->mutable_schedule()->Swap(&response_->schedule);
-          response_->schedule.Clear();
+          const LagTally lags = std::exchange(response_->lags, {});
+          v1::Schedule* s = out->mutable_schedule();
+          s->set_operations(lags.operations);
+          s->set_late(lags.late);
+          s->set_skipped(TakeSkipped());
+          s->set_max_lag(lags.max_lag);
+          s->set_min_lag(lags.min_lag);
+          s->set_total_lag(lags.total_lag);
         }
       }
       sender_->Enqueue(std::move(request));
@@ -514,7 +500,7 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
                                    .late_threshold = late_ns / ns_per_unit,
                                    .skipped = &impl->skipped,
                                    .skipped_sent = 0,
-                                   .schedule = {}});
+                                   .lags = {}});
   }
   impl->sink = std::make_unique<LocalSink>(std::move(*windows), latency.time_unit, o.mode,
                                            o.reporting_interval_ms * 1'000'000, o.batch_length,

@@ -84,12 +84,6 @@ void Encode(const LatencyCounters& c, std::span<const LatencyBucket> pairs, uint
 
 }  // namespace
 
-void EncodeWindow(const WindowReport& report, uint64_t sequence, int64_t start_unix_ms,
-                  int64_t end_unix_ms, v1::WindowReport* out) {
-  Encode(CountersOf(report.snapshot), report.distribution, sequence, start_unix_ms, end_unix_ms,
-         out);
-}
-
 std::vector<v1::WindowReport> EncodeWindowParts(const LatencySnapshot& s,
                                                 std::span<const LatencyBucket> distribution,
                                                 int64_t max_pairs, uint64_t first_sequence,

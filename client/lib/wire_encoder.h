@@ -1,7 +1,7 @@
 // The client side of the ingest wire format (proto/perld/v1/ingest.proto):
 // BatchEncoder packs timestamps into a TimestampBatch (latency deltas as
 // zigzag varints; the records and bytes columns sent once when constant), and
-// EncodeWindow turns a closed local window into a WindowReport. The daemon's
+// EncodeWindowParts turns a closed local window into WindowReports. The daemon's
 // decoders (daemon/service/ingest_codec.h) are their inverse.
 //
 // Threads: single owner (the client's recorder thread).
@@ -42,11 +42,6 @@ class BatchEncoder {
   std::vector<uint32_t> records_;
   std::vector<uint32_t> bytes_;
 };
-
-// A closed window (PeriodicAndTotalWindows::CloseWindow's report: counters
-// and ascending distribution) as a WindowReport.
-void EncodeWindow(const WindowReport& report, uint64_t sequence, int64_t start_unix_ms,
-                  int64_t end_unix_ms, v1::WindowReport* out);
 
 // A closed window (counters `s`, ascending `distribution`) as WindowReports
 // of at most `max_pairs` pairs each, with consecutive sequences from

@@ -31,7 +31,6 @@ struct RunTable::Run {
   std::string name;
   std::string slo;  // RunSpec::slo and abort_on_fail, fixed at creation
   bool abort_on_fail = false;
-  double target_rate = 0;  // RunSpec::target_rate, fixed at creation
   int max_clients = 0;
   bool aggregate = false;            // created by a windows client: SBM's recorders
   std::atomic<bool> stopped{false};  // Control.StopRun, or shutdown
@@ -174,7 +173,6 @@ absl::StatusOr<std::shared_ptr<RunTable::Run>> RunTable::CreateLocked(
   run->name = open.run_name;
   run->slo = open.slo;
   run->abort_on_fail = open.abort_on_fail;
-  run->target_rate = open.target_rate;
   run->context.latency = latency;
   run->context.inbox = std::make_shared<runs::RemoteWindowInbox>();
   run->context.paced = open.target_rate > 0;
@@ -569,7 +567,6 @@ absl::Status RunTable::Resume(runs::RunInfo info, std::vector<runs::WindowRecord
   run->name = info.spec.name;
   run->slo = info.spec.slo;
   run->abort_on_fail = info.spec.abort_on_fail;
-  run->target_rate = info.spec.target_rate;
   run->context.latency = info.spec.latency;
   run->context.inbox = std::make_shared<runs::RemoteWindowInbox>();
   run->context.checkpointed = true;

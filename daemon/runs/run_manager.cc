@@ -18,6 +18,20 @@
 namespace perld::runs {
 namespace {
 
+// A resumed run's (or response view's) checkpointed total as its windows'
+// starting total; DataLoss when the stored distribution does not fit the
+// run's range.
+absl::Status SeedTotal(const RunResume& r, const LatencyConfig& latency,
+                       PeriodicAndTotalWindows& windows) {
+  if (absl::Status s = LatencyRecorder::CheckBuckets(r.base, r.base_distribution,
+                                                     latency.min_latency, latency.max_latency);
+      !s.ok()) {
+    return absl::DataLossError(absl::StrCat("run ", r.info.id, ": checkpoint: ", s.message()));
+  }
+  windows.SeedTotal(r.base, r.base_distribution);
+  return absl::OkStatus();
+}
+
 constexpr int64_t kDispatchWaitUs = 100'000;
 
 int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
@@ -191,13 +205,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
                : PeriodicAndTotalWindows::Create(spec.latency, start_ns / ns_per_unit);
     if (!view.ok()) return view.status();
     if (view_resume != nullptr) {
-      const RunResume& r = *view_resume;
-      if (absl::Status s = LatencyRecorder::CheckBuckets(
-              r.base, r.base_distribution, spec.latency.min_latency, spec.latency.max_latency);
-          !s.ok()) {
-        return absl::DataLossError(absl::StrCat("run ", r.info.id, ": checkpoint: ", s.message()));
-      }
-      view->SeedTotal(r.base, r.base_distribution);
+      if (absl::Status s = SeedTotal(*view_resume, spec.latency, *view); !s.ok()) return s;
     }
     response.emplace(ResponseViewSetup{
         .windows = *std::move(view),
@@ -211,12 +219,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
   RecorderResume recorder_resume;
   if (setup.resume) {
     const RunResume& r = *setup.resume;
-    if (absl::Status s = LatencyRecorder::CheckBuckets(
-            r.base, r.base_distribution, spec.latency.min_latency, spec.latency.max_latency);
-        !s.ok()) {
-      return absl::DataLossError(absl::StrCat("run ", r.info.id, ": checkpoint: ", s.message()));
-    }
-    windows->SeedTotal(r.base, r.base_distribution);
+    if (absl::Status s = SeedTotal(r, spec.latency, *windows); !s.ok()) return s;
     recorder_resume = r.recorder;
     recorder_resume.now_ns = now_ns;
   }

@@ -54,34 +54,16 @@ void RunRecorder::AcceptPaced(const TimeStamp* batch, const int64_t* intended, s
   }
   const int64_t now = last_tick_ns_ / ns_per_unit_;
   windows_.RecordBatch(batch, n, now);
-  // One pass: the same operations timed from their slots (end - intended
-  // start) for the view, and their start lags for the schedule, in plain
-  // accumulators folded into the window once.
-  TimeStamp response[TimeStampChannels::kBatch];
-  WindowRecord::Schedule& w = window_schedule_;
-  for (size_t done = 0; done < n;) {
-    const size_t m = std::min(n - done, std::size(response));
-    int64_t lo = batch[done].start - intended[done];
-    int64_t hi = lo;
-    int64_t sum = 0;
-    int64_t late = 0;
-    for (size_t i = 0; i < m; ++i) {
-      const TimeStamp& t = batch[done + i];
-      const int64_t lag = t.start - intended[done + i];
-      lo = std::min(lo, lag);
-      hi = std::max(hi, lag);
-      sum += lag;
-      late += lag > late_threshold_ ? 1 : 0;
-      response[i] = TimeStamp{intended[done + i], t.end, t.records, t.bytes};
-    }
-    w.min_lag = w.operations == 0 ? lo : std::min(w.min_lag, lo);
-    w.max_lag = w.operations == 0 ? hi : std::max(w.max_lag, hi);
-    w.total_lag += sum;
-    w.late += late;
-    w.operations += static_cast<int64_t>(m);
-    response_->windows.RecordBatch(response, m, now);
-    done += m;
-  }
+  // The same operations timed from their slots for the view, their start
+  // lags for the window's schedule (operations without slots: not in it).
+  LagTally lags;
+  RecordResponseTimes(response_->windows, batch, intended, n, now, late_threshold_,
+                      intended != nullptr ? &lags : nullptr);
+  window_schedule_.Add({.operations = lags.operations,
+                        .late = lags.late,
+                        .max_lag = lags.max_lag,
+                        .min_lag = lags.min_lag,
+                        .total_lag = lags.total_lag});
   if (response_->windows.HasPendingReports()) [[unlikely]] {
     PublishResponsePending(last_tick_ns_);
   }
@@ -133,54 +115,44 @@ size_t RunRecorder::DrainInbox() {
       if (index >= client_applied_.size()) client_applied_.resize(index + 1, 0);
       client_applied_[index] = w.sequence;  // before the merge: an early close includes w
     }
-    remote_skipped_ += w.schedule.skipped;  // a raw rate-controlled client's dropped slots
+    remote_skipped_ += w.schedule.skipped;  // dropped slots (raw batch or response window)
     if (w.raw) {
       // A window the IsFull policy closes inside the batch holds part of
       // the message only: not a cut.
       mid_message_ = true;
-      if (w.intended.empty()) {
-        const int64_t now = last_tick_ns_ / ns_per_unit_;
-        windows_.RecordBatch(w.timestamps.data(), w.timestamps.size(), now);
-        if (response_) {  // a closed-loop client of a rate-controlled run: no slots
-          response_->windows.RecordBatch(w.timestamps.data(), w.timestamps.size(), now);
-          if (response_->windows.HasPendingReports()) [[unlikely]] {
-            PublishResponsePending(last_tick_ns_);
-          }
-        }
-      } else {
-        AcceptPaced(w.timestamps.data(), w.intended.data(), w.timestamps.size());
-      }
+      // A closed-loop client's batch (no slots) in a rate-controlled run:
+      // its response times are its service times (AcceptPaced with none).
+      AcceptPaced(w.timestamps.data(), w.intended.empty() ? nullptr : w.intended.data(),
+                  w.timestamps.size());
       mid_message_ = false;
     } else if (w.response) {
       // The response view of a service window merged just before (the
       // client's same operations), and their schedule.
-      if (response_) {
-        static_cast<void>(
-            response_->windows.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
-        response_->rate.Add(w.client, w.counters.records, w.start_unix_ms, w.end_unix_ms);
-        window_schedule_.Add(w.schedule);
-        if (response_->windows.HasPendingReports()) [[unlikely]] {
-          PublishResponsePending(last_tick_ns_);
-        }
-      }
+      MergeIntoView(w);
+      window_schedule_.Add(w.schedule);
     } else {
       CountRemote(w);
       // The handler validated the window against the run's range, so the
       // merge cannot fail; a failure would leave the windows unchanged.
       static_cast<void>(windows_.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
-      if (response_ && !w.paced_client) {  // a closed-loop client of a rate-controlled run
-        static_cast<void>(
-            response_->windows.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
-        response_->rate.Add(w.client, w.counters.records, w.start_unix_ms, w.end_unix_ms);
-        if (response_->windows.HasPendingReports()) [[unlikely]] {
-          PublishResponsePending(last_tick_ns_);
-        }
-      }
+      // A closed-loop client's window waits from its actual starts: it is
+      // its response view too.
+      if (!w.paced_client) MergeIntoView(w);
     }
     if (windows_.HasPendingReports()) [[unlikely]] {
       PublishPending(last_tick_ns_);
     }
   });
+}
+
+void RunRecorder::MergeIntoView(const RemoteWindow& w) {
+  if (!response_) return;
+  static_cast<void>(
+      response_->windows.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
+  response_->rate.Add(w.client, w.counters.records, w.start_unix_ms, w.end_unix_ms);
+  if (response_->windows.HasPendingReports()) [[unlikely]] {
+    PublishResponsePending(last_tick_ns_);
+  }
 }
 
 void RunRecorder::CountRemote(const RemoteWindow& w) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "daemon/core/periodic_and_total_windows.h"
+#include "daemon/core/response_times.h"
 #include "daemon/core/timestamp_channels.h"
 #include "daemon/core/timestamp_sink.h"
 #include "daemon/runs/recorder_event.h"
@@ -94,6 +95,8 @@ class RunRecorder final : public TimeStampSink {
   void Accept(const TimeStamp* batch, size_t n) override;
   // Paced timestamps: service time into the run's windows, response time
   // into the response view's (if any), and the schedule counters.
+  // `intended` null: timestamps without slots (a closed-loop remote client
+  // of a rate-controlled run), response time = service time.
   void AcceptPaced(const TimeStamp* batch, const int64_t* intended, size_t n) override;
   void Tick(int64_t now_ns) override;
 
@@ -122,6 +125,8 @@ class RunRecorder final : public TimeStampSink {
   void Fill(WindowRecord& w, WindowReport report, int64_t start_ns, int64_t end_ns) const;
 
   size_t DrainInbox();
+  // Merges a remote window into the response view (if the run has one).
+  void MergeIntoView(const RemoteWindow& w);
   void CountRemote(const RemoteWindow& w);
   void CloseWindow(int64_t now_ns);
   void PublishPending(int64_t now_ns);
