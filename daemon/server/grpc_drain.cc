@@ -64,12 +64,9 @@ int64_t GrpcDrain::in_flight() const {
 }
 
 int64_t GrpcDrain::Shutdown(grpc::Server& server, absl::Time deadline) {
-  // No new calls from here on: every connection gets a GOAWAY, the
-  // listeners close. The calls in flight go on.
-  grpc_completion_queue* cq = grpc_completion_queue_create_for_pluck(nullptr);
-  int tag = 0;
-  grpc_server_shutdown_and_notify(server.c_server(), cq, &tag);
-
+  // The calls in flight finish first, before any connection hears of the
+  // stop (the application refuses new runs and streams by now; a short call
+  // that still arrives is served).
   int64_t left = 0;
   bool had_calls = false;
   {
@@ -83,17 +80,24 @@ int64_t GrpcDrain::Shutdown(grpc::Server& server, absl::Time deadline) {
     }
     left = in_flight_;
   }
-  // Every call handed its last message and status to the transport, which
-  // is not the client having read them: closing a connection whose client
-  // has not read everything (or whose last frames we have not read) resets
-  // it, and the client loses what it had not read -- 166 of 200 watch
-  // streams on one connection, with the close 1 s after the calls ended,
-  // on a loaded 2-core host. So when calls were in flight, the stop is
-  // graceful for up to kFlushGrace (within the deadline): gRPC closes each
-  // connection once its client has acknowledged the GOAWAY and its streams
-  // ended, and returns as soon as all are closed; idle connections whose
-  // client does not answer are closed at the grace's end. With no call in
-  // flight, every connection is closed at once.
+  // Only now the GOAWAY: every connection gets one with a PING, the
+  // listeners close, new calls are refused. A call that ended handed its
+  // last message and status to the transport, which is not the client
+  // having read them, and closing a connection whose client has frames in
+  // flight to us resets it: the client loses what it had not read (1 of 200
+  // watch streams on one connection ended UNAVAILABLE after receiving its
+  // total when the GOAWAY went out before the calls ended and the
+  // connection closed as its last stream did, under ASan on a loaded 2-core
+  // host). Sent after the calls' last frames, the PING is answered only once
+  // the client has read them, and gRPC closes each connection once its PING
+  // is answered. So when calls were in flight, the stop is graceful for up
+  // to kFlushGrace (within the deadline) and returns as soon as every
+  // connection is closed; idle connections whose client does not answer are
+  // closed at the grace's end. With no call in flight, every connection is
+  // closed at once.
+  grpc_completion_queue* cq = grpc_completion_queue_create_for_pluck(nullptr);
+  int tag = 0;
+  grpc_server_shutdown_and_notify(server.c_server(), cq, &tag);
   const absl::Time now = absl::Now();
   const absl::Time flushed = had_calls ? std::min(deadline, now + kFlushGrace) : now;
   server.Shutdown(absl::ToChronoTime(std::max(flushed, now)));

@@ -11,12 +11,14 @@
 // to the whole deadline (drainTimeoutMs).
 //
 // How: an interceptor counts the calls in flight (created with the call,
-// destroyed with it). Shutdown() first stops the server from taking calls
-// (grpc_server_shutdown_and_notify: GOAWAY on every connection, listeners
-// closed, new calls refused), waits until no call is in flight or the
-// deadline passed; then, when calls were in flight, lets the connections
-// close gracefully (their clients read the last messages and acknowledge
-// the GOAWAY) for at most kFlushGrace within the deadline; then ends the rest
+// destroyed with it). Shutdown() first waits until no call is in flight or
+// the deadline passed (the application refuses new runs and streams by
+// then); only then stops the server from taking calls
+// (grpc_server_shutdown_and_notify: GOAWAY and a PING on every connection,
+// listeners closed, new calls refused), so the PING follows every finished
+// call's last frames; then, when calls were in flight, lets the connections
+// close gracefully (their clients read the last messages and answer the
+// PING) for at most kFlushGrace within the deadline; then ends the rest
 // (grpc::Server::Shutdown at that deadline: calls still open are cancelled,
 // every connection is closed, idle ones included).
 //
