@@ -158,6 +158,16 @@ void ToProto(const runs::RunInfo& info, v1::RunInfo* out) {
   }
 }
 
+void ToProto(const runs::WindowRecord::Schedule& schedule, v1::Schedule* out) {
+  out->set_operations(schedule.operations);
+  out->set_late(schedule.late);
+  out->set_skipped(schedule.skipped);
+  out->set_max_lag(schedule.max_lag);
+  out->set_min_lag(schedule.min_lag);
+  out->set_total_lag(schedule.total_lag);
+  out->set_not_sustained(schedule.not_sustained);
+}
+
 void AddPercentiles(const LatencySnapshot& s,
                     google::protobuf::RepeatedPtrField<v1::Percentile>* out) {
   const size_t n = std::min({s.percents.size(), s.values.size(), s.counts.size()});
@@ -203,14 +213,7 @@ void ToProto(const runs::WindowRecord& w, bool final_total, v1::Window* out) {
   out->set_late_reports(w.remote.late);
   out->set_cache_releases(w.cache_releases);
   if (w.schedule.operations > 0 || w.schedule.skipped > 0) {
-    v1::Schedule* schedule = out->mutable_schedule();
-    schedule->set_operations(w.schedule.operations);
-    schedule->set_late(w.schedule.late);
-    schedule->set_skipped(w.schedule.skipped);
-    schedule->set_max_lag(w.schedule.max_lag);
-    schedule->set_min_lag(w.schedule.min_lag);
-    schedule->set_total_lag(w.schedule.total_lag);
-    schedule->set_not_sustained(w.schedule.not_sustained);
+    ToProto(w.schedule, out->mutable_schedule());
   }
   if (w.kind == runs::WindowRecord::Kind::kTotal) {
     out->set_segments(w.segments);

@@ -15,6 +15,8 @@ namespace perld::service {
 void ToProto(const runs::RunInfo& info, v1::RunInfo* out);
 // `final_total`: a KIND_TOTAL window that is the run's final total.
 void ToProto(const runs::WindowRecord& window, bool final_total, v1::Window* out);
+// A window's schedule (a response view's, issue 30).
+void ToProto(const runs::WindowRecord::Schedule& schedule, v1::Schedule* out);
 // A snapshot's percentiles (percent, exact latency, records at it).
 void AddPercentiles(const LatencySnapshot& s,
                     google::protobuf::RepeatedPtrField<v1::Percentile>* out);

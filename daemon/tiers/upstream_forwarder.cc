@@ -36,6 +36,11 @@ v1::IngestOpen OpenFor(const runs::RunInfo& info, const std::string& node_id) {
   open.set_client_id(absl::StrCat(node_id, "/", info.id));
   open.set_client_name(absl::StrCat("perld ", node_id, " run ", info.id));
   open.set_mode(v1::IngestOpen::MODE_WINDOWS);
+  if (info.response_run != 0) {
+    // A rate-controlled run: the parent's run keeps a response view too.
+    open.set_target_rate(info.spec.target_rate);
+    open.set_late_threshold_ns(info.spec.late_threshold_ns);
+  }
   return open;
 }
 
@@ -106,6 +111,7 @@ UpstreamForwarder::Lane& UpstreamForwarder::StartRestoredLocked(
 }
 
 void UpstreamForwarder::OnRunStarted(const runs::RunInfo& info) {
+  if (info.service_run != 0) return;  // a response view: its run's stream carries it
   MutexLock lock(mu_);
   if (stopping_) return;
   if (auto r = restored_.find(info.id); r != restored_.end()) {
@@ -125,16 +131,21 @@ void UpstreamForwarder::OnRunStarted(const runs::RunInfo& info) {
 
 void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRecord& window) {
   if (window.kind != runs::WindowRecord::Kind::kPeriodic) return;
+  // A response view's windows go on its run's stream as response windows
+  // (published before the run's windows of the same instant, so the run's
+  // checkpoint at that instant takes them too).
+  const bool response = info.service_run != 0;
+  const runs::RunId id = response ? info.service_run : info.id;
   bool gated = false;
   uint64_t first = 0;
   {
     MutexLock lock(mu_);
-    auto it = lanes_.find(info.id);
+    auto it = lanes_.find(id);
     if (stopping_ || it == lanes_.end()) return;  // a run restored from the history
     Lane& lane = it->second;
     if (!lane.decided) {
       lane.decided = true;
-      lane.gated = store_ != nullptr && checkpointed_ && checkpointed_(info.id);
+      lane.gated = store_ != nullptr && checkpointed_ && checkpointed_(id);
     }
     gated = lane.gated;
     if (!gated && !RoomLocked(lane, 1)) {
@@ -161,12 +172,17 @@ void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRe
   messages.reserve(parts.size());
   for (v1::WindowReport& part : parts) {
     const uint64_t sequence = part.sequence();
+    if (response) {
+      part.set_response(true);
+      // The schedule once, on the window's last part.
+      if (&part == &parts.back()) service::ToProto(window.schedule, part.mutable_schedule());
+    }
     v1::IngestRequest request;
     *request.mutable_window() = std::move(part);
     messages.push_back(Message{sequence, request.SerializeAsString()});
   }
   MutexLock lock(mu_);
-  auto it = lanes_.find(info.id);
+  auto it = lanes_.find(id);
   if (it == lanes_.end()) return;  // given up at the stop deadline
   Lane& lane = it->second;
   lane.next_sequence = first + messages.size();
@@ -174,7 +190,7 @@ void UpstreamForwarder::OnWindow(const runs::RunInfo& info, const runs::WindowRe
     lane.untaken.insert(lane.untaken.end(), std::make_move_iterator(messages.begin()),
                         std::make_move_iterator(messages.end()));
   } else {
-    QueueMessagesLocked(info.id, lane, std::move(messages));
+    QueueMessagesLocked(id, lane, std::move(messages));
   }
 }
 

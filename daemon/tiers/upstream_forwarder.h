@@ -8,7 +8,11 @@
 // perld.v1.Ingest in windows mode, client id "<nodeId>/<run id>", the run's
 // time unit, range, percentiles and interval, sequence numbers 1, 2, ... per
 // local run (a ParentStream: resends after a reconnect, the parent drops
-// duplicates). A window larger than upstream.maxPairsPerReport is sent in
+// duplicates). A rate-controlled run (issue 30) opens with its target rate
+// and late threshold, so the parent's run keeps a response view too; its
+// response view's windows go on the run's own stream as response windows
+// (WindowReport.response, the schedule on the last part), never as a run of
+// their own. A window larger than upstream.maxPairsPerReport is sent in
 // parts (EncodeWindowParts) that merge to it exactly. Total segments and the
 // run total are not sent: the parent builds its own from the windows. When
 // the local run ends, its last window is sent and the stream closed (the

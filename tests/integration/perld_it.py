@@ -218,13 +218,16 @@ def ingest_stubs(tmp):
             importlib.import_module("perld.v1.ingest_pb2_grpc"))
 
 
-def merged_distributions(files):
+def merged_distributions(files, kind="service"):
     """(ascending (latency, count) pairs, records) of `perlctl load
-    --distribution-out` files merged."""
+    --distribution-out` files merged; kind "response": a rate-controlled
+    client's response times."""
     pairs, records = {}, 0
     for f in files:
         with open(f) as fh:
             d = json.load(fh)
+        if kind == "response":
+            d = d["response"]
         records += d["records"]
         for latency, count in d["latencies"]:
             pairs[latency] = pairs.get(latency, 0) + count

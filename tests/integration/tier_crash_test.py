@@ -96,6 +96,16 @@ def verify(query, pb, tag, name, outs, results, where):
     want = exact_percentiles(pairs, PERCENTS)
     check([p.latency for p in got.percentiles] == want,
           f"{tag}: every {where} percentile equals the merged distribution's: {want}")
+    # The clients are rate-controlled: the run's response view (forwarded on
+    # the run's own stream to the root) equals their response times too.
+    pairs, records = merged_distributions(outs, "response")
+    got = query.GetPercentiles(pb.GetPercentilesRequest(
+        run=str(run.run.id), percentiles=PERCENTS, kind=pb.LATENCY_KIND_RESPONSE))
+    want = exact_percentiles(pairs, PERCENTS)
+    check(got.valid_latency_records == total == records and
+          [p.latency for p in got.percentiles] == want,
+          f"{tag}: the {where} response view: {got.valid_latency_records} records == the "
+          f"clients' {records}, every percentile equals their response times': {want}")
 
 
 def main():

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -59,6 +60,17 @@ class FakeParent {
     auto it = records_.find(run);
     return it == records_.end() ? 0 : it->second;
   }
+  // Every WindowReport received for `run`, in order, and its stream's open.
+  std::vector<v1::WindowReport> Reports(const std::string& run) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = reports_.find(run);
+    return it == reports_.end() ? std::vector<v1::WindowReport>{} : it->second;
+  }
+  std::optional<v1::IngestOpen> Open(const std::string& run) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = opens_.find(run);
+    return it == opens_.end() ? std::nullopt : std::optional<v1::IngestOpen>(it->second);
+  }
   bool Closed(const std::string& run) const {
     std::lock_guard<std::mutex> lock(mu_);
     return closed_.contains(run);
@@ -80,6 +92,10 @@ class FakeParent {
   ParentStreamFactory Factory() {
     return [this](v1::IngestOpen open, uint64_t first, uint64_t /*held_through*/,
                   std::function<void()> wake) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        opens_[open.run_name()] = open;
+      }
       return std::make_unique<Stream>(this, open.run_name(), first, std::move(wake));
     };
   }
@@ -110,6 +126,7 @@ class FakeParent {
       EXPECT_EQ(message->window().sequence(), next);
       parent->received_[run].push_back(next++);
       parent->records_[run] += message->window().records();
+      parent->reports_[run].push_back(message->window());
       parent->cv_.notify_all();
       return Offer::kQueued;
     }
@@ -144,6 +161,8 @@ class FakeParent {
   std::set<Stream*> streams_;
   std::map<std::string, std::vector<uint64_t>> received_;
   std::map<std::string, int64_t> records_;
+  std::map<std::string, std::vector<v1::WindowReport>> reports_;
+  std::map<std::string, v1::IngestOpen> opens_;
   mutable std::set<std::string> closed_;
 };
 
@@ -223,6 +242,71 @@ TEST(UpstreamForwarderTest, AStreamWithoutRoomOrRefusedDelaysNoOther) {
   EXPECT_EQ(c.messages_acked, 4u * kWindows);
   EXPECT_EQ(c.windows_dropped, 2u * kWindows);
   EXPECT_EQ(c.queued, 0u);
+}
+
+// A rate-controlled run (issue 30) is one stream that opens with its target
+// rate and late threshold: its response view's windows go on it as response
+// windows, the schedule on each window's last part, never as a run of
+// their own.
+TEST(UpstreamForwarderTest, ARateControlledRunCarriesItsResponseViewOnItsOwnStream) {
+  FakeParent parent;
+  UpstreamForwarder f(Config(100'000, 10'000), parent.Factory());
+  runs::RunInfo run = RunNamed(1, "paced");
+  run.spec.target_rate = 1000;
+  run.spec.late_threshold_ns = 250'000;
+  run.response_run = 2;
+  runs::RunInfo view = RunNamed(2, "paced:response");
+  view.service_run = 1;
+  f.OnRunStarted(run);
+  f.OnRunStarted(view);
+  for (int w = 1; w <= 3; ++w) {
+    runs::WindowRecord response = Window(view.id, w + 10);
+    response.seq = w;
+    response.schedule = {.operations = 2,
+                         .late = w,
+                         .skipped = 1,
+                         .max_lag = 7 * w,
+                         .min_lag = w,
+                         .total_lag = 8 * w,
+                         .not_sustained = w == 3};
+    f.OnWindow(view, response);  // an instant's view window comes first
+    f.OnWindow(run, Window(run.id, w));
+  }
+  f.OnRunEnded(view, {});
+  f.OnRunEnded(run, {});
+  ASSERT_TRUE(parent.WaitFor([&] { return parent.Closed("paced"); }));
+  f.Stop();
+  EXPECT_TRUE(parent.Reports("paced:response").empty()) << "no run of the view's own";
+  EXPECT_EQ(f.counters().runs, 1u);
+  const std::optional<v1::IngestOpen> open = parent.Open("paced");
+  ASSERT_TRUE(open.has_value());
+  EXPECT_EQ(open->target_rate(), 1000);
+  EXPECT_EQ(open->late_threshold_ns(), 250'000);
+  const std::vector<v1::WindowReport> reports = parent.Reports("paced");
+  ASSERT_EQ(reports.size(), 12u) << "3 windows of each view, 2 parts each";
+  for (int w = 1; w <= 3; ++w) {
+    const v1::WindowReport* parts = &reports[static_cast<size_t>(4 * (w - 1))];
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(parts[i].sequence(), static_cast<uint64_t>(4 * w - 3 + i));
+    EXPECT_TRUE(parts[0].response() && parts[1].response());
+    EXPECT_FALSE(parts[2].response() || parts[3].response());
+    // One pair a part (maxPairsPerReport 1): its latency_delta is the latency.
+    EXPECT_EQ(parts[0].latency_delta(0), static_cast<uint64_t>(w + 10)) << "the view's, " << w;
+    EXPECT_EQ(parts[1].latency_delta(0), static_cast<uint64_t>(w + 11));
+    EXPECT_EQ(parts[2].latency_delta(0), static_cast<uint64_t>(w)) << "the run's, " << w;
+    EXPECT_EQ(parts[3].latency_delta(0), static_cast<uint64_t>(w + 1));
+    EXPECT_FALSE(parts[0].has_schedule()) << "the schedule once, on the last part";
+    ASSERT_TRUE(parts[1].has_schedule());
+    const v1::Schedule& s = parts[1].schedule();
+    EXPECT_EQ(s.operations(), 2);
+    EXPECT_EQ(s.late(), w);
+    EXPECT_EQ(s.skipped(), 1);
+    EXPECT_EQ(s.max_lag(), 7 * w);
+    EXPECT_EQ(s.min_lag(), w);
+    EXPECT_EQ(s.total_lag(), 8 * w);
+    EXPECT_EQ(s.not_sustained(), w == 3);
+    EXPECT_FALSE(parts[2].has_schedule() || parts[3].has_schedule());
+  }
 }
 
 TEST(UpstreamForwarderTest, AStuckStreamCannotTakeTheOthersShare) {
