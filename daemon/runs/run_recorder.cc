@@ -26,7 +26,8 @@ RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit uni
       periodic_seq_(resume.periodic_seq),
       segment_seq_(resume.segment_seq),
       total_start_ns_(start_ns),
-      client_applied_(std::move(resume.client_applied)) {
+      client_applied_(std::move(resume.client_applied)),
+      run_schedule_(resume.schedule) {
   if (resume.now_ns > 0) {
     window_start_ns_ = resume.now_ns;
     last_tick_ns_ = resume.now_ns;

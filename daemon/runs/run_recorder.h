@@ -41,6 +41,7 @@ struct RecorderResume {
   int64_t periodic_seq = 0;              // the last periodic window published before
   int64_t segment_seq = 0;               // the last total segment published before
   std::vector<uint64_t> client_applied;  // per client index (WindowRecord::applied)
+  WindowRecord::Schedule schedule;       // the run's schedule up to the cut
 };
 
 // A rate-controlled run's response view (RunInfo::response_run): its own

@@ -232,7 +232,8 @@ void RunRegistry::AddRunning(const RunInfo& info) {
 
 void RunRegistry::AddResumed(const RunInfo& info, std::vector<WindowRecord> history,
                              const LatencyCounters& base, std::span<const LatencyBucket> ascending,
-                             double base_seconds, int64_t base_start_time) {
+                             double base_seconds, int64_t base_start_time,
+                             const WindowRecord::Schedule& base_schedule) {
   ChangeLock lock(*this);
   lock.Changed(info.id);
   auto entry = std::make_unique<Entry>(info);
@@ -250,6 +251,7 @@ void RunRegistry::AddResumed(const RunInfo& info, std::vector<WindowRecord> hist
   t.start_unix_ms = info.start_unix_ms;
   t.end_unix_ms = info.start_unix_ms;
   t.seconds = base_seconds;
+  t.schedule = base_schedule;
   t.exact_total = entry->live.exact();
   entry->live.Snapshot(entry->percentiles, base_start_time, base_start_time, &t.snapshot);
   bytes_ += entry->Bytes();

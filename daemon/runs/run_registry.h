@@ -99,11 +99,13 @@ class RunRegistry {
   void AddRunning(const RunInfo& info);
   // A running run resumed from a daemon checkpoint: its stored history, and
   // its total so far (`base`, `ascending`, `base_seconds` long from
-  // `base_start_time`) as the start of its live total.
+  // `base_start_time`, a rate-controlled run's `base_schedule`) as the
+  // start of its live total.
   // REQUIRES: a fresh id; `ascending` as RunTotal::Add requires.
   void AddResumed(const RunInfo& info, std::vector<WindowRecord> history,
                   const LatencyCounters& base, std::span<const LatencyBucket> ascending,
-                  double base_seconds = 0, int64_t base_start_time = 0);
+                  double base_seconds = 0, int64_t base_start_time = 0,
+                  const WindowRecord::Schedule& base_schedule = {});
   // A run loaded from storage (ended, with its history and total).
   std::vector<RunId> Restore(const RunInfo& info, std::vector<WindowRecord> windows,
                              std::optional<WindowRecord> total);

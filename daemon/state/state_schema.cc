@@ -58,12 +58,36 @@ constexpr std::array<const char*, 40> kRunColumns = {
 };
 
 // The columns windows and totals share, after their key.
-constexpr std::array<const char*, 22> kWindowColumns = {
-    "seq",         "start_unix_ms", "end_unix_ms",   "seconds",        "start_time",
-    "end_time",    "records",       "bytes",         "total_latency",  "min_latency",
-    "max_latency", "invalid",       "lower_discard", "higher_discard", "valid",
-    "rejected",    "overflow",      "closed_full",   "full_closes",    "median",
-    "percentiles", "rate_seconds",
+constexpr std::array<const char*, 29> kWindowColumns = {
+    "seq",
+    "start_unix_ms",
+    "end_unix_ms",
+    "seconds",
+    "start_time",
+    "end_time",
+    "records",
+    "bytes",
+    "total_latency",
+    "min_latency",
+    "max_latency",
+    "invalid",
+    "lower_discard",
+    "higher_discard",
+    "valid",
+    "rejected",
+    "overflow",
+    "closed_full",
+    "full_closes",
+    "median",
+    "percentiles",
+    "rate_seconds",
+    "schedule_operations",
+    "schedule_late",
+    "schedule_skipped",
+    "schedule_max_lag",
+    "schedule_min_lag",
+    "schedule_total_lag",
+    "schedule_not_sustained",
 };
 
 constexpr std::array<const char*, 2> kWindowKey = {"run_id", "kind"};
@@ -153,6 +177,11 @@ absl::Status BindWindowColumns(const runs::WindowRecord& w, int index, SqliteSta
   s->BindInt64(index++, n.median);
   s->BindText(index++, *percentiles);
   s->BindDouble(index++, w.rate_seconds);
+  const runs::WindowRecord::Schedule& d = w.schedule;
+  for (const int64_t v : {d.operations, d.late, d.skipped, d.max_lag, d.min_lag, d.total_lag}) {
+    s->BindInt64(index++, v);
+  }
+  s->BindInt64(index++, d.not_sustained ? 1 : 0);
   return absl::OkStatus();
 }
 
@@ -184,6 +213,11 @@ absl::Status ReadWindowColumns(const SqliteStatement& s, int index, absl::string
     return Unreadable(table, w->run_id, "percentiles", st.message());
   }
   w->rate_seconds = s.ColumnDouble(index++);
+  runs::WindowRecord::Schedule& d = w->schedule;
+  for (int64_t* v : {&d.operations, &d.late, &d.skipped, &d.max_lag, &d.min_lag, &d.total_lag}) {
+    *v = s.ColumnInt64(index++);
+  }
+  d.not_sustained = s.ColumnInt64(index++) != 0;
   return absl::OkStatus();
 }
 

@@ -54,7 +54,7 @@
 
 namespace perld::state {
 
-inline constexpr int64_t kSchemaVersion = 12;
+inline constexpr int64_t kSchemaVersion = 13;
 
 inline constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE meta (
@@ -347,11 +347,43 @@ ALTER TABLE runs ADD COLUMN rate_not_sustained INTEGER NOT NULL DEFAULT 0;
 UPDATE meta SET value = 12 WHERE key = 'schema_version';
 )sql";
 
+inline constexpr std::string_view kSchemaV13Upgrade = R"sql(
+-- A rate-controlled run's schedule (issue 30; runs::WindowRecord::Schedule)
+-- per window, per total and per checkpoint, so the history keeps it and a
+-- resumed run counts on from its checkpoint: operations with an intended
+-- start, late ones, skipped slots, the largest, smallest and summed start
+-- lag (in the run's time unit), whether the rate was not sustained. 0 for
+-- closed-loop runs and rows written before.
+ALTER TABLE windows ADD COLUMN schedule_operations INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE windows ADD COLUMN schedule_late INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE windows ADD COLUMN schedule_skipped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE windows ADD COLUMN schedule_max_lag INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE windows ADD COLUMN schedule_min_lag INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE windows ADD COLUMN schedule_total_lag INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE windows ADD COLUMN schedule_not_sustained INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE totals ADD COLUMN schedule_operations INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE totals ADD COLUMN schedule_late INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE totals ADD COLUMN schedule_skipped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE totals ADD COLUMN schedule_max_lag INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE totals ADD COLUMN schedule_min_lag INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE totals ADD COLUMN schedule_total_lag INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE totals ADD COLUMN schedule_not_sustained INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN schedule_operations INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN schedule_late INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN schedule_skipped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN schedule_max_lag INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN schedule_min_lag INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN schedule_total_lag INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN schedule_not_sustained INTEGER NOT NULL DEFAULT 0;
+
+UPDATE meta SET value = 13 WHERE key = 'schema_version';
+)sql";
+
 // kSchemaUpgrades[v - 1] turns version v into v + 1.
 inline constexpr std::string_view kSchemaUpgrades[] = {
-    kSchemaV2Upgrade,  kSchemaV3Upgrade,  kSchemaV4Upgrade, kSchemaV5Upgrade,
-    kSchemaV6Upgrade,  kSchemaV7Upgrade,  kSchemaV8Upgrade, kSchemaV9Upgrade,
-    kSchemaV10Upgrade, kSchemaV11Upgrade, kSchemaV12Upgrade};
+    kSchemaV2Upgrade,  kSchemaV3Upgrade,  kSchemaV4Upgrade,  kSchemaV5Upgrade,
+    kSchemaV6Upgrade,  kSchemaV7Upgrade,  kSchemaV8Upgrade,  kSchemaV9Upgrade,
+    kSchemaV10Upgrade, kSchemaV11Upgrade, kSchemaV12Upgrade, kSchemaV13Upgrade};
 static_assert(std::size(kSchemaUpgrades) == kSchemaVersion - 1, "one upgrade per version");
 
 // Creates the schema in an empty database, or checks an existing one, in one

@@ -865,8 +865,9 @@ void StateStore::SaveWindow(const runs::WindowRecord& window) {
                           false,
                           false,
                           {},
-                          {}};  // live-only: through_window, recorder_bytes, cache_releases,
-                                // remote, applied, cut, warmup, left out, schedule
+                          window.schedule};  // live-only: through_window, recorder_bytes,
+                                             // cache_releases, remote, applied, cut, warmup,
+                                             // left out
   const size_t bytes = WindowBytes(copy);
   {
     MutexLock lock(mu_);

@@ -225,6 +225,22 @@ def main():
     with open(os.path.join(tmp, "perld.log")) as f:
         resumed = f.read().count("resumed from its checkpoint")
     check(resumed == 2, f"crash: the run resumed from its checkpoint after each kill ({resumed})")
+    # The schedule counts on from each checkpoint (schema v13): every paced
+    # operation once, and a restart reads the same back from the history.
+    records = sum(truth["response"].values())
+    sched = (crashed.get("total") or {}).get("schedule") or {}
+    check(sched.get("operations") == records,
+          f"crash: the run's schedule counts every operation once across both resumes "
+          f"({sched.get('operations')} of {records})")
+    d.stop()
+    d = start()
+    stored = (ctl_json("show", "crash").get("total") or {}).get("schedule") or {}
+    check(stored == sched, f"crash: after a restart the stored total keeps its schedule ({stored})")
+    windows = ctl_json("history", "crash", "--kind", "response").get("windows", [])
+    with_schedule = [w for w in windows if (w.get("schedule") or {}).get("operations", 0) > 0]
+    check(windows and len(with_schedule) >= len(windows) - 2,
+          f"crash: after a restart the history's windows keep their schedule "
+          f"({len(with_schedule)} of {len(windows)} with operations)")
 
     d.stop()
     return finish(tmp)

@@ -85,7 +85,7 @@ TEST(StateStoreTest, OpenCreatesDirectoriesAndSchemaInWalMode) {
   ::umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0750 & ~mask);
   EXPECT_EQ(Sql(store->path(), "PRAGMA journal_mode"), "wal");  // persistent in the file
-  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "12");
+  EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "13");
   EXPECT_EQ(Sql(store->path(), "PRAGMA synchronous"), "2");  // FULL on the store's connection
   EXPECT_EQ(store->MaxRunId(), 0u);
   EXPECT_TRUE(LoadOrDie(*store).empty());
@@ -109,10 +109,25 @@ TEST(StateStoreTest, RoundTripsEveryFieldBitExact) {
                              {"invalid=0", false, "FAIL invalid=0: 3"}};
     return r;
   }();
-  const std::vector<WindowRecord> windows = {
+  std::vector<WindowRecord> windows = {
       MakeWindow(1, Kind::kPeriodic, 1), MakeWindow(1, Kind::kPeriodic, 2),
       MakeWindow(1, Kind::kTotalSegment, 1), MakeWindow(1, Kind::kPeriodic, 3)};
-  const WindowRecord total = MakeTotal(2, 1000);
+  // A rate-controlled run's schedule (issue 30), every field.
+  windows[1].schedule = {.operations = 1000,
+                         .late = 12,
+                         .skipped = 3,
+                         .max_lag = 999'999,
+                         .min_lag = 7,
+                         .total_lag = 5'000'000'000,
+                         .not_sustained = true};
+  WindowRecord total = MakeTotal(2, 1000);
+  total.schedule = {.operations = 5,
+                    .late = 1,
+                    .skipped = 0,
+                    .max_lag = 9,
+                    .min_lag = 0,
+                    .total_lag = 11,
+                    .not_sustained = false};
   {
     auto store = OpenOrDie(tmp.path());
     store->SaveRun(running);
@@ -650,21 +665,33 @@ TEST(StateStoreTest, LoadRunsSkipsRowsOfDeletedRuns) {
 TEST(StateStoreTest, RefusesANewerSchema) {
   ScratchDir tmp;
   OpenOrDie(tmp.path()).reset();
-  Sql(tmp / "perld.db", "UPDATE meta SET value = 13 WHERE key = 'schema_version'");
+  Sql(tmp / "perld.db", "UPDATE meta SET value = 14 WHERE key = 'schema_version'");
   absl::StatusOr<std::unique_ptr<StateStore>> store = StateStore::Open(tmp.path(), {});
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("'" + (tmp / "perld.db") + "'"));
   EXPECT_THAT(store.status().message(),
-              HasSubstr("schema version 13 is newer than this perld supports (12)"));
+              HasSubstr("schema version 14 is newer than this perld supports (13)"));
 }
 
 // Turns a current database back into one of `version`: drops the tables
 // later versions added and sets meta.schema_version.
 void DowngradeTo(const std::string& db, int version) {
-  for (const char* column :
-       {"slo", "abort_on_fail", "slo_state", "slo_window", "slo_verdicts", "bucketed_reason",
-        "response_run", "service_run", "target_rate", "late_threshold_ns", "rate_not_sustained"}) {
-    Sql(db, absl::StrCat("ALTER TABLE runs DROP COLUMN ", column).c_str());
+  const std::pair<int, std::vector<const char*>> added[] = {
+      {9, {"slo", "abort_on_fail", "slo_state", "slo_window", "slo_verdicts"}},
+      {11, {"bucketed_reason"}},
+      {12,
+       {"response_run", "service_run", "target_rate", "late_threshold_ns", "rate_not_sustained"}}};
+  for (const auto& [since, columns] : added) {
+    if (version >= since) continue;
+    for (const char* column : columns) {
+      Sql(db, absl::StrCat("ALTER TABLE runs DROP COLUMN ", column).c_str());
+    }
+  }
+  for (const char* table : {"windows", "totals", "checkpoints"}) {
+    for (const char* column :
+         {"operations", "late", "skipped", "max_lag", "min_lag", "total_lag", "not_sustained"}) {
+      Sql(db, absl::StrCat("ALTER TABLE ", table, " DROP COLUMN schedule_", column).c_str());
+    }
   }
   if (version < 8) Sql(db, "ALTER TABLE windows DROP COLUMN distribution");
   if (version < 7) {
@@ -690,8 +717,8 @@ void DowngradeTo(const std::string& db, int version) {
       absl::StrCat("UPDATE meta SET value = ", version, " WHERE key = 'schema_version'").c_str());
 }
 
-TEST(StateStoreTest, UpgradesVersion1To8Databases) {
-  for (int version : {1, 2, 3, 4, 5, 6, 7, 8}) {
+TEST(StateStoreTest, UpgradesVersion1To12Databases) {
+  for (int version : {1, 2, 3, 4, 5, 6, 7, 8, 12}) {
     SCOPED_TRACE(version);
     ScratchDir tmp;
     {
@@ -702,7 +729,7 @@ TEST(StateStoreTest, UpgradesVersion1To8Databases) {
     DowngradeTo(tmp / "perld.db", version);
     auto store = OpenOrDie(tmp.path());
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "12");
+    EXPECT_EQ(Sql(store->path(), "SELECT value FROM meta WHERE key = 'schema_version'"), "13");
     EXPECT_EQ(Sql(store->path(), "SELECT count(*) FROM run_clients"), "0");
     EXPECT_EQ(Sql(store->path(),
                   "SELECT count(*) FROM runs WHERE response_run = 0 AND "
@@ -836,6 +863,13 @@ TEST(StateStoreTest, CheckpointsRoundTripAndEndWithTheFinalTotal) {
   store->SaveRun(MakeRun(7));
   Checkpoint c;
   c.total = MakeTotal(7, 50);
+  c.total.schedule = {.operations = 50,
+                      .late = 2,
+                      .skipped = 4,
+                      .max_lag = 3'000,
+                      .min_lag = 1,
+                      .total_lag = 9'000,
+                      .not_sustained = true};
   c.periodic_seq = 4;
   c.segment_seq = 1;
   c.clients = {CheckpointClient{0, "a", "host a", true, 12, false},
@@ -852,6 +886,7 @@ TEST(StateStoreTest, CheckpointsRoundTripAndEndWithTheFinalTotal) {
   EXPECT_EQ(runs[0].checkpoint->clients, c.clients);
   EXPECT_EQ(runs[0].checkpoint->total.distribution, c.total.distribution);
   EXPECT_EQ(runs[0].checkpoint->total.snapshot.records, c.total.snapshot.records);
+  EXPECT_EQ(runs[0].checkpoint->total.schedule, c.total.schedule) << "a resumed run counts on";
 
   c.clients[0].closed = true;
   store->SaveCheckpointClients(7, {c.clients[0]}, [&] { ++durable; });
