@@ -236,11 +236,12 @@ def main():
     d = start()
     stored = (ctl_json("show", "crash").get("total") or {}).get("schedule") or {}
     check(stored == sched, f"crash: after a restart the stored total keeps its schedule ({stored})")
-    windows = ctl_json("history", "crash", "--kind", "response").get("windows", [])
-    with_schedule = [w for w in windows if (w.get("schedule") or {}).get("operations", 0) > 0]
-    check(windows and len(with_schedule) >= len(windows) - 2,
-          f"crash: after a restart the history's windows keep their schedule "
-          f"({len(with_schedule)} of {len(windows)} with operations)")
+    windows = [w for w in ctl_json("history", "crash", "--kind", "response").get("windows", [])
+               if w.get("records", 0) > 0]
+    counted = [(w.get("records"), (w.get("schedule") or {}).get("operations")) for w in windows]
+    check(windows and all(r == o for r, o in counted),
+          f"crash: after a restart every stored window with records keeps its schedule "
+          f"(records/operations: {counted})")
 
     d.stop()
     return finish(tmp)

@@ -339,6 +339,35 @@ TEST(ResponseViewRecorderTest, RemoteRawBatchesAndWindowsFeedBothViews) {
   EXPECT_EQ(view_total[0]->snapshot.records, RecordsOf(every));
 }
 
+// A windows client's response window that reaches the recorder after the
+// cut its service window made (the client sends it right after; a run that
+// ends then): the last window still closes, so neither its records in the
+// view's windows nor its schedule in the run's are lost.
+TEST(ResponseViewRecorderTest, AResponseWindowAloneInTheLastWindowKeepsItsSchedule) {
+  auto inbox = std::make_shared<RemoteWindowInbox>();
+  Harness h(TimeUnit::kUs, 2'500, /*view=*/true, /*with_skipped=*/false, inbox);
+  inbox->Push(ClientWindow(kWindow1, /*response=*/false));
+  h.Drain();
+  h.CloseWindow(1);
+  RemoteWindow view1 = ClientWindow(kWindow1, /*response=*/true);
+  view1.schedule = ScheduleOf(kWindow1, 2);
+  inbox->Push(std::move(view1));
+  h.Drain();
+  h.Finish(kStartNs + kIntervalNs + kIntervalNs / 2);
+  const std::vector<WindowRecord> all = h.Take();
+  const auto view = Select(all, kViewId, Kind::kPeriodic);
+  ASSERT_EQ(view.size(), 2u) << "the view's last window closes with the run";
+  EXPECT_EQ(view[1]->distribution, Buckets(ResponseOf(kWindow1)));
+  EXPECT_EQ(view[1]->schedule, ScheduleOf(kWindow1, 2));
+  const auto view_total = Select(all, kViewId, Kind::kTotal);
+  const auto service_total = Select(all, kServiceId, Kind::kTotal);
+  ASSERT_EQ(view_total.size(), 1u);
+  ASSERT_EQ(service_total.size(), 1u);
+  EXPECT_EQ(view_total[0]->snapshot.records, RecordsOf(kWindow1));
+  EXPECT_EQ(view_total[0]->schedule, ScheduleOf(kWindow1, 2)) << "every operation once";
+  EXPECT_EQ(service_total[0]->schedule, ScheduleOf(kWindow1, 2));
+}
+
 // A closed-loop client of a rate-controlled run (no slots): its operations
 // wait from their actual start, so they join both views as they are (raw
 // batch or service window) and stay out of the schedule.
