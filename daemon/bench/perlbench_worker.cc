@@ -1,35 +1,17 @@
 #include "daemon/bench/perlbench_worker.h"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <thread>
 
+#include "daemon/bench/pace_until.h"
 #include "daemon/core/clock.h"
-#include "daemon/core/cpu_relax.h"
 
 namespace perld::bench {
 namespace {
 
 // Keeps the compiler from removing the no-op operation or its payload.
 inline void Consume(const void* p) { asm volatile("" : : "r"(p) : "memory"); }
-
-// Waits until the clock reaches `due_ns` (or `deadline_ns`, if earlier).
-template <class Clock>
-void PaceUntil(const Clock& clock, int64_t due_ns, int64_t deadline_ns) {
-  if (deadline_ns > 0 && due_ns > deadline_ns) due_ns = deadline_ns;
-  for (;;) {
-    const int64_t ahead = due_ns - clock.NowNanos();
-    if (ahead <= 0) return;
-    if (ahead > 200'000) {
-      std::this_thread::sleep_for(std::chrono::nanoseconds(ahead - 100'000));
-    } else if (ahead > 20'000) {
-      std::this_thread::yield();
-    } else {
-      CpuRelax();
-    }
-  }
-}
 
 template <int64_t kNsPerUnit, bool kPaced, class Clock>
 WorkerResult Loop(const WorkerPlan& plan, const Clock& clock, TimeStampProducer& producer,
