@@ -143,6 +143,8 @@ absl::StatusOr<Offered> ClientSession::OfferBatch(uint64_t generation, uint64_t 
   return OfferMessage(
       generation, sequence, ClientMode::kRaw, max_memory_bytes, std::move(on_applied),
       [&](const config::DaemonConfig& config, Parked* p) -> absl::Status {
+        // A merged batch's buffer: no allocation here, no free on the recorder.
+        p->window.timestamps = run_.inbox->TakeTimestampBuffer();
         if (absl::Status s = build(config.ingest.max_batch_length, &p->window); !s.ok()) {
           return Refuse(shared_.stats, RefusalOf(s, Refusal::kBatchLength), Final(s));
         }

@@ -17,6 +17,21 @@ void RemoteWindowInbox::Push(RemoteWindow window) {
   }
 }
 
+std::vector<TimeStamp> RemoteWindowInbox::TakeTimestampBuffer() {
+  MutexLock lock(buffers_mu_);
+  if (buffers_.empty()) return {};
+  std::vector<TimeStamp> buffer = std::move(buffers_.back());
+  buffers_.pop_back();
+  return buffer;
+}
+
+void RemoteWindowInbox::Recycle(std::vector<TimeStamp> buffer) {
+  if (buffer.capacity() == 0) return;
+  buffer.clear();
+  MutexLock lock(buffers_mu_);
+  if (buffers_.size() < kPooledBuffers) buffers_.push_back(std::move(buffer));
+}  // else freed here
+
 RemoteWindowInbox::Node* RemoteWindowInbox::Reversed(Node* node) {
   Node* out = nullptr;
   while (node != nullptr) {

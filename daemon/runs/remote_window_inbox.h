@@ -16,6 +16,13 @@
 // recorder wakes the waiters through the window's RoomSignal after the
 // release -- one load when nobody waits.
 //
+// Buffers: a raw batch's timestamp vector (about 100 KB for 4,096
+// timestamps) is handed back to the inbox once merged and reused by the next
+// decode (TakeTimestampBuffer), so a message costs no allocation on the
+// stream thread and no free on the recorder thread (freeing on another
+// thread than the allocating one cost raw ingest 16% of daemon CPU per
+// timestamp, tests/bench/INGEST.md). At most kPooledBuffers wait.
+//
 // Threads: Push from any thread (lock-free: one CAS on an intrusive stack);
 // Drain from the recorder thread only, which takes the whole stack with one
 // exchange and restores push order -- O(1) per window whatever the number
@@ -28,6 +35,8 @@
 #include <memory>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "daemon/common/mutex.h"
 #include "daemon/core/latency_recorder.h"
 #include "daemon/core/latency_window.h"
 #include "daemon/core/time_stamp.h"
@@ -96,8 +105,13 @@ struct RemoteWindow {
 
 class RemoteWindowInbox {
  public:
+  static constexpr size_t kPooledBuffers = 4;
+
   // Any thread. Charges the window's bytes to window.charge and total_charge.
   void Push(RemoteWindow window);
+  // Any thread: an empty timestamp vector, with the capacity of a merged raw
+  // batch's when one was handed back (else none).
+  std::vector<TimeStamp> TakeTimestampBuffer();
   // Recorder thread. Hands every queued window to `merge` in push order per
   // pushing thread, releases its charge, and returns how many were taken.
   template <typename Merge>
@@ -114,6 +128,7 @@ class RemoteWindowInbox {
       if (w.charge) w.charge->fetch_sub(w.bytes(), std::memory_order_seq_cst);
       if (w.total_charge) w.total_charge->fetch_sub(w.bytes(), std::memory_order_seq_cst);
       if (w.room && w.room->waiting()) w.room->Poke();
+      if (w.raw) Recycle(std::move(w.timestamps));
       queued_.fetch_sub(1, std::memory_order_relaxed);
       ++n;
     }
@@ -124,6 +139,9 @@ class RemoteWindowInbox {
   int64_t queued() const { return queued_.load(std::memory_order_relaxed); }
 
  private:
+  // The recorder thread: keeps a merged batch's buffer for the next decode.
+  void Recycle(std::vector<TimeStamp> buffer);
+
   struct Node {
     RemoteWindow window;
     Node* next = nullptr;
@@ -133,6 +151,8 @@ class RemoteWindowInbox {
 
   std::atomic<Node*> head_{nullptr};  // the newest pushed window
   std::atomic<int64_t> queued_{0};
+  Mutex buffers_mu_;
+  std::vector<std::vector<TimeStamp>> buffers_ ABSL_GUARDED_BY(buffers_mu_);
 };
 
 }  // namespace perld::runs

@@ -92,7 +92,11 @@ absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_leng
     return absl::InvalidArgumentError(
         absl::StrCat("batch ", batch.sequence(), ": constant_records or constant_bytes > 2^31-1"));
   }
-  out->resize(static_cast<size_t>(n));
+  // `out` may come with a pooled buffer (RemoteWindowInbox::TakeTimestampBuffer);
+  // one far larger than this batch would count against the client's memory
+  // at its capacity (RemoteWindow::bytes): a small batch takes its own.
+  if (out->capacity() > 2 * static_cast<size_t>(n) + 1024) std::vector<TimeStamp>().swap(*out);
+  out->reserve(static_cast<size_t>(n));  // written once below (no zero-fill first)
   int64_t latency = 0;
   for (int i = 0; i < n; ++i) {
     if (__builtin_add_overflow(latency, batch.latency_delta(i), &latency)) {
@@ -108,8 +112,8 @@ absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_leng
                                                      " has records ", records, " and bytes ", bytes,
                                                      " (records in [1, 2^31-1], bytes < 2^31)"));
     }
-    (*out)[static_cast<size_t>(i)] =
-        TimeStamp{0, latency, static_cast<int32_t>(records), static_cast<int32_t>(bytes)};
+    out->push_back(
+        TimeStamp{0, latency, static_cast<int32_t>(records), static_cast<int32_t>(bytes)});
   }
   if (batch.skipped() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     out->clear();

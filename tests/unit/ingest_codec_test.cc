@@ -63,6 +63,25 @@ TEST(IngestCodecTest, BatchDecodesLatenciesAndConstantColumns) {
   }
 }
 
+// A pooled buffer (RemoteWindowInbox::TakeTimestampBuffer) is decoded into
+// when it suits the batch; one far larger than a small batch is not kept,
+// since the client's memory is charged at the buffer's capacity.
+TEST(IngestCodecTest, BatchReusesAPooledBufferOfItsSize) {
+  const v1::TimestampBatch b = Batch(1, {5, 3, -2, 1000});
+  runs::RemoteWindow w;
+  w.timestamps.reserve(8);
+  const TimeStamp* pooled = w.timestamps.data();
+  ASSERT_TRUE(DecodeBatch(b, 10, &w).ok());
+  EXPECT_EQ(w.timestamps.data(), pooled) << "decoded into the pooled buffer";
+  ASSERT_EQ(w.timestamps.size(), 4u);
+  EXPECT_EQ(w.timestamps[3].end, 1000);
+  runs::RemoteWindow small;
+  small.timestamps.reserve(100'000);
+  ASSERT_TRUE(DecodeBatch(b, 10, &small).ok());
+  EXPECT_LT(small.timestamps.capacity(), 2'000u);
+  EXPECT_EQ(small.timestamps.size(), 4u);
+}
+
 TEST(IngestCodecTest, BatchPerEntryColumns) {
   v1::TimestampBatch b = Batch(1, {1, 2});
   b.add_records(3);

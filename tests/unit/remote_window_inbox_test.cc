@@ -65,5 +65,44 @@ TEST(RemoteWindowInboxTest, WindowsNeverDrainedAreFreedWithTheInbox) {
   }  // LeakSanitizer: the window's node and buckets are freed here
 }
 
+// A merged raw batch's timestamp buffer is handed to the next decode, empty
+// with its capacity; at most kPooledBuffers wait, and a window's buffers
+// are not (only raw batches' timestamps are pooled). Charges are released
+// whole first (the charge counted the buffer's capacity).
+TEST(RemoteWindowInboxTest, MergedRawBuffersAreReusedAndBounded) {
+  RemoteWindowInbox inbox;
+  EXPECT_EQ(inbox.TakeTimestampBuffer().capacity(), 0u) << "nothing pooled yet";
+  auto charge = std::make_shared<std::atomic<int64_t>>(0);
+  constexpr size_t kBatches = RemoteWindowInbox::kPooledBuffers + 2;
+  for (size_t i = 0; i < kBatches; ++i) {
+    RemoteWindow w;
+    w.raw = true;
+    w.timestamps.reserve(4096 + i);
+    w.timestamps.push_back(TimeStamp{0, 5, 1, 100});
+    w.charge = charge;
+    inbox.Push(std::move(w));
+  }
+  RemoteWindow window;  // not raw: its buffers are freed, not pooled
+  window.timestamps.reserve(999);
+  inbox.Push(std::move(window));
+  int64_t seen = 0;
+  EXPECT_EQ(inbox.Drain([&](const RemoteWindow& w) { seen += w.raw ? w.timestamps[0].end : 0; }),
+            kBatches + 1);
+  EXPECT_EQ(seen, static_cast<int64_t>(5 * kBatches));
+  EXPECT_EQ(charge->load(), 0) << "every charged byte released";
+  std::vector<size_t> capacities;
+  for (;;) {
+    std::vector<TimeStamp> buffer = inbox.TakeTimestampBuffer();
+    if (buffer.capacity() == 0) break;
+    EXPECT_TRUE(buffer.empty());
+    capacities.push_back(buffer.capacity());
+  }
+  ASSERT_EQ(capacities.size(), RemoteWindowInbox::kPooledBuffers);
+  for (size_t c : capacities) {
+    EXPECT_GE(c, 4096u);
+    EXPECT_NE(c, 999u);
+  }
+}
+
 }  // namespace
 }  // namespace perld::runs
