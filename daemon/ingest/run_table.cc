@@ -552,7 +552,6 @@ runs::RunResume ResumeOf(runs::RunInfo info, std::vector<runs::WindowRecord> his
   resume.base_distribution = std::move(checkpoint.total.distribution);
   resume.base_seconds = checkpoint.total.seconds;
   resume.base_start_time = checkpoint.total.snapshot.start_time;
-  resume.base_schedule = checkpoint.total.schedule;
   resume.recorder.schedule = checkpoint.total.schedule;
   resume.recorder.periodic_seq = checkpoint.periodic_seq;
   resume.recorder.segment_seq = checkpoint.segment_seq;

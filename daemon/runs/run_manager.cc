@@ -273,7 +273,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
     if (setup.resume) {
       registry_.AddResumed(info, std::move(setup.resume->history), setup.resume->base,
                            setup.resume->base_distribution, setup.resume->base_seconds,
-                           setup.resume->base_start_time, setup.resume->base_schedule);
+                           setup.resume->base_start_time, setup.resume->recorder.schedule);
     } else {
       registry_.AddRunning(info);
     }
@@ -298,7 +298,7 @@ absl::StatusOr<CreatedRun> RunManager::CreateRun(RunSetup setup) {
       if (view_resume != nullptr) {
         RunResume& r = *view_resume;
         registry_.AddResumed(view, std::move(r.history), r.base, r.base_distribution,
-                             r.base_seconds, r.base_start_time, r.base_schedule);
+                             r.base_seconds, r.base_start_time, r.recorder.schedule);
       } else {
         registry_.AddRunning(view);
       }

@@ -68,8 +68,7 @@ struct RunResume {
   std::vector<LatencyBucket> base_distribution;  // ascending
   double base_seconds = 0;                       // the checkpointed total's length
   int64_t base_start_time = 0;                   // its first window's start (run's unit)
-  WindowRecord::Schedule base_schedule;          // the checkpointed total's (rate-controlled)
-  RecorderResume recorder;                       // window numbering and client cut
+  RecorderResume recorder;  // window numbering, client cut, the checkpointed total's schedule
   // A rate-controlled run's response view at the same cut (0 or 1 entry;
   // its recorder numbering only): it resumes with the run.
   std::vector<RunResume> response_view;

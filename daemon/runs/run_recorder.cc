@@ -198,13 +198,12 @@ void RunRecorder::Tick(int64_t now_ns) {
 void RunRecorder::Finish(int64_t now_ns) {
   // The last partial window, if it saw anything: records, or remote reports
   // (an empty report counts too, so the windows' report counts add up to
-  // the run's), or -- in either view -- a windows client's response window
-  // that came after its service window's cut, with its schedule.
+  // the run's), or -- in the response view -- a windows client's response
+  // window that came after its service window's cut (its schedule with it).
   const auto saw = [](const PeriodicAndTotalWindows& w) {
     return w.periodic().counters().records > 0 || w.periodic().counters().rejected > 0;
   };
-  if (saw(windows_) || window_remote_.reports > 0 || (response_ && saw(response_->windows)) ||
-      window_schedule_.operations > 0) {
+  if (saw(windows_) || window_remote_.reports > 0 || (response_ && saw(response_->windows))) {
     CloseWindow(now_ns);
   }
   run_schedule_.skipped += TakeSkipped();  // since the last window that closed
