@@ -184,12 +184,12 @@ absl::StatusOr<Offered> ClientSession::OfferMessage(uint64_t generation, uint64_
 
 absl::StatusOr<Offered> ClientSession::Offer(Parked p, int64_t max_memory_bytes,
                                              const config::DaemonConfig& config) {
-  absl::StatusOr<bool> pushed = PushIfRoom(p, max_memory_bytes, config);
+  absl::StatusOr<RoomNotifier::Result> pushed = PushIfRoom(p, max_memory_bytes, config);
   if (!pushed.ok()) return pushed.status();
-  if (*pushed) return Offered{false, AppliedLocked()};
+  if (*pushed == RoomNotifier::Result::kDone) return Offered{false, AppliedLocked()};
   // Backpressure: parked until the recorder has merged enough; the caller
   // reads no more of the stream meanwhile.
-  if (charge_->load(std::memory_order_relaxed) + p.window.bytes() > max_memory_bytes) {
+  if (*pushed == RoomNotifier::Result::kWaitOwnRoom) {
     shared_.stats.memory_waits.fetch_add(1, std::memory_order_relaxed);
   } else {
     shared_.stats.global_memory_waits.fetch_add(1, std::memory_order_relaxed);
@@ -201,8 +201,8 @@ absl::StatusOr<Offered> ClientSession::Offer(Parked p, int64_t max_memory_bytes,
   return Offered{true, {}};
 }
 
-absl::StatusOr<bool> ClientSession::PushIfRoom(Parked& p, int64_t max_memory_bytes,
-                                               const config::DaemonConfig& config) {
+absl::StatusOr<RoomNotifier::Result> ClientSession::PushIfRoom(Parked& p, int64_t max_memory_bytes,
+                                                               const config::DaemonConfig& config) {
   const int64_t bytes = p.window.bytes();
   // Larger than the limit itself: no wait can make room, a resend cannot
   // help (INVALID_ARGUMENT, final for the client).
@@ -222,12 +222,14 @@ absl::StatusOr<bool> ClientSession::PushIfRoom(Parked& p, int64_t max_memory_byt
   // seq_cst: the charges' releases and the notifier's registration are
   // ordered (RoomSignal). Two clients may pass the total check at once: it
   // is exceeded by at most one message each.
-  if (charge_->load(std::memory_order_seq_cst) + bytes > max_memory_bytes) return false;
+  if (charge_->load(std::memory_order_seq_cst) + bytes > max_memory_bytes) {
+    return RoomNotifier::Result::kWaitOwnRoom;
+  }
   if (shared_.stats.queued_window_bytes->load(std::memory_order_seq_cst) + bytes > max_total) {
-    return false;
+    return RoomNotifier::Result::kWaitSharedRoom;
   }
   Push(p);
-  return true;
+  return RoomNotifier::Result::kDone;
 }
 
 void ClientSession::Push(Parked& p) {
@@ -255,19 +257,20 @@ void ClientSession::Push(Parked& p) {
   applied_ = p.sequence;
 }
 
-bool ClientSession::Retry() {
+RoomNotifier::Result ClientSession::Retry() {
   OnApplied on_applied;
   absl::StatusOr<Applied> outcome;
   {
     MutexLock lock(apply_mu_);
-    if (!parked_) return true;  // dropped: its stream left or was cancelled
+    // Dropped: its stream left or was cancelled.
+    if (!parked_) return RoomNotifier::Result::kDone;
     if (Superseded(parked_->generation)) {
       // A newer stream took over: never applied, the client resends it.
       outcome = Refuse(shared_.stats, Refusal::kSuperseded, absl::AbortedError(kTookOver));
     } else {
       const std::shared_ptr<const config::DaemonConfig> config = shared_.config.Get();
-      absl::StatusOr<bool> pushed = PushIfRoom(*parked_, parked_limit_, *config);
-      if (pushed.ok() && !*pushed) return false;  // not yet
+      absl::StatusOr<RoomNotifier::Result> pushed = PushIfRoom(*parked_, parked_limit_, *config);
+      if (pushed.ok() && *pushed != RoomNotifier::Result::kDone) return *pushed;  // not yet
       // An error: the limits shrank (a reload) below the message.
       outcome = pushed.ok() ? absl::StatusOr<Applied>(AppliedLocked())
                             : absl::StatusOr<Applied>(pushed.status());
@@ -277,7 +280,7 @@ bool ClientSession::Retry() {
   }
   if (outcome.ok()) Advanced(*outcome);
   on_applied(outcome);  // no lock held: it may end the stream (Detach)
-  return true;
+  return RoomNotifier::Result::kDone;
 }
 
 absl::StatusOr<Applied> ClientSession::Close(uint64_t generation, uint64_t last_sequence) {

@@ -176,9 +176,10 @@ class ClientSession {
   // *duplicate for a resend.
   absl::Status CheckOffer(uint64_t generation, uint64_t sequence, ClientMode mode, bool* duplicate)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
-  // Queues `p` now if it fits (true), else false. Refuses one that never can.
-  absl::StatusOr<bool> PushIfRoom(Parked& p, int64_t max_memory_bytes,
-                                  const config::DaemonConfig& config)
+  // Queues `p` now if it fits (kDone), else says which room it waits for.
+  // Refuses one that never can fit.
+  absl::StatusOr<RoomNotifier::Result> PushIfRoom(Parked& p, int64_t max_memory_bytes,
+                                                  const config::DaemonConfig& config)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Takes the message `generation` parked off the notifier and waits for a
   // retry in progress: its `on_applied` (empty when none was parked), for
@@ -199,8 +200,8 @@ class ClientSession {
   absl::StatusOr<Offered> Offer(Parked p, int64_t max_memory_bytes,
                                 const config::DaemonConfig& config)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
-  // The notifier's retry of the parked message; true when done.
-  bool Retry();
+  // The notifier's retry of the parked message.
+  RoomNotifier::Result Retry();
   Applied AppliedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Publishes applied/duplicates to the progress and calls the listeners.
   void Advanced(const Applied& a);

@@ -28,7 +28,7 @@ uint64_t RoomNotifier::Add(Retry retry) {
   {
     MutexLock lock(mu_);
     token = next_token_++;
-    retries_.emplace(token, std::move(retry));
+    retries_.emplace(token, Waiter{std::move(retry)});
   }
   waiters_.fetch_add(1, std::memory_order_seq_cst);  // before the first run (RoomSignal)
   Poke();
@@ -51,30 +51,47 @@ void RoomNotifier::Poke() {
 }
 
 void RoomNotifier::Loop() {
-  std::vector<uint64_t> tokens;
+  struct Due {
+    uint64_t token;
+    bool waits_shared;  // its last run waited for everyone's room
+  };
+  std::vector<Due> due;
   for (;;) {
     wake_.acquire();
     poked_.store(false, std::memory_order_release);
     {
       MutexLock lock(mu_);
       if (stop_) return;
-      tokens.clear();
-      for (const auto& [token, retry] : retries_) tokens.push_back(token);
+      due.clear();
+      for (const auto& [token, waiter] : retries_) {
+        due.push_back({token, waiter.last == Result::kWaitSharedRoom});
+      }
     }
-    for (const uint64_t token : tokens) {
+    bool shared_full = false;  // a retry of this pass found everyone's room taken
+    for (const Due& d : due) {
+      if (shared_full && d.waits_shared) continue;
       Retry retry;
       {
         MutexLock lock(mu_);
-        auto it = retries_.find(token);
+        auto it = retries_.find(d.token);
         if (it == retries_.end()) continue;  // removed meanwhile
-        running_ = token;
-        retry = it->second;
+        running_ = d.token;
+        retry = it->second.retry;
       }
-      const bool done = retry();
+      const Result result = retry();
+      if (result == Result::kWaitSharedRoom) shared_full = true;
       {
         MutexLock lock(mu_);
         running_ = 0;
-        if (done && retries_.erase(token) > 0) waiters_.fetch_sub(1, std::memory_order_relaxed);
+        auto it = retries_.find(d.token);
+        if (it != retries_.end()) {
+          if (result == Result::kDone) {
+            retries_.erase(it);
+            waiters_.fetch_sub(1, std::memory_order_relaxed);
+          } else {
+            it->second.last = result;
+          }
+        }
       }
       idle_.NotifyAll();
     }

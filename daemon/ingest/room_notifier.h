@@ -5,9 +5,19 @@
 // thread: its message is parked and a retry is registered here (Add). The
 // recorder, after merging a window and releasing its charge, Pokes (one
 // flag and a semaphore release, only while something waits: RoomSignal);
-// this notifier's one thread then runs every registered retry, each of
+// this notifier's one thread then runs the registered retries, each of
 // which pushes its parked message if it fits now and says whether it is
-// done. One thread serves every waiting client of the daemon.
+// done or what it still waits for. One thread serves every waiting client
+// of the daemon.
+//
+// Order: retries run oldest first. Once one waits for everyone's room
+// (kWaitSharedRoom), the rest of that pass runs only the retries whose last
+// run waited for their own room (a client's share frees as the recorder
+// merges its windows, whatever the total): the others would find the same
+// total, and the oldest waiter for the shared room is tried first. A
+// retry's first run always happens (it may fit now). A poke that frees one
+// window's room runs a few retries, not every waiter's (200 backpressured
+// clients: one or two retries per merged window instead of 200).
 //
 // Lost wake-ups: Add registers, then pokes itself once, so a retry runs at
 // least once after its registration; a release after the registration is
@@ -31,8 +41,13 @@ namespace perld::ingest {
 
 class RoomNotifier final : public runs::RoomSignal {
  public:
-  // Returns true when the waiter is done (its message pushed, or dropped).
-  using Retry = std::function<bool()>;
+  // What a retry's run found.
+  enum class Result {
+    kDone,            // its message pushed, or dropped: unregistered
+    kWaitOwnRoom,     // over its client's share (ingest.maxClientMemoryBytes)
+    kWaitSharedRoom,  // over everyone's (ingest.maxMemoryBytes)
+  };
+  using Retry = std::function<Result()>;
 
   RoomNotifier();
   ~RoomNotifier() override;  // stops the thread; retries still registered never run
@@ -56,7 +71,12 @@ class RoomNotifier final : public runs::RoomSignal {
   std::counting_semaphore<> wake_{0};
   Mutex mu_;
   CondVar idle_;  // a retry finished (Remove waits for it)
-  std::map<uint64_t, Retry> retries_ ABSL_GUARDED_BY(mu_);
+  struct Waiter {
+    Retry retry;
+    Result last = Result::kWaitOwnRoom;  // before its first run: may fit
+  };
+
+  std::map<uint64_t, Waiter> retries_ ABSL_GUARDED_BY(mu_);  // by token: oldest first
   uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t running_ ABSL_GUARDED_BY(mu_) = 0;  // the token whose retry runs now (0: none)
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
