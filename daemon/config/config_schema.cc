@@ -330,6 +330,9 @@ std::vector<ConfigKey> BuildKeys() {
   keys.push_back(IntKey(
       "idleNS", kRestart, 1, 1'000'000'000, [](auto& c) -> auto& { return c.idle_ns; }));
   keys.push_back(IntKey(
+      "mallocTrimIntervalMs", kLive, 0, 86'400'000,
+      [](auto& c) -> auto& { return c.malloc_trim_interval_ms; }));
+  keys.push_back(IntKey(
       "benchWorkerYieldUs", kLive, 0, 1'000'000,
       [](auto& c) -> auto& { return c.bench_worker_yield_us; }));
   keys.push_back(EnumKey<ClockSource>(

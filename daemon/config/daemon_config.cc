@@ -29,6 +29,7 @@ bool operator==(const DaemonConfig& a, const DaemonConfig& b) {
          a.drain_timeout_ms == b.drain_timeout_ms && a.csv_dir == b.csv_dir &&
          a.reporting_interval_ms == b.reporting_interval_ms && SameLatency(a.latency, b.latency) &&
          SameChannels(a.channels, b.channels) && a.idle_ns == b.idle_ns &&
+         a.malloc_trim_interval_ms == b.malloc_trim_interval_ms &&
          a.bench_worker_yield_us == b.bench_worker_yield_us && a.clock == b.clock &&
          a.retention == b.retention && a.limits == b.limits && a.grpc == b.grpc &&
          a.grpc_unix == b.grpc_unix && a.ingest == b.ingest && a.prometheus == b.prometheus &&

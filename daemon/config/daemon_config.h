@@ -267,6 +267,10 @@ struct DaemonConfig {
   ChannelOptions channels;   // maxQs, qPerWorker, maxPendingPerWorker, overflow (block|drop),
                              // queue (mpsc|library); producer_idle_ns is not a key (default)
   int64_t idle_ns = 10'000;  // key idleNS: the recorder's first park when idle
+  // key mallocTrimIntervalMs, [0, 86'400'000]: how often the allocator's
+  // free pages go back to the kernel (server::MemoryTrimmer); 0 never.
+  // [reload: from the next interval]
+  int64_t malloc_trim_interval_ms = 60'000;
   // key benchWorkerYieldUs, [0, 1'000'000]: in-process bench workers offer
   // their core to other threads about this often (bench::WorkerPlan::
   // yield_every_ns); 0 never.

@@ -44,7 +44,7 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager, const ingest::RunT
                              const tiers::UpstreamForwarder* upstream,
                              const service::CallAuth* auth, const http::HttpServerStats* http_stats,
                              const service::SbpService* sbp, const state::StateStore* store,
-                             const prometheus::Collectable* remote_write)
+                             std::vector<const prometheus::Collectable*> more)
     : manager_(manager),
       ingest_runs_(ingest_runs),
       grpc_(grpc),
@@ -52,7 +52,7 @@ DaemonMetrics::DaemonMetrics(const runs::RunManager& manager, const ingest::RunT
       start_mono_ns_(MonotonicNanos()),
       ingest_(ingest_stats),
       state_(manager, ingest_runs, upstream, auth, http_stats, sbp, store),
-      remote_write_(remote_write),
+      more_(std::move(more)),
       uptime_(Gauge(registry_, "perld_uptime_seconds", "Seconds since the daemon started.")),
       omitted_(Gauge(registry_, "perld_exporter_runs_omitted",
                      "Runs left out of this scrape by prometheus.maxRuns (the oldest).")),
@@ -94,7 +94,7 @@ void DaemonMetrics::Render(std::string* buffer, Reader reader) {
   http::MetricFamilies families;
   std::vector<const prometheus::Collectable*> collectables = {&ingest_, &grpc_, &registry_,
                                                               &state_};
-  if (remote_write_ != nullptr) collectables.push_back(remote_write_);
+  collectables.insert(collectables.end(), more_.begin(), more_.end());
   http::CollectInto(collectables, &families);
   http::AppendFamiliesText(families, buffer);
   if (!scrape) return;

@@ -4,7 +4,8 @@
 // the ingest counters (service::IngestCollector), gRPC calls by method and
 // code (service::GrpcCallStats), the daemon's state (DaemonStateCollector:
 // recorder, runs by state, memory, HTTP listener, SBP slots, auth, upstream)
-// remote write's own counters (remote_write::RemoteWriteStats), and this
+// remote write's own counters (remote_write::RemoteWriteStats), the memory
+// trimmer's (MemoryTrimmer), and this
 // class's prometheus::Registry, whose counters and gauges are
 // updated here, where their events happen: build info, start time, uptime,
 // runs left out by the cap, the scrapes themselves. They are collected into
@@ -61,7 +62,7 @@ class DaemonMetrics {
                 const service::CallAuth* auth = nullptr,
                 const http::HttpServerStats* http_stats = nullptr,
                 const service::SbpService* sbp = nullptr, const state::StateStore* store = nullptr,
-                const prometheus::Collectable* remote_write = nullptr);
+                std::vector<const prometheus::Collectable*> more = {});
 
   // Who renders: a /metrics scrape, or remote write's collection (the same
   // text; it does not count as a scrape: perld_scrapes_total,
@@ -102,7 +103,8 @@ class DaemonMetrics {
   const int64_t start_mono_ns_;
   const service::IngestCollector ingest_;
   const DaemonStateCollector state_;
-  const prometheus::Collectable* const remote_write_;  // null: not collected
+  // Further sources: remote write's counters, the memory trimmer's.
+  const std::vector<const prometheus::Collectable*> more_;
   prometheus::Registry registry_;
   prometheus::Gauge& uptime_;
   prometheus::Gauge& omitted_;

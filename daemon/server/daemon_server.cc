@@ -39,6 +39,7 @@
 #include "daemon/server/grpc_drain.h"
 #include "daemon/server/lifecycle.h"
 #include "daemon/server/memory_budget.h"
+#include "daemon/server/memory_trimmer.h"
 #include "daemon/server/run_csv_writer.h"
 #include "daemon/server/server_security.h"
 #include "daemon/service/call_auth.h"
@@ -194,6 +195,7 @@ struct DaemonServer::Parts {
   std::unique_ptr<service::IngestService> ingest;
   std::unique_ptr<service::SbpService> sbp;
   service::GrpcCallStats grpc_stats;
+  std::unique_ptr<MemoryTrimmer> trimmer;
   std::unique_ptr<DaemonMetrics> metrics;
   // Idle (no thread) without remoteWrite.url.
   std::unique_ptr<remote_write::RemoteWriter> remote_write;
@@ -384,7 +386,8 @@ absl::Status BuildServices(Parts* p) {
   p->ingest_runs->SetDepartureHook(p->sbp->DepartureHook());
   p->metrics = std::make_unique<DaemonMetrics>(
       *p->manager, *p->ingest_runs, p->ingest_stats, p->grpc_stats, p->current, p->upstream.get(),
-      p->auth.get(), &p->http_stats, p->sbp.get(), &p->history->store(), &p->remote_write->stats());
+      p->auth.get(), &p->http_stats, p->sbp.get(), &p->history->store(),
+      std::vector<const prometheus::Collectable*>{&p->remote_write->stats(), p->trimmer.get()});
   return absl::OkStatus();
 }
 
@@ -625,9 +628,16 @@ absl::StatusOr<std::unique_ptr<DaemonServer>> DaemonServer::Start(
   Parts* const p = owned.get();
   // The components in start order, one step each. A failed start stops the
   // steps started before it in reverse, once. Shutdown stops every step in
-  // reverse: serve, grpc, resume, remoteWrite, http, services, recorder, state.
+  // reverse: serve, grpc, resume, remoteWrite, http, services, recorder, state, trim.
   Lifecycle& steps = p->lifecycle;
   steps.Add({.name = "security", .start = [&] { return LoadSecurity(p, config); }});
+  steps.Add({.name = "trim",
+             .start =
+                 [p] {
+                   p->trimmer = std::make_unique<MemoryTrimmer>(p->current);
+                   return absl::OkStatus();
+                 },
+             .stop = [p] { p->trimmer->Stop(); }});
   steps.Add({.name = "state",
              .start = [&] { return OpenState(p, config, state_dir); },
              .stop = [p] { FlushState(p); }});

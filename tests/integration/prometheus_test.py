@@ -152,6 +152,12 @@ def check_dashboard_in_prometheus(prom, instance, run_id):
                        f"in Prometheus (empty: {empty[:3]})")
 
 
+def trim_count(http_addr):
+    """perld_malloc_trims_total, or None when /metrics lacks it."""
+    m = re.search(r"^perld_malloc_trims_total (\S+)$", http_get(http_addr, "/metrics")[2], re.M)
+    return float(m.group(1)) if m else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--perld", required=True)
@@ -168,7 +174,8 @@ def main():
             f.write("reportingIntervalMs: 300\n"
                     f"percentiles: [{', '.join(str(p) for p in PERCENTILES)}]\n"
                     "limits:\n  maxRunningRuns: 8\n"
-                    "prometheus:\n  names: both\n  maxRuns: 6\n")
+                    "prometheus:\n  names: both\n  maxRuns: 6\n"
+                    "mallocTrimIntervalMs: 200\n")
         d = Daemon(args.perld, os.path.join(tmp, "state"), config)
         channel = grpc.insecure_channel(d.grpc)
         query = rpc.QueryStub(channel)
@@ -307,10 +314,17 @@ def main():
                 prom.terminate()
                 prom.wait(timeout=30)
 
+            # The allocator's free pages go back every mallocTrimIntervalMs.
+            trims = trim_count(d.http)
+            check(trims is not None and trims >= 1,
+                  f"perld_malloc_trims_total counts the trims every 200 ms ({trims})")
+
             # finishedRunSeconds: 0 (SIGHUP) -> ended runs leave /metrics, stay queryable.
+            # mallocTrimIntervalMs: 0 (reloaded) -> no more trims.
             with open(config, "w") as f:
                 f.write("reportingIntervalMs: 300\n"
-                        "prometheus:\n  names: both\n  finishedRunSeconds: 0\n")
+                        "prometheus:\n  names: both\n  finishedRunSeconds: 0\n"
+                        "mallocTrimIntervalMs: 0\n")
             d.proc.send_signal(signal.SIGHUP)
             deadline = time.time() + 20
             while time.time() < deadline and "perld_run_info{" in http_get(d.http, "/metrics")[2]:
@@ -322,6 +336,12 @@ def main():
             # 7 runs and the paced live-run's response view (issue 30).
             check(len(json.loads(runs_json)["runs"]) == 8,
                   "the ended runs stay queryable (/api/runs lists all 8)")
+            time.sleep(0.5)  # the trim interval in progress at the reload has ended
+            before = trim_count(d.http)
+            time.sleep(1.0)
+            after = trim_count(d.http)
+            check(before is not None and after == before,
+                  f"mallocTrimIntervalMs: 0 stops the trims ({before} -> {after})")
         finally:
             channel.close()
             check(d.stop() == 0, "daemon stops cleanly")

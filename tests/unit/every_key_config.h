@@ -32,6 +32,7 @@ maxPendingPerWorker: 1024
 overflow: drop
 queue: library
 idleNS: 20000
+mallocTrimIntervalMs: 0
 benchWorkerYieldUs: 0
 clock: monotonic
 retention:
@@ -144,6 +145,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.channels.overflow = OverflowPolicy::kDrop;
   c.channels.queue = QueueKind::kLibrary;
   c.idle_ns = 20'000;
+  c.malloc_trim_interval_ms = 0;
   c.bench_worker_yield_us = 0;
   c.clock = ClockSource::kMonotonic;
   c.retention.max_finished_runs = 10;
