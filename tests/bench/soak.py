@@ -277,6 +277,16 @@ def daemon_distribution(query, pb, run_id):
             return pairs
 
 
+def metric_values(text, names):
+    """{name: value} of the unlabelled samples `names` in an exposition text."""
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in names:
+            values[name] = float(value)
+    return values
+
+
 def metric_problems(text):
     """Nonzero samples of /metrics whose family counts refusals, drops, errors or failures."""
     out = []
@@ -624,9 +634,11 @@ def main():
         rows = [check_client_run(query, pb, c) for c in clients]
         rows.append(check_bench_run(query, pb, bench, 120))
         after = proc_status(d.proc.pid)
-        problems = metric_problems(http_get(d.http, "/metrics")[1].decode())
+        text = http_get(d.http, "/metrics")[1].decode()
+        problems = metric_problems(text)
+        trims = metric_values(text, ("perld_malloc_trims_total", "perld_malloc_trim_seconds_total"))
     else:
-        after, problems = None, []
+        after, problems, trims = None, [], {}
     growth = summarize(samples, seconds, warmup, args)
     if threads_warm and threads_end and threads_end[0] > threads_warm[0]:
         shares = cpu_by_thread_name(threads_warm[1], threads_end[1],
@@ -647,6 +659,10 @@ def main():
           f"{scrapes} did not)")
     logged = count_hup_lines(log)
     check(logged >= hups, f"perld logged each of the {hups} SIGHUPs ({logged} SIGHUP lines)")
+    if trims.get("perld_malloc_trims_total"):
+        n, sec = trims["perld_malloc_trims_total"], trims.get("perld_malloc_trim_seconds_total", 0)
+        print(f"malloc_trim: {n:.0f} trims, {sec * 1000:.1f} ms in all, "
+              f"{sec * 1000 / n:.2f} ms each on average")
     print(f"/metrics refused/dropped/error counters not zero: {len(problems)}")
     for line in problems:
         print("  " + line)
