@@ -39,22 +39,34 @@ class Runs {
   int count_[4] = {};
 };
 
+// Holds the notifier's thread in a retry of its own until Open(), after
+// that retry's pass took its list: waiters added meanwhile start a new pass.
+class Gate {
+ public:
+  explicit Gate(RoomNotifier& notifier) {
+    notifier.Add([this] {
+      entered_.count_down();
+      open_.wait();
+      return Result::kDone;
+    });
+    entered_.wait();
+  }
+  void Open() { open_.count_down(); }
+
+ private:
+  std::latch entered_{1};
+  std::latch open_{1};
+};
+
 TEST(RoomNotifierTest, AWaiterForTheSharedRoomStopsThePassForTheOthersWaitingForIt) {
   RoomNotifier notifier;
   Runs runs;
   std::atomic<Result> a_result{Result::kWaitSharedRoom};
   std::atomic<Result> b_result{Result::kWaitSharedRoom};
 
-  // A gate holds the notifier's thread so A, B and C are registered in
-  // order before any of them runs, and all run first in one pass.
-  std::latch gate_entered(1);
-  std::latch gate_open(1);
-  notifier.Add([&] {
-    gate_entered.count_down();
-    gate_open.wait();
-    return Result::kDone;
-  });
-  gate_entered.wait();  // its pass has taken its list: the next ones start a new pass
+  // A, B and C are registered in order before any of them runs, and all
+  // run first in one pass.
+  Gate gate(notifier);
   // Each reads its result before counting the run: the test changes the
   // results once it saw the counts.
   const uint64_t a = notifier.Add([&] {
@@ -71,7 +83,7 @@ TEST(RoomNotifierTest, AWaiterForTheSharedRoomStopsThePassForTheOthersWaitingFor
     runs.Ran(2);
     return Result::kWaitOwnRoom;
   });
-  gate_open.count_down();
+  gate.Open();
 
   // First runs: every new waiter runs once, whatever the others found.
   ASSERT_EQ(runs.WaitFor(2, 1), 1);
@@ -104,14 +116,7 @@ TEST(RoomNotifierTest, AWaiterForTheSharedRoomStopsThePassForTheOthersWaitingFor
 TEST(RoomNotifierTest, AWaiterForItsOwnRoomDoesNotStopThePass) {
   RoomNotifier notifier;
   Runs runs;
-  std::latch gate_entered(1);
-  std::latch gate_open(1);
-  notifier.Add([&] {
-    gate_entered.count_down();
-    gate_open.wait();
-    return Result::kDone;
-  });
-  gate_entered.wait();  // its pass has taken its list: the next ones start a new pass
+  Gate gate(notifier);
   std::atomic<bool> room{false};
   notifier.Add([&] {
     runs.Ran(0);
@@ -122,7 +127,7 @@ TEST(RoomNotifierTest, AWaiterForItsOwnRoomDoesNotStopThePass) {
     runs.Ran(1);  // after reading its room: the test changes it once this ran
     return result;
   });
-  gate_open.count_down();
+  gate.Open();
   ASSERT_EQ(runs.WaitFor(1, 1), 1);
 
   room = true;
