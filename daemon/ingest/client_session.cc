@@ -145,10 +145,12 @@ absl::StatusOr<Offered> ClientSession::OfferBatch(uint64_t generation, uint64_t 
       [&](const config::DaemonConfig& config, Parked* p) -> absl::Status {
         // A merged batch's buffer: no allocation here, no free on the recorder.
         p->window.timestamps = run_.inbox->TakeTimestampBuffer();
-        if (absl::Status s = build(config.ingest.max_batch_length, &p->window); !s.ok()) {
+        absl::StatusOr<int64_t> records = build(config.ingest.max_batch_length, &p->window);
+        if (!records.ok()) {
+          const absl::Status& s = records.status();
           return Refuse(shared_.stats, RefusalOf(s, Refusal::kBatchLength), Final(s));
         }
-        for (const TimeStamp& ts : p->window.timestamps) p->records += ts.records;
+        p->records = *records;
         p->timestamps = static_cast<int64_t>(p->window.timestamps.size());
         p->window.raw = true;
         return absl::OkStatus();

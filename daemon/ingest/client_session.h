@@ -83,9 +83,10 @@ struct Shared {
 using WindowBuilder = absl::FunctionRef<absl::StatusOr<runs::RemoteWindow>(const LatencyConfig& run,
                                                                            int64_t max_pairs)>;
 // Decodes a raw batch into `out` (timestamps, and a rate-controlled run's
-// intended starts and skipped slots), within `max_batch_length`.
+// intended starts and skipped slots), within `max_batch_length`; returns
+// its records (the sum of the timestamps' record counts).
 using BatchBuilder =
-    absl::FunctionRef<absl::Status(int64_t max_batch_length, runs::RemoteWindow* out)>;
+    absl::FunctionRef<absl::StatusOr<int64_t>(int64_t max_batch_length, runs::RemoteWindow* out)>;
 // A parked message's outcome, called once on the RoomNotifier's thread.
 using OnApplied = std::function<void(absl::StatusOr<Applied>)>;
 

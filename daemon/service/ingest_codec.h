@@ -30,9 +30,10 @@ absl::StatusOr<ingest::OpenRequest> DecodeOpen(const v1::IngestOpen& open);
 // 2^31-1], bytes in [0, 2^31-1]; start_lag_delta empty or of `count`
 // entries, each lag >= 0 and latency + lag within int64; the delta sums
 // stay within int64; count <= max_batch_length. A negative latency is not
-// an error: the recorder counts it invalid, as a local writer's.
-absl::Status DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_length,
-                         runs::RemoteWindow* out);
+// an error: the recorder counts it invalid, as a local writer's. Returns
+// the batch's records (the sum of its timestamps' record counts).
+absl::StatusOr<int64_t> DecodeBatch(const v1::TimestampBatch& batch, int64_t max_batch_length,
+                                    runs::RemoteWindow* out);
 
 // Report -> counters and ascending buckets for a run with bounds
 // [min_bound, max_bound]. Checks: pairs columns of equal length <=

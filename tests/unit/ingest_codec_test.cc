@@ -51,6 +51,13 @@ TEST(IngestCodecTest, BatchDecodesLatenciesAndConstantColumns) {
   v1::TimestampBatch b = Batch(1, {5, 3, -2, 1000});
   b.set_constant_bytes(64);
   runs::RemoteWindow w;
+  absl::StatusOr<int64_t> records = DecodeBatch(b, 10, &w);
+  ASSERT_TRUE(records.ok());
+  EXPECT_EQ(*records, 4);
+  b.set_constant_records(3);
+  records = DecodeBatch(b, 10, &w);
+  EXPECT_EQ(*records, 12);
+  b.set_constant_records(0);
   ASSERT_TRUE(DecodeBatch(b, 10, &w).ok());
   const std::vector<TimeStamp>& out = w.timestamps;
   EXPECT_TRUE(w.intended.empty());  // closed loop
@@ -89,7 +96,9 @@ TEST(IngestCodecTest, BatchPerEntryColumns) {
   b.add_bytes(10);
   b.add_bytes(20);
   runs::RemoteWindow w;
-  ASSERT_TRUE(DecodeBatch(b, 10, &w).ok());
+  absl::StatusOr<int64_t> records = DecodeBatch(b, 10, &w);
+  ASSERT_TRUE(records.ok());
+  EXPECT_EQ(*records, 7);
   const std::vector<TimeStamp>& out = w.timestamps;
   EXPECT_EQ(out[1].records, 4);
   EXPECT_EQ(out[1].bytes, 20);
@@ -97,24 +106,25 @@ TEST(IngestCodecTest, BatchPerEntryColumns) {
 
 TEST(IngestCodecTest, BatchRefusals) {
   runs::RemoteWindow w;
-  EXPECT_EQ(DecodeBatch(Batch(1, {1, 2, 3}), 2, &w).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(DecodeBatch(Batch(1, {1, 2, 3}), 2, &w).status().code(),
+            absl::StatusCode::kResourceExhausted);
   v1::TimestampBatch short_column = Batch(1, {1, 2});
   short_column.set_count(3);
-  EXPECT_EQ(DecodeBatch(short_column, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(short_column, 10, &w).status().code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch records = Batch(1, {1, 2});
   records.add_records(1);
-  EXPECT_EQ(DecodeBatch(records, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(records, 10, &w).status().code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch zero = Batch(1, {1});
   zero.add_records(0);
-  EXPECT_EQ(DecodeBatch(zero, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(zero, 10, &w).status().code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch huge = Batch(1, {1});
   huge.set_constant_bytes(0x80000000u);
-  EXPECT_EQ(DecodeBatch(huge, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(huge, 10, &w).status().code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch overflow;
   overflow.set_count(2);
   overflow.add_latency_delta(INT64_MAX);
   overflow.add_latency_delta(1);
-  EXPECT_EQ(DecodeBatch(overflow, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(overflow, 10, &w).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(w.timestamps.empty());  // refused whole
 }
 
@@ -167,17 +177,17 @@ TEST(IngestCodecTest, BatchStartLagRefusals) {
   runs::RemoteWindow w;
   v1::TimestampBatch short_lags = Batch(1, {1, 2});
   short_lags.add_start_lag_delta(1);
-  EXPECT_EQ(DecodeBatch(short_lags, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(short_lags, 10, &w).status().code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch negative = Batch(1, {1, 2});
   negative.add_start_lag_delta(5);
   negative.add_start_lag_delta(-6);  // lag -1: started before its slot
-  EXPECT_EQ(DecodeBatch(negative, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(negative, 10, &w).status().code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch overflow = Batch(1, {INT64_MAX - 1});
   overflow.add_start_lag_delta(2);  // latency + lag overflows
-  EXPECT_EQ(DecodeBatch(overflow, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(overflow, 10, &w).status().code(), absl::StatusCode::kInvalidArgument);
   v1::TimestampBatch skipped = Batch(1, {1});
   skipped.set_skipped(uint64_t{1} << 63);
-  EXPECT_EQ(DecodeBatch(skipped, 10, &w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeBatch(skipped, 10, &w).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(w.timestamps.empty());
   EXPECT_TRUE(w.intended.empty());
 }
