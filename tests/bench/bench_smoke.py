@@ -3,7 +3,7 @@ tiny sizes, for CI. Nothing is timed or judged; a binary fails the smoke when
 it exits non-zero, prints nothing, or reports an error.
 
   Google Benchmark binaries (clock_bench, queue_bench, recorder_bench, response_view_bench,
-  channel_sides_bench, client_record_bench, metrics_bench):
+  decode_batch_bench, channel_sides_bench, client_record_bench, metrics_bench):
   --benchmark_min_time=0.01, and where the whole set is slow a filter that
   still runs every benchmark family once; each must report at least one
   benchmark and no error (BM_ClockTsc may skip: whether the kernel trusts the
@@ -45,6 +45,7 @@ GBENCH = {
     "queue_bench": "^RoundTrip/|/producers:1/",
     "recorder_bench": None,
     "response_view_bench": None,
+    "decode_batch_bench": None,
     # Every path and both sides, one topology (the shared one is slow here).
     "channel_sides_bench": "shared:0",
     "client_record_bench": None,
