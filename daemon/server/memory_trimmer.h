@@ -9,8 +9,9 @@
 // all day, so the arenas fragment and RSS creeps up while the live heap
 // stays flat (tests/bench/DAEMON.md, "Soak": +8.7% in an hour without it).
 // malloc_trim walks every arena and madvises whole free pages away; it
-// holds one arena's lock at a time, for about a millisecond on this
-// daemon's heap (perld_malloc_trim_seconds_total / perld_malloc_trims_total).
+// holds one arena's lock at a time; a whole trim took 0.13 ms on average in
+// tests/bench/soak.py's smoke (perld_malloc_trim_seconds_total /
+// perld_malloc_trims_total say what it costs on a given daemon).
 //
 // The interval is read from the current config at every wait, so a reload
 // applies from the next one; 0 turns trimming off.

@@ -5,7 +5,7 @@ the end. A benchmark command; its --smoke is a CI test.
 
   /usr/bin/python3 tests/bench/soak.py --build build/release --seconds 3600 \\
       [--clients 10] [--rate 500] [--sample-seconds 10] [--out soak.csv] \\
-      [--max-rss-growth PCT] [--perld-env MALLOC_ARENA_MAX=2]
+      [--max-rss-growth PCT] [--perld-env MALLOC_ARENA_MAX=2] [--malloc-trim-ms 0]
   /usr/bin/python3 tests/bench/soak.py --build build/release --smoke   (about 35 s)
 
 The load, all started together and all lasting --seconds:
@@ -109,6 +109,7 @@ maxHashMapSizeMB: 64
 totalMaxHashMapSizeMB: 64
 exactLatencyMaxMemoryMB: 64
 exactTotalLatencyMaxMemoryMB: 64
+mallocTrimIntervalMs: {trim_ms}
 retention:
   maxWindowsPerRun: {max_windows}
 ingest:
@@ -253,9 +254,9 @@ def stop_all(clients, bench):
 
 # --- the daemon's side ----------------------------------------------------------
 
-def write_config(path, drain, max_windows):
+def write_config(path, drain, max_windows, trim_ms):
     with open(path + ".new", "w") as f:
-        f.write(CONFIG.format(drain=drain, max_windows=max_windows))
+        f.write(CONFIG.format(drain=drain, max_windows=max_windows, trim_ms=trim_ms))
     os.replace(path + ".new", path)
 
 
@@ -492,6 +493,8 @@ def parse_args():
     ap.add_argument("--max-windows-per-run", type=int, default=20,
                     help="retention.maxWindowsPerRun of the soak's daemon")
     ap.add_argument("--client-nice", type=int, default=10)
+    ap.add_argument("--malloc-trim-ms", type=int, default=60000,
+                    help="perld's mallocTrimIntervalMs (0: never; the A/B of the trim)")
     ap.add_argument("--time-unit", choices=("ns", "us", "ms"), default="us",
                     help="every run's -time (ns: response views grow with their distinct "
                          "start lags, see above)")
@@ -526,7 +529,7 @@ def main():
     config = os.path.join(tmp, "perld.yaml")
     log = os.path.join(tmp, "perld.log")
     drain = 10000
-    write_config(config, drain, args.max_windows_per_run)
+    write_config(config, drain, args.max_windows_per_run, args.malloc_trim_ms)
     env = dict(e.split("=", 1) for e in args.perld_env)
     d = Daemon(perld, os.path.join(tmp, "state"), config, log=log, env=env or None)
     query = rpc.QueryStub(grpc.insecure_channel(d.grpc))
@@ -586,7 +589,7 @@ def main():
             if now >= next_hup and now - t0 < seconds:
                 next_hup += args.hup_seconds
                 drain = 10001 if drain == 10000 else 10000
-                write_config(config, drain, args.max_windows_per_run)
+                write_config(config, drain, args.max_windows_per_run, args.malloc_trim_ms)
                 d.proc.send_signal(signal.SIGHUP)
                 hups += 1
                 time.sleep(0.5)
