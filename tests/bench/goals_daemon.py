@@ -1,5 +1,6 @@
 """The real perld on 127.0.0.1 port 0 for the goal scripts (daemon_goals.py,
-metrics_goals.py): its listen addresses, CPU seconds and memory from /proc.
+metrics_goals.py): its listen addresses, CPU seconds and memory from /proc;
+a process's CPU by thread name (soak.py, stream_goals.py).
 """
 import json
 import os
@@ -7,6 +8,34 @@ import re
 import signal
 import subprocess
 import time
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid):
+    """{tid: (thread name, CPU seconds)} of a process's live threads."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                head, _, rest = f.read().rpartition(")")
+        except OSError:
+            continue  # ended meanwhile
+        fields = rest.split()
+        out[tid] = (head.partition("(")[2], (int(fields[11]) + int(fields[12])) / CLK_TCK)
+    return out
+
+
+def cpu_by_thread_name(before, after, seconds):
+    """[(name, % of a core)] between two thread_cpu() snapshots, names with
+    their trailing digits merged (perld-ingest-0 and -1: perld-ingest-N),
+    highest first; a thread that ended in between is missing."""
+    totals = {}
+    for tid, (name, cpu) in after.items():
+        base = re.sub(r"\d+$", "N", name)
+        totals[base] = totals.get(base, 0.0) + cpu - before.get(tid, (name, 0.0))[1]
+    return sorted(((n, 100.0 * c / seconds) for n, c in totals.items()), key=lambda x: -x[1])
 
 
 class Daemon:

@@ -91,6 +91,7 @@ sys.dont_write_bytecode = True  # no __pycache__ next to perld_it.py
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import perld_it  # noqa: E402
+from goals_daemon import cpu_by_thread_name, thread_cpu  # noqa: E402
 from perld_it import (PERCENTS, Daemon, check, exact_percentiles,  # noqa: E402
                       load_stubs, wait_ended)
 
@@ -142,31 +143,6 @@ def proc_status(pid):
 
 def proc_fds(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def thread_cpu(pid):
-    """{tid: (thread name, CPU seconds)} of a process's live threads."""
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                head, _, rest = f.read().rpartition(")")
-        except OSError:
-            continue  # ended meanwhile
-        fields = rest.split()
-        out[tid] = (head.partition("(")[2], (int(fields[11]) + int(fields[12])) / CLK_TCK)
-    return out
-
-
-def cpu_by_thread_name(before, after, seconds):
-    """[(name, % of a core)] between two thread_cpu() snapshots, names with
-    their trailing digits merged (perld-ingest-0 and -1: perld-ingest-N),
-    highest first; a thread that ended in between is missing."""
-    totals = {}
-    for tid, (name, cpu) in after.items():
-        base = re.sub(r"\d+$", "N", name)
-        totals[base] = totals.get(base, 0.0) + cpu - before.get(tid, (name, 0.0))[1]
-    return sorted(((n, 100.0 * c / seconds) for n, c in totals.items()), key=lambda x: -x[1])
 
 
 # --- the load -----------------------------------------------------------------

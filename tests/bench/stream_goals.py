@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.path.insert(0, HERE)
 import perld_it  # noqa: E402
-from goals_daemon import Daemon, print_table  # noqa: E402
+from goals_daemon import Daemon, cpu_by_thread_name, print_table, thread_cpu  # noqa: E402
 
 import grpc  # noqa: E402
 
@@ -211,12 +211,14 @@ def main():
     query_channel = grpc.insecure_channel(d.grpc)
     query = rpc.QueryStub(query_channel)
     parked_seen = []
+    cpu_split = []  # the daemon's CPU by thread name while the last probe ran
 
     def measure():
         # The calls come from a process of their own: in this one they would
         # wait for the GIL behind the event loop driving the clients (Python
         # switches threads every 5 ms), which is the client's latency, not
         # the daemon's.
+        cpu_before, t0 = thread_cpu(d.proc.pid), time.monotonic()
         probe = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--probe-clients",
                                   d.grpc, "--calls", str(args.calls)],
                                  stdout=subprocess.PIPE, text=True,
@@ -224,11 +226,15 @@ def main():
         while probe.poll() is None:
             parked_seen.append(d.parked())
             time.sleep(0.05)
+        cpu_split[:] = cpu_by_thread_name(cpu_before, thread_cpu(d.proc.pid),
+                                          time.monotonic() - t0)
         return json.loads(probe.stdout.read())
 
     latencies, windows_sent = loop.run_until_complete(
         parked_clients(d.grpc, ipb, args.parked, args.windows, body, measure))
     loop.close()
+    print("B: daemon CPU by thread while GetClients was probed, % of a core: " +
+          ", ".join(f"{n} {pct:.1f}" for n, pct in cpu_split if pct >= 0.5), flush=True)
     run = [r for r in query.ListRuns(pb.ListRunsRequest(), timeout=10).runs
            if r.name == "parked"][0]
     got = perld_it.wait_ended(query, pb, run.id, 120)
