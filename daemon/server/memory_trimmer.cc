@@ -43,10 +43,11 @@ void MemoryTrimmer::Loop() {
     if (!on || config_.Get()->malloc_trim_interval_ms <= 0) continue;  // turned off meanwhile
     const auto start = std::chrono::steady_clock::now();
     malloc_trim(0);
-    trim_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::steady_clock::now() - start)
-                           .count(),
-                       std::memory_order_relaxed);
+                           .count();
+    trim_ns_.fetch_add(ns, std::memory_order_relaxed);
+    if (ns > max_trim_ns()) max_trim_ns_.store(ns, std::memory_order_relaxed);
     trims_.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -60,6 +61,9 @@ std::vector<prometheus::MetricFamily> MemoryTrimmer::Collect() const {
   http::AddSingle(&f, "perld_malloc_trim_seconds_total", prometheus::MetricType::Counter,
                   "Time spent handing the allocator's free pages back, seconds.",
                   static_cast<double>(trim_ns()) / 1e9);
+  http::AddSingle(&f, "perld_malloc_trim_max_seconds", prometheus::MetricType::Gauge,
+                  "The longest a trim took since the daemon started, seconds.",
+                  static_cast<double>(max_trim_ns()) / 1e9);
   return f;
 }
 

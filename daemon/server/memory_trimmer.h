@@ -17,7 +17,7 @@
 // applies from the next one; 0 turns trimming off.
 //
 // Exported (prometheus::Collectable): perld_malloc_trims_total,
-// perld_malloc_trim_seconds_total.
+// perld_malloc_trim_seconds_total, perld_malloc_trim_max_seconds.
 //
 // Threads: its own ("perld-trim"); Collect and the counters from any thread.
 #pragma once
@@ -46,6 +46,7 @@ class MemoryTrimmer final : public prometheus::Collectable {
 
   uint64_t trims() const { return trims_.load(std::memory_order_relaxed); }
   int64_t trim_ns() const { return trim_ns_.load(std::memory_order_relaxed); }
+  int64_t max_trim_ns() const { return max_trim_ns_.load(std::memory_order_relaxed); }
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
@@ -54,7 +55,8 @@ class MemoryTrimmer final : public prometheus::Collectable {
 
   const config::CurrentConfig& config_;
   std::atomic<uint64_t> trims_{0};
-  std::atomic<int64_t> trim_ns_{0};  // time spent in malloc_trim, total
+  std::atomic<int64_t> trim_ns_{0};      // time spent in malloc_trim, total
+  std::atomic<int64_t> max_trim_ns_{0};  // the longest trim (written by its thread only)
   Mutex mu_;
   CondVar cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -615,7 +615,8 @@ def main():
         after = proc_status(d.proc.pid)
         text = http_get(d.http, "/metrics")[1].decode()
         problems = metric_problems(text)
-        trims = metric_values(text, ("perld_malloc_trims_total", "perld_malloc_trim_seconds_total"))
+        trims = metric_values(text, ("perld_malloc_trims_total", "perld_malloc_trim_seconds_total",
+                                     "perld_malloc_trim_max_seconds"))
     else:
         after, problems, trims = None, [], {}
     growth = summarize(samples, seconds, warmup, args)
@@ -641,7 +642,8 @@ def main():
     if trims.get("perld_malloc_trims_total"):
         n, sec = trims["perld_malloc_trims_total"], trims.get("perld_malloc_trim_seconds_total", 0)
         print(f"malloc_trim: {n:.0f} trims, {sec * 1000:.1f} ms in all, "
-              f"{sec * 1000 / n:.2f} ms each on average")
+              f"{sec * 1000 / n:.2f} ms each on average, the longest "
+              f"{trims.get('perld_malloc_trim_max_seconds', 0) * 1000:.2f} ms")
     print(f"/metrics refused/dropped/error counters not zero: {len(problems)}")
     for line in problems:
         print("  " + line)

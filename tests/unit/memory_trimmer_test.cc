@@ -33,6 +33,8 @@ TEST(MemoryTrimmerTest, TrimsEveryIntervalAndCountsTheTime) {
   MemoryTrimmer trimmer(current);
   ASSERT_TRUE(TrimmedAtLeast(trimmer, 3));
   EXPECT_GT(trimmer.trim_ns(), 0);
+  EXPECT_GT(trimmer.max_trim_ns(), 0);
+  EXPECT_LE(trimmer.max_trim_ns(), trimmer.trim_ns());
   bool counted = false;
   for (const prometheus::MetricFamily& f : trimmer.Collect()) {
     if (f.name == "perld_malloc_trims_total") counted = f.metric.at(0).counter.value >= 3;
