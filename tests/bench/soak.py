@@ -430,6 +430,16 @@ def summarize(samples, seconds, warmup, args):
           f"max {max(s['rss_kib'] for s in after) / 1024:.2f} MiB; least-squares slope "
           + (f"{slope / 1024:+.2f} MiB/h" if slope is not None else "n/a")
           + f"; VmHWM at the end {end['hwm_kib'] / 1024:.2f} MiB")
+    # The floor and peak of each tenth of the loaded time after warm-up: a
+    # leak raises the floors to the end; a bound being filled raises them
+    # and levels off; the trims (mallocTrimIntervalMs) make the gap between.
+    tenth = max((end["elapsed_s"] - warm["elapsed_s"]) / 10, args.sample_seconds)
+    parts = {}
+    for sample in after:
+        part = min(int((sample["elapsed_s"] - warm["elapsed_s"]) / tenth), 9)
+        parts.setdefault(part, []).append(sample["rss_kib"])
+    print(f"  RSS floor/peak per {tenth:.0f} s after warm-up (MiB): " + ", ".join(
+        f"{min(v) / 1024:.2f}/{max(v) / 1024:.2f}" for _, v in sorted(parts.items())))
     steps = [(b["rss_kib"] - a["rss_kib"], b["elapsed_s"]) for a, b in zip(after, after[1:])]
     if steps:
         step, at = max(steps)
