@@ -100,6 +100,9 @@ std::vector<prometheus::MetricFamily> DaemonStateCollector::Collect() const {
             "or ingest.maxMemoryBytes): parked, its stream not read, no thread held.",
             AsDouble(ingest_runs_.parked_clients()));
   if (store_ != nullptr) {
+    AddSingle(&f, "perld_state_sqlite_memory_bytes", MetricType::Gauge,
+              "Memory SQLite holds for the state directory (page caches, statements), bytes.",
+              AsDouble(state::StateStore::SqliteMemoryBytes()));
     const state::StateStore::DistributionCounts d = store_->distribution_counts();
     AddSingle(&f, "perld_state_total_segment_bytes_total", MetricType::Counter,
               "Bytes of total-segment distributions written to the state directory (a run "

@@ -18,7 +18,7 @@
 //   perld_sbp_slots, perld_sbp_slots_freed_total{reason},
 //   perld_sbp_client_failures_total                       with the SBP service
 //   perld_upstream_*{node}                                with an upstream
-//   perld_state_total_segment_bytes_total,
+//   perld_state_sqlite_memory_bytes, perld_state_total_segment_bytes_total,
 //   perld_state_unstored_distributions_total{kind},
 //   perld_state_dropped_windows_total                     with a state store
 //

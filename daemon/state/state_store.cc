@@ -1106,6 +1106,8 @@ uint64_t StateStore::write_errors() const {
   return write_errors_;
 }
 
+int64_t StateStore::SqliteMemoryBytes() { return sqlite3_memory_used(); }
+
 StateStore::DistributionCounts StateStore::distribution_counts() const {
   return DistributionCounts{writer_->counts_.segment_bytes.load(),
                             writer_->counts_.segments_unstored.load(),

@@ -281,6 +281,9 @@ class StateStore {
     uint64_t windows_unstored = 0;   // periodic windows past maxWindowDistributionBytesPerRun
   };
   DistributionCounts distribution_counts() const;
+  // Memory SQLite holds now, every connection of the process (page caches,
+  // prepared statements): sqlite3_memory_used(). Any thread.
+  static int64_t SqliteMemoryBytes();
   const std::string& path() const { return path_; }
 
  private:

@@ -626,7 +626,8 @@ def main():
         text = http_get(d.http, "/metrics")[1].decode()
         problems = metric_problems(text)
         trims = metric_values(text, ("perld_malloc_trims_total", "perld_malloc_trim_seconds_total",
-                                     "perld_malloc_trim_max_seconds"))
+                                     "perld_malloc_trim_max_seconds", "perld_snapshot_store_bytes",
+                                     "perld_state_sqlite_memory_bytes"))
     else:
         after, problems, trims = None, [], {}
     growth = summarize(samples, seconds, warmup, args)
@@ -649,6 +650,10 @@ def main():
           f"{scrapes} did not)")
     logged = count_hup_lines(log)
     check(logged >= hups, f"perld logged each of the {hups} SIGHUPs ({logged} SIGHUP lines)")
+    if "perld_state_sqlite_memory_bytes" in trims:
+        print(f"accounted at the end: snapshot store "
+              f"{trims.get('perld_snapshot_store_bytes', 0) / 1048576:.2f} MiB, SQLite "
+              f"{trims['perld_state_sqlite_memory_bytes'] / 1048576:.2f} MiB")
     if trims.get("perld_malloc_trims_total"):
         n, sec = trims["perld_malloc_trims_total"], trims.get("perld_malloc_trim_seconds_total", 0)
         print(f"malloc_trim: {n:.0f} trims, {sec * 1000:.1f} ms in all, "

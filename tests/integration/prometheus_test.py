@@ -318,6 +318,11 @@ def main():
             trims = trim_count(d.http)
             check(trims is not None and trims >= 1,
                   f"perld_malloc_trims_total counts the trims every 200 ms ({trims})")
+            m = re.search(r"^perld_state_sqlite_memory_bytes (\S+)$",
+                          http_get(d.http, "/metrics")[2], re.M)
+            check(m is not None and float(m.group(1)) > 0,
+                  "perld_state_sqlite_memory_bytes says what SQLite holds "
+                  f"({m.group(1) if m else None})")
 
             # finishedRunSeconds: 0 (SIGHUP) -> ended runs leave /metrics, stay queryable.
             # mallocTrimIntervalMs: 0 (reloaded) -> no more trims.
