@@ -29,11 +29,15 @@ The load, all started together and all lasting --seconds:
 
 Every --sample-seconds the script reads perld's /proc/PID/status and stat:
 VmRSS, VmHWM, Threads, open file descriptors, CPU seconds (utime + stime),
-plus the clients' CPU seconds and the host's load average; one CSV row each
-(--out; printed as they come). The summary compares RSS at the end of the
+plus the clients' CPU seconds and the host's load average, and from the
+latest scrape what perld holds as data (data_kib: every run's recorders,
+the snapshot store, SQLite) and the rest of RSS (other_kib); one CSV row
+each (--out; printed as they come). The summary compares RSS at the end of the
 warm-up -- the first 10% of the soak or 300 s, whichever is smaller -- with
 RSS at the last loaded sample (growth %, goal < 2%; fails only with
---max-rss-growth PCT), and gives the least-squares RSS slope after warm-up,
+--max-rss-growth PCT), the same for the rest of RSS beside the data (an
+exact distribution grows with every new distinct latency, by design, so a
+loaded host's longer tails raise RSS without a leak), and gives the least-squares RSS slope after warm-up,
 the largest rise between two samples (a step points at a bound being
 reached, a slope at something that keeps growing), thread and fd ranges,
 perld's average CPU in % of one core and its split by thread name
@@ -99,7 +103,14 @@ SIZE = 100  # bytes per record: -throughput MB/s = rate * SIZE / 2^20
 QUERY_PERCENTS = [0] + PERCENTS[:-1] + [99.999, 100]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CSV_FIELDS = ["elapsed_s", "unix_time", "rss_kib", "hwm_kib", "threads", "fds", "cpu_s",
-              "cpu_pct", "clients_cpu_s", "load1", "scrapes", "scrape_failures", "hups"]
+              "cpu_pct", "clients_cpu_s", "load1", "scrapes", "scrape_failures", "hups",
+              "data_kib", "other_kib"]
+# What perld accounts as held data: every run's recorders (the exact
+# distributions: each new distinct latency costs memory, by design), the
+# snapshot store and SQLite's caches. RSS minus these ("other": code,
+# stacks, buffers, the allocator's free pages) is where a leak would show.
+DATA_METRICS = ("perld_run_recorder_memory_bytes", "perld_snapshot_store_bytes",
+                "perld_state_sqlite_memory_bytes")
 
 CONFIG = """\
 # tests/bench/soak.py's daemon (written at every SIGHUP; drainTimeoutMs alternates)
@@ -252,6 +263,16 @@ def daemon_distribution(query, pb, run_id):
         token = page.next_page_token
         if not token:
             return pairs
+
+
+def data_bytes(text):
+    """The sum of DATA_METRICS' samples (every label set) in an exposition text."""
+    total = 0.0
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in DATA_METRICS:
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
 
 
 def metric_values(text, names):
@@ -430,6 +451,11 @@ def summarize(samples, seconds, warmup, args):
           f"max {max(s['rss_kib'] for s in after) / 1024:.2f} MiB; least-squares slope "
           + (f"{slope / 1024:+.2f} MiB/h" if slope is not None else "n/a")
           + f"; VmHWM at the end {end['hwm_kib'] / 1024:.2f} MiB")
+    other = 100.0 * (end["other_kib"] - warm["other_kib"]) / max(warm["other_kib"], 1)
+    print(f"  held as data (recorders, snapshot store, SQLite) after warm-up "
+          f"{warm['data_kib'] / 1024:.2f} MiB, end {end['data_kib'] / 1024:.2f} MiB; the rest of "
+          f"RSS {warm['other_kib'] / 1024:.2f} -> {end['other_kib'] / 1024:.2f} MiB: growth "
+          f"{other:+.2f}% (goal < 2%: {'met' if other < 2 else 'MISSED'})")
     # The floor and peak of each tenth of the loaded time after warm-up: a
     # leak raises the floors to the end; a bound being filled raises them
     # and levels off; the trims (mallocTrimIntervalMs) make the gap between.
@@ -531,6 +557,7 @@ def main():
     if writer:
         writer.writeheader()
     samples, scrape_ms = [], []
+    last_data_kib = 0  # data_bytes() of the latest scrape
     scrapes = scrape_failures = hups = 0
     died = False
     threads_warm = threads_end = None  # (elapsed, thread_cpu()) after warm-up, at the end
@@ -564,8 +591,10 @@ def main():
                 next_scrape = max(next_scrape + args.scrape_seconds, now)  # no catch-up burst
                 t1 = time.monotonic()
                 try:
-                    status, _ = http_get(d.http, "/metrics")
+                    status, body = http_get(d.http, "/metrics")
                     ok = status == 200
+                    if ok:
+                        last_data_kib = data_bytes(body.decode()) // 1024
                 except (OSError, http.client.HTTPException):
                     ok = False
                 scrapes += 1
@@ -596,7 +625,8 @@ def main():
                        "cpu_pct": round(100 * (cpu - last_cpu) / max(now - last_t, 1e-9), 1),
                        "clients_cpu_s": round(sum(c.sample_cpu() for c in clients), 2),
                        "load1": round(os.getloadavg()[0], 2), "scrapes": scrapes,
-                       "scrape_failures": scrape_failures, "hups": hups}
+                       "scrape_failures": scrape_failures, "hups": hups,
+                       "data_kib": last_data_kib, "other_kib": status["VmRSS"] - last_data_kib}
                 last_cpu, last_t = cpu, now
                 samples.append(row)
                 if now - t0 <= seconds + 0.5:
