@@ -26,6 +26,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +37,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -946,12 +948,22 @@ int Bench(Cli& cli) {
       rc != 0) {
     return rc;
   }
-  grpc::ClientContext ctx;
-  cli.Deadline(&ctx);
   v1::GetRunRequest get;
   get.set_run(std::to_string(response.run_id()));
   v1::GetRunResponse run;
-  if (grpc::Status s = cli.query->GetRun(&ctx, get, &run); !s.ok()) return ServerError(s);
+  // The watched response view ends just before its run (the daemon closes
+  // the view's total first): wait for the run's own end, so the last line
+  // and the exit status are the ended run's, never a running one's. Bounded:
+  // the daemon ends both in one step of its recorder.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    grpc::ClientContext ctx;
+    cli.Deadline(&ctx);
+    if (grpc::Status s = cli.query->GetRun(&ctx, get, &run); !s.ok()) return ServerError(s);
+    if (run.run().state() != v1::RUN_STATE_RUNNING && run.total().final()) break;
+    if (std::chrono::steady_clock::now() > give_up) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   if (cli.json) {  // the last line: the run as it ended, with its total
     JsonWriter json;
     json.BeginObject();
