@@ -37,7 +37,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -948,22 +947,27 @@ int Bench(Cli& cli) {
       rc != 0) {
     return rc;
   }
+  if (shown == v1::LATENCY_KIND_RESPONSE) {
+    // The watched response view ends just before its run (the daemon closes
+    // the view's total first): watch the run itself to its end too, so the
+    // last line and the exit status are the ended run's. WatchRun of an
+    // ended run sends its total and ends.
+    grpc::ClientContext ctx;  // no deadline: it ends with the run
+    v1::WatchRunRequest watch;
+    watch.set_run(std::to_string(response.run_id()));
+    std::unique_ptr<grpc::ClientReader<v1::WatchRunResponse>> reader =
+        cli.query->WatchRun(&ctx, watch);
+    v1::WatchRunResponse event;
+    while (reader->Read(&event)) {
+    }
+    if (grpc::Status s = reader->Finish(); !s.ok()) return ServerError(s);
+  }
+  grpc::ClientContext ctx;
+  cli.Deadline(&ctx);
   v1::GetRunRequest get;
   get.set_run(std::to_string(response.run_id()));
   v1::GetRunResponse run;
-  // The watched response view ends just before its run (the daemon closes
-  // the view's total first): wait for the run's own end, so the last line
-  // and the exit status are the ended run's, never a running one's. Bounded:
-  // the daemon ends both in one step of its recorder.
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (;;) {
-    grpc::ClientContext ctx;
-    cli.Deadline(&ctx);
-    if (grpc::Status s = cli.query->GetRun(&ctx, get, &run); !s.ok()) return ServerError(s);
-    if (run.run().state() != v1::RUN_STATE_RUNNING && run.total().final()) break;
-    if (std::chrono::steady_clock::now() > give_up) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  if (grpc::Status s = cli.query->GetRun(&ctx, get, &run); !s.ok()) return ServerError(s);
   if (cli.json) {  // the last line: the run as it ended, with its total
     JsonWriter json;
     json.BeginObject();
