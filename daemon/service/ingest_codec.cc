@@ -97,38 +97,25 @@ absl::StatusOr<int64_t> DecodeBatch(const v1::TimestampBatch& batch, int64_t max
   // at its capacity (RemoteWindow::bytes): a small batch takes its own.
   if (out->capacity() > 2 * static_cast<size_t>(n) + 1024) std::vector<TimeStamp>().swap(*out);
   out->reserve(static_cast<size_t>(n));  // written once below (no zero-fill first)
-  const auto overflow = [&](int i) {
-    out->clear();
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch ", batch.sequence(), ": latency ", i, " overflows int64"));
-  };
   int64_t latency = 0;
   int64_t records_total = 0;
-  if (batch.records_size() == 0 && batch.bytes_size() == 0) {
-    // The common batch (perlctl load, the client library): only latencies
-    // vary, so the loop is the delta sum alone.
-    const auto records = static_cast<int32_t>(constant_records);
-    const auto bytes = static_cast<int32_t>(batch.constant_bytes());
-    for (int i = 0; i < n; ++i) {
-      if (__builtin_add_overflow(latency, batch.latency_delta(i), &latency)) return overflow(i);
-      out->push_back(TimeStamp{0, latency, records, bytes});
+  for (int i = 0; i < n; ++i) {
+    if (__builtin_add_overflow(latency, batch.latency_delta(i), &latency)) {
+      out->clear();
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch ", batch.sequence(), ": latency ", i, " overflows int64"));
     }
-    records_total = constant_records * n;
-  } else {
-    for (int i = 0; i < n; ++i) {
-      if (__builtin_add_overflow(latency, batch.latency_delta(i), &latency)) return overflow(i);
-      const int64_t records = batch.records_size() != 0 ? batch.records(i) : constant_records;
-      const int64_t bytes = batch.bytes_size() != 0 ? batch.bytes(i) : batch.constant_bytes();
-      if (records < 1 || records > kInt32Max || bytes > kInt32Max) {
-        out->clear();
-        return absl::InvalidArgumentError(
-            absl::StrCat("batch ", batch.sequence(), ": timestamp ", i, " has records ", records,
-                         " and bytes ", bytes, " (records in [1, 2^31-1], bytes < 2^31)"));
-      }
-      records_total += records;
-      out->push_back(
-          TimeStamp{0, latency, static_cast<int32_t>(records), static_cast<int32_t>(bytes)});
+    const int64_t records = batch.records_size() != 0 ? batch.records(i) : constant_records;
+    const int64_t bytes = batch.bytes_size() != 0 ? batch.bytes(i) : batch.constant_bytes();
+    if (records < 1 || records > kInt32Max || bytes > kInt32Max) {
+      out->clear();
+      return absl::InvalidArgumentError(absl::StrCat("batch ", batch.sequence(), ": timestamp ", i,
+                                                     " has records ", records, " and bytes ", bytes,
+                                                     " (records in [1, 2^31-1], bytes < 2^31)"));
     }
+    records_total += records;
+    out->push_back(
+        TimeStamp{0, latency, static_cast<int32_t>(records), static_cast<int32_t>(bytes)});
   }
   if (batch.skipped() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     out->clear();
