@@ -32,15 +32,14 @@ void MemoryTrimmer::Loop() {
   constexpr int64_t kOffRecheckMs = 10'000;
   for (;;) {
     const int64_t interval_ms = config_.Get()->malloc_trim_interval_ms;
-    const bool on = interval_ms > 0;
     {
       MutexLock lock(mu_);
-      if (cv_.WaitFor(mu_, std::chrono::milliseconds(on ? interval_ms : kOffRecheckMs),
+      if (cv_.WaitFor(mu_, std::chrono::milliseconds(interval_ms > 0 ? interval_ms : kOffRecheckMs),
                       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; })) {
         return;
       }
     }
-    if (!on || config_.Get()->malloc_trim_interval_ms <= 0) continue;  // turned off meanwhile
+    if (config_.Get()->malloc_trim_interval_ms <= 0) continue;  // off (or turned off meanwhile)
     const auto start = std::chrono::steady_clock::now();
     malloc_trim(0);
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
