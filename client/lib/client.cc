@@ -197,18 +197,18 @@ class LocalSink final : public TimeStampSink {
   // schedule's counts (raw mode: the daemon counts them from the lags).
   void Take(const TimeStamp* batch, const int64_t* intended, size_t n) {
     const int64_t now = last_tick_ns_ / ns_per_unit_;
-    windows_.RecordBatch(batch, n, now);
+    if (response_) {
+      // Both views, closing together. Raw mode sends the lags; the daemon
+      // tallies them.
+      RecordBothViews(windows_, response_->windows, batch, intended, n, now,
+                      response_->late_threshold,
+                      mode_ == IngestMode::kWindows ? &response_->lags : nullptr);
+    } else {
+      windows_.RecordBatch(batch, n, now);
+    }
     int64_t records = 0;
     for (size_t i = 0; i < n; ++i) records += batch[i].records > 0 ? batch[i].records : 0;
     records_.fetch_add(records, std::memory_order_relaxed);
-    if (response_) {
-      // Raw mode sends the lags; the daemon tallies them.
-      RecordResponseTimes(response_->windows, batch, intended, n, now, response_->late_threshold,
-                          mode_ == IngestMode::kWindows ? &response_->lags : nullptr);
-      if (response_->windows.HasPendingReports()) [[unlikely]] {
-        SendPending();
-      }
-    }
     if (mode_ == IngestMode::kRaw) {
       const size_t cap = BatchCap();
       for (size_t i = 0; i < n; ++i) {
@@ -216,7 +216,8 @@ class LocalSink final : public TimeStampSink {
         if (encoder_.size() >= cap) SendBatch();
       }
     }
-    if (windows_.HasPendingReports()) [[unlikely]] {
+    if (windows_.HasPendingReports() || (response_ && response_->windows.HasPendingReports()))
+        [[unlikely]] {
       SendPending();
     }
   }

@@ -83,12 +83,17 @@ PeriodicAndTotalWindows::PeriodicAndTotalWindows(std::unique_ptr<LatencyRecorder
   total_->Reset(start_time);
 }
 
-void PeriodicAndTotalWindows::RecordBatch(const TimeStamp* ts, size_t n, int64_t now) {
+void PeriodicAndTotalWindows::RecordBatch(const TimeStamp* ts, size_t n, int64_t now,
+                                          FullClose full_close) {
+  if (full_close == FullClose::kCaller) {
+    periodic_->RecordBatch(ts, n);
+    return;
+  }
   while (n > 0) {
     const size_t chunk = std::min(n, kFullCheckInterval);
     periodic_->RecordBatch(ts, chunk);
     if (periodic_->IsFull()) [[unlikely]] {
-      ClosePeriodicFull(now);
+      CloseFull(now);
     }
     ts += chunk;
     n -= chunk;
@@ -97,12 +102,12 @@ void PeriodicAndTotalWindows::RecordBatch(const TimeStamp* ts, size_t n, int64_t
 
 absl::Status PeriodicAndTotalWindows::MergeWindow(const LatencyCounters& counters,
                                                   std::span<const LatencyBucket> buckets,
-                                                  int64_t now) {
+                                                  int64_t now, FullClose full_close) {
   if (absl::Status s = periodic_->MergeBuckets(counters, buckets); !s.ok()) {
     return s;
   }
-  if (periodic_->IsFull()) {
-    ClosePeriodicFull(now);
+  if (full_close == FullClose::kSelf && periodic_->IsFull()) {
+    CloseFull(now);
   }
   return absl::OkStatus();
 }
@@ -119,7 +124,7 @@ void PeriodicAndTotalWindows::ClosePeriodicInto(int64_t now, WindowReport* out) 
   periodic_->Reset(now);
 }
 
-void PeriodicAndTotalWindows::ClosePeriodicFull(int64_t now) {
+void PeriodicAndTotalWindows::CloseFull(int64_t now) {
   WindowReport& report = pending_.emplace_back();
   ClosePeriodicInto(now, &report);
   report.snapshot.closed_full = true;

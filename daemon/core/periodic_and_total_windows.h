@@ -82,15 +82,31 @@ class PeriodicAndTotalWindows {
   PeriodicAndTotalWindows(PeriodicAndTotalWindows&&) = default;
   PeriodicAndTotalWindows& operator=(PeriodicAndTotalWindows&&) = default;
 
+  // Who applies the IsFull policy to the periodic window.
+  //   kSelf: RecordBatch and MergeWindow close a full window themselves.
+  //   kCaller: they never close it; the caller checks PeriodicFull() after
+  //   every merge and at least every kFullCheckInterval timestamps, and
+  //   calls CloseFull(now). Two windows that must close together (a run's
+  //   service and response views: response_times.h) use it.
+  enum class FullClose { kSelf, kCaller };
+
   // Records n timestamps into the periodic window. `now` is used only as
   // the close time if the IsFull policy closes a window inside this batch.
-  void RecordBatch(const TimeStamp* ts, size_t n, int64_t now);
+  void RecordBatch(const TimeStamp* ts, size_t n, int64_t now,
+                   FullClose full_close = FullClose::kSelf);
 
   // Adds an already-aggregated remote window to the periodic window (see
   // LatencyRecorder::MergeBuckets; nothing changes on error), then applies
-  // the IsFull policy at `now`.
+  // the IsFull policy at `now` (kSelf).
   [[nodiscard]] absl::Status MergeWindow(const LatencyCounters& counters,
-                                         std::span<const LatencyBucket> buckets, int64_t now);
+                                         std::span<const LatencyBucket> buckets, int64_t now,
+                                         FullClose full_close = FullClose::kSelf);
+
+  // The periodic window is over its memory budget (IsFull).
+  bool PeriodicFull() const { return periodic_->IsFull(); }
+  // Closes the periodic window early at `now`: a queued kPeriodic report
+  // with closed_full set, then the total's own IsFull check (as kSelf does).
+  void CloseFull(int64_t now);
 
   // Closes the periodic window at `now` into `out` (always, even if empty),
   // merges it into the total and starts the next window at `now`; a total
@@ -140,7 +156,6 @@ class PeriodicAndTotalWindows {
   // Extracts the total window at `now` into `out` and carries it into the
   // run total.
   void CloseTotalSegment(int64_t now, WindowReport* out);
-  void ClosePeriodicFull(int64_t now);
   void CheckTotalFull(int64_t now);
 
   std::unique_ptr<LatencyRecorder> periodic_;

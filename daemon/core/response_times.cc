@@ -5,13 +5,14 @@
 
 namespace perld {
 
-void RecordResponseTimes(PeriodicAndTotalWindows& windows, const TimeStamp* batch,
-                         const int64_t* intended, size_t n, int64_t now, int64_t late_threshold,
-                         LagTally* tally) {
-  constexpr size_t kChunk = 256;  // the recorder's Accept batch (TimeStampChannels::kBatch)
-  TimeStamp response[kChunk];
+void RecordBothViews(PeriodicAndTotalWindows& service, PeriodicAndTotalWindows& response,
+                     const TimeStamp* batch, const int64_t* intended, size_t n, int64_t now,
+                     int64_t late_threshold, LagTally* tally) {
+  using FullClose = PeriodicAndTotalWindows::FullClose;
+  TimeStamp timed_from_slot[PeriodicAndTotalWindows::kFullCheckInterval];
   for (size_t done = 0; done < n;) {
-    const size_t m = std::min(n - done, std::size(response));
+    const size_t m = std::min(n - done, std::size(timed_from_slot));
+    service.RecordBatch(batch + done, m, now, FullClose::kCaller);
     // Plain accumulators over the chunk, folded into the tally once.
     int64_t lo = INT64_MAX;
     int64_t hi = INT64_MIN;
@@ -25,7 +26,7 @@ void RecordResponseTimes(PeriodicAndTotalWindows& windows, const TimeStamp* batc
       hi = std::max(hi, lag);
       sum += lag;
       late += lag > late_threshold ? 1 : 0;
-      response[i] = TimeStamp{slot, t.end, t.records, t.bytes};
+      timed_from_slot[i] = TimeStamp{slot, t.end, t.records, t.bytes};
     }
     if (tally != nullptr) {
       tally->min_lag = tally->operations == 0 ? lo : std::min(tally->min_lag, lo);
@@ -34,9 +35,17 @@ void RecordResponseTimes(PeriodicAndTotalWindows& windows, const TimeStamp* batc
       tally->late += late;
       tally->operations += static_cast<int64_t>(m);
     }
-    windows.RecordBatch(response, m, now);
+    response.RecordBatch(timed_from_slot, m, now, FullClose::kCaller);
+    CloseBothIfFull(service, response, now);
     done += m;
   }
+}
+
+bool CloseBothIfFull(PeriodicAndTotalWindows& a, PeriodicAndTotalWindows& b, int64_t now) {
+  if (!a.PeriodicFull() && !b.PeriodicFull()) return false;
+  a.CloseFull(now);
+  b.CloseFull(now);
+  return true;
 }
 
 }  // namespace perld

@@ -1,12 +1,21 @@
-// RecordResponseTimes: the response-time side of paced timestamps (a
-// rate-controlled run, issue 30). Each timestamp is recorded again, timed
-// from its intended start (its slot: end - intended) instead of its actual
-// start, and its start lag (start - intended) is tallied for the schedule.
-// The daemon's recorder (RunRecorder::AcceptPaced) and the client library's
-// local sink share it, so both views of an operation are the same records.
+// RecordBothViews: the two views of a rate-controlled run's paced timestamps
+// (issue 30), kept in step. Each timestamp is recorded as service time
+// (end - start) into the run's windows and again, timed from its intended
+// start (its slot: end - intended), into the response view's windows, and
+// its start lag (start - intended) is tallied for the schedule. The
+// daemon's recorder (RunRecorder) and the client library's local sink share
+// it, so both views of an operation are the same records.
 //
-// Pure function of its arguments; the caller's thread owns `windows` and
-// `tally` (the recorder thread, or the client's).
+// Aligned windows: the views record in lockstep chunks of
+// PeriodicAndTotalWindows::kFullCheckInterval timestamps and apply the
+// IsFull policy together (FullClose::kCaller): when either periodic window
+// is full after a chunk, both close early at the same instant. So the
+// views' periodic windows always close at the same instants, with the same
+// operations in each pair (a response window is usually the wider one:
+// every start lag adds a distinct latency).
+//
+// Pure functions of their arguments; the caller's thread owns the windows
+// and `tally` (the recorder thread, or the client's).
 #pragma once
 
 #include <cstddef>
@@ -27,13 +36,19 @@ struct LagTally {
   int64_t total_lag = 0;
 };
 
-// Records end - intended[i] of batch[0, n) into `windows` at `now` (in
-// chunks of a fixed stack buffer; no allocation) and, if `tally` is not
-// null, adds each start lag to it, late when above `late_threshold`.
-// `intended` null: the operations have no slot (closed loop), so their
-// response time is their service time and their lag 0.
-void RecordResponseTimes(PeriodicAndTotalWindows& windows, const TimeStamp* batch,
-                         const int64_t* intended, size_t n, int64_t now, int64_t late_threshold,
-                         LagTally* tally);
+// Records batch[0, n) into `service` and end - intended[i] into `response`
+// at `now` (in lockstep chunks of a fixed stack buffer; no allocation),
+// closing both periodic windows when either is full (CloseBothIfFull); if
+// `tally` is not null, adds each start lag to it, late when above
+// `late_threshold`. `intended` null: the operations have no slot (closed
+// loop), so their response time is their service time and their lag 0.
+void RecordBothViews(PeriodicAndTotalWindows& service, PeriodicAndTotalWindows& response,
+                     const TimeStamp* batch, const int64_t* intended, size_t n, int64_t now,
+                     int64_t late_threshold, LagTally* tally);
+
+// Closes both periodic windows early at `now` (CloseFull) when either is
+// full; returns whether it did. For views fed with FullClose::kCaller
+// (merged remote windows), after every merge.
+bool CloseBothIfFull(PeriodicAndTotalWindows& a, PeriodicAndTotalWindows& b, int64_t now);
 
 }  // namespace perld

@@ -6,6 +6,8 @@
 
 namespace perld::runs {
 
+using FullClose = PeriodicAndTotalWindows::FullClose;
+
 RunRecorder::RunRecorder(RunId id, PeriodicAndTotalWindows windows, TimeUnit unit,
                          int64_t interval_ns, int64_t start_ns, int64_t start_unix_ms,
                          std::shared_ptr<TimeStampChannels> channels, RecorderOutbox* outbox,
@@ -53,19 +55,23 @@ void RunRecorder::AcceptPaced(const TimeStamp* batch, const int64_t* intended, s
     Accept(batch, n);
     return;
   }
-  const int64_t now = last_tick_ns_ / ns_per_unit_;
-  windows_.RecordBatch(batch, n, now);
-  // The same operations timed from their slots for the view, their start
-  // lags for the window's schedule (operations without slots: not in it).
+  // Service time into the run's windows, the same operations timed from
+  // their slots into the view's (both closing together), their start lags
+  // for the window's schedule (operations without slots: not in it).
   LagTally lags;
-  RecordResponseTimes(response_->windows, batch, intended, n, now, late_threshold_,
-                      intended != nullptr ? &lags : nullptr);
+  RecordBothViews(windows_, response_->windows, batch, intended, n, last_tick_ns_ / ns_per_unit_,
+                  late_threshold_, intended != nullptr ? &lags : nullptr);
   window_schedule_.Add({.operations = lags.operations,
                         .late = lags.late,
                         .max_lag = lags.max_lag,
                         .min_lag = lags.min_lag,
                         .total_lag = lags.total_lag});
-  if (response_->windows.HasPendingReports()) [[unlikely]] {
+  PublishAllPending();
+}
+
+void RunRecorder::PublishAllPending() {
+  // The view's windows first, as at a timed close (the run's SLO reads it).
+  if (response_ && response_->windows.HasPendingReports()) [[unlikely]] {
     PublishResponsePending(last_tick_ns_);
   }
   if (windows_.HasPendingReports()) [[unlikely]] {
@@ -96,17 +102,16 @@ WindowRecord::Schedule RunRecorder::TakeWindowSchedule() {
 }
 
 void RunRecorder::Accept(const TimeStamp* batch, size_t n) {
-  windows_.RecordBatch(batch, n, last_tick_ns_ / ns_per_unit_);
   if (response_) [[unlikely]] {
     // A closed-loop producer in a rate-controlled run: its operations
     // started when intended (response == service), so both views hold
     // every operation whatever path delivered it.
-    response_->windows.RecordBatch(batch, n, last_tick_ns_ / ns_per_unit_);
-    if (response_->windows.HasPendingReports()) PublishResponsePending(last_tick_ns_);
+    RecordBothViews(windows_, response_->windows, batch, nullptr, n, last_tick_ns_ / ns_per_unit_,
+                    late_threshold_, nullptr);
+  } else {
+    windows_.RecordBatch(batch, n, last_tick_ns_ / ns_per_unit_);
   }
-  if (windows_.HasPendingReports()) [[unlikely]] {
-    PublishPending(last_tick_ns_);
-  }
+  PublishAllPending();
 }
 
 size_t RunRecorder::DrainInbox() {
@@ -135,25 +140,23 @@ size_t RunRecorder::DrainInbox() {
       CountRemote(w);
       // The handler validated the window against the run's range, so the
       // merge cannot fail; a failure would leave the windows unchanged.
-      static_cast<void>(windows_.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
+      // With a view, the pair applies the IsFull policy below, together.
+      static_cast<void>(windows_.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_,
+                                             response_ ? FullClose::kCaller : FullClose::kSelf));
       // A closed-loop client's window waits from its actual starts: it is
       // its response view too.
       if (!w.paced_client) MergeIntoView(w);
     }
-    if (windows_.HasPendingReports()) [[unlikely]] {
-      PublishPending(last_tick_ns_);
-    }
+    if (response_) CloseBothIfFull(windows_, response_->windows, last_tick_ns_ / ns_per_unit_);
+    PublishAllPending();
   });
 }
 
 void RunRecorder::MergeIntoView(const RemoteWindow& w) {
   if (!response_) return;
-  static_cast<void>(
-      response_->windows.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_));
+  static_cast<void>(response_->windows.MergeWindow(
+      w.counters, w.buckets, last_tick_ns_ / ns_per_unit_, FullClose::kCaller));
   response_->rate.Add(w.client, w.counters.records, w.start_unix_ms, w.end_unix_ms);
-  if (response_->windows.HasPendingReports()) [[unlikely]] {
-    PublishResponsePending(last_tick_ns_);
-  }
 }
 
 void RunRecorder::CountRemote(const RemoteWindow& w) {

@@ -117,6 +117,8 @@ class RunRecorder final : public TimeStampSink {
   void PublishResponse(WindowReport report, int64_t start_ns, int64_t end_ns,
                        const WindowRecord::Schedule& schedule);
   void PublishResponsePending(int64_t now_ns);
+  // Publishes both views' early (IsFull) reports, the view's first.
+  void PublishAllPending();
   // Takes `windows`' early reports in order and hands each to `publish`
   // with its start (an early periodic close also moves window_start_ns).
   template <class PublishFn>
@@ -126,7 +128,8 @@ class RunRecorder final : public TimeStampSink {
   void Fill(WindowRecord& w, WindowReport report, int64_t start_ns, int64_t end_ns) const;
 
   size_t DrainInbox();
-  // Merges a remote window into the response view (if the run has one).
+  // Merges a remote window into the response view (if the run has one);
+  // the caller applies the pair's IsFull policy (CloseBothIfFull).
   void MergeIntoView(const RemoteWindow& w);
   void CountRemote(const RemoteWindow& w);
   void CloseWindow(int64_t now_ns);

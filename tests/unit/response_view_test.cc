@@ -94,9 +94,16 @@ constexpr int64_t kStartNs = 5'000'000'000;
 constexpr int64_t kIntervalNs = 1'000'000;  // 1 ms
 constexpr int64_t kStartUnixMs = 1'700'000'000'000;
 
-PeriodicAndTotalWindows MakeWindows(TimeUnit unit) {
+// `periodic_map_mb` > 0: the periodic window's budget (maxHashMapSizeMB),
+// to make it close early (IsFull); 1 MiB holds 65,536 distinct latencies.
+PeriodicAndTotalWindows MakeWindows(TimeUnit unit, int64_t periodic_map_mb = 0) {
+  LatencyConfig config = LatencyConfig::ForUnit(unit);
+  if (periodic_map_mb > 0) {
+    config.max_hash_map_size_mb = periodic_map_mb;
+    config.max_array_size_mb = 1;  // a hash map over the unit's whole range
+  }
   absl::StatusOr<PeriodicAndTotalWindows> w =
-      PeriodicAndTotalWindows::Create(LatencyConfig::ForUnit(unit), kStartNs / NanosPerUnit(unit));
+      PeriodicAndTotalWindows::Create(config, kStartNs / NanosPerUnit(unit));
   EXPECT_TRUE(w.ok()) << w.status();
   return *std::move(w);
 }
@@ -105,18 +112,19 @@ PeriodicAndTotalWindows MakeWindows(TimeUnit unit) {
 class Harness {
  public:
   // `inbox`: a remote run's (ingest), drained by Drain().
+  // `periodic_map_mb`: both views' periodic budget (MakeWindows).
   Harness(TimeUnit unit, int64_t late_threshold_ns, bool view, bool with_skipped = true,
-          std::shared_ptr<RemoteWindowInbox> inbox = nullptr) {
+          std::shared_ptr<RemoteWindowInbox> inbox = nullptr, int64_t periodic_map_mb = 0) {
     std::optional<ResponseViewSetup> response;
     if (view) {
       response.emplace(ResponseViewSetup{.id = kViewId,
-                                         .windows = MakeWindows(unit),
+                                         .windows = MakeWindows(unit, periodic_map_mb),
                                          .late_threshold_ns = late_threshold_ns,
                                          .skipped = with_skipped ? skipped_ : nullptr});
     }
     recorder_ = std::make_unique<RunRecorder>(
-        kServiceId, MakeWindows(unit), unit, kIntervalNs, kStartNs, kStartUnixMs, nullptr, &outbox_,
-        std::move(inbox), RecorderResume{}, 0, std::move(response));
+        kServiceId, MakeWindows(unit, periodic_map_mb), unit, kIntervalNs, kStartNs, kStartUnixMs,
+        nullptr, &outbox_, std::move(inbox), RecorderResume{}, 0, std::move(response));
   }
 
   void FeedPaced(const std::vector<Op>& ops) {
@@ -394,6 +402,78 @@ TEST(ResponseViewRecorderTest, ClosedLoopRemoteClientsJoinBothViewsWithoutSlots)
   EXPECT_EQ(view[0]->distribution, service[0]->distribution);
   EXPECT_EQ(view[0]->snapshot.records, service[0]->snapshot.records);
   EXPECT_EQ(view[0]->schedule, Schedule{});
+}
+
+// The two views close early together: a response window is usually much
+// wider than its service window (every start lag adds a distinct latency),
+// so the view reaches its memory budget first; the run's window closes with
+// it, at the same instant and over the same operations, so window k of the
+// run and window k of its view always describe the same operations.
+TEST(ResponseViewRecorderTest, AFullViewClosesBothWindowsTogether) {
+  Harness h(TimeUnit::kUs, 2'500, /*view=*/true, /*with_skipped=*/true, nullptr,
+            /*periodic_map_mb=*/1);
+  std::vector<Op> ops;
+  for (int64_t i = 0; i < 100'000; ++i) {
+    const int64_t start = 1'000'000 + 10 * i;
+    ops.push_back(Op{start - i, start, start + 5, 1});  // service 5, response 5 + i
+  }
+  h.FeedPaced(ops);
+  h.CloseWindow(1);
+  h.Finish(kStartNs + kIntervalNs + kIntervalNs / 2);
+  const std::vector<WindowRecord> all = h.Take();
+  const auto service = Select(all, kServiceId, Kind::kPeriodic);
+  const auto view = Select(all, kViewId, Kind::kPeriodic);
+  ASSERT_EQ(view.size(), 2u) << "the view's budget (65,536 distinct) closes it once";
+  ASSERT_EQ(service.size(), view.size()) << "the run's window closes with its view's";
+  int64_t done = 0;
+  for (size_t k = 0; k < view.size(); ++k) {
+    SCOPED_TRACE("window " + std::to_string(k + 1));
+    EXPECT_EQ(view[k]->seq, service[k]->seq);
+    EXPECT_EQ(view[k]->snapshot.closed_full, k == 0);
+    EXPECT_EQ(service[k]->snapshot.closed_full, k == 0);
+    EXPECT_EQ(view[k]->end_unix_ms, service[k]->end_unix_ms);
+    EXPECT_EQ(view[k]->snapshot.records, service[k]->snapshot.records);
+    const std::vector<Op> part(ops.begin() + done, ops.begin() + done + view[k]->snapshot.records);
+    EXPECT_EQ(service[k]->distribution, Buckets(ServiceOf(part)));
+    EXPECT_EQ(view[k]->distribution, Buckets(ResponseOf(part)));
+    done += view[k]->snapshot.records;
+  }
+  EXPECT_EQ(done, RecordsOf(ops));
+  // Closed at a chunk boundary just past the budget.
+  EXPECT_GT(view[0]->snapshot.records, 65'536);
+  EXPECT_LE(view[0]->snapshot.records, 65'536 + 256);
+}
+
+// Merged remote windows (ingest, windows mode) follow the same rule: a
+// response window that fills the view closes the run's window with it.
+TEST(ResponseViewRecorderTest, AFullMergedViewClosesBothWindowsTogether) {
+  auto inbox = std::make_shared<RemoteWindowInbox>();
+  Harness h(TimeUnit::kUs, 2'500, /*view=*/true, /*with_skipped=*/false, inbox,
+            /*periodic_map_mb=*/1);
+  std::vector<Op> ops;
+  for (int64_t i = 0; i < 70'000; ++i) {
+    const int64_t start = 1'000'000 + 10 * i;
+    ops.push_back(Op{start - i, start, start + 5, 1});
+  }
+  inbox->Push(ClientWindow(ops, /*response=*/false));
+  inbox->Push(ClientWindow(ops, /*response=*/true));
+  inbox->Push(ClientWindow(kWindow2, /*response=*/false));
+  inbox->Push(ClientWindow(kWindow2, /*response=*/true));
+  h.Drain();
+  h.CloseWindow(1);
+  h.Finish(kStartNs + kIntervalNs + kIntervalNs / 2);
+  const std::vector<WindowRecord> all = h.Take();
+  const auto service = Select(all, kServiceId, Kind::kPeriodic);
+  const auto view = Select(all, kViewId, Kind::kPeriodic);
+  ASSERT_EQ(view.size(), 2u);
+  ASSERT_EQ(service.size(), 2u);
+  EXPECT_TRUE(view[0]->snapshot.closed_full);
+  EXPECT_TRUE(service[0]->snapshot.closed_full);
+  EXPECT_EQ(view[0]->end_unix_ms, service[0]->end_unix_ms);
+  EXPECT_EQ(service[0]->distribution, Buckets(ServiceOf(ops)));
+  EXPECT_EQ(view[0]->distribution, Buckets(ResponseOf(ops)));
+  EXPECT_EQ(service[1]->distribution, Buckets(ServiceOf(kWindow2)));
+  EXPECT_EQ(view[1]->distribution, Buckets(ResponseOf(kWindow2)));
 }
 
 TEST(ResponseViewRecorderTest, ScheduleCountersPerWindowAndForTheRun) {
