@@ -161,6 +161,9 @@ def main():
     ap.add_argument("--probes", type=int, default=50)
     ap.add_argument("--client-nice", type=int, default=10,
                     help="niceness of the simulated clients (the daemon and the probe run at 0)")
+    ap.add_argument("--renice", action="append", default=[], metavar="PREFIX=NICE",
+                    help="experiment: set the niceness of the daemon's threads whose name "
+                         "starts with PREFIX before the clients start (repeatable)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: the script still works")
     ap.add_argument("--probe-clients", metavar="TARGET", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -185,6 +188,11 @@ def main():
                 f"  maxMemoryBytes: {max(1 << 20, window_bytes_estimate * 4)}\n")
     d = Daemon(args.perld, os.path.join(tmp, "state"), config)
     base_threads = d.threads()
+    for spec in args.renice:
+        prefix, _, nice = spec.partition("=")
+        for tid, (name, _) in thread_cpu(d.proc.pid).items():
+            if name.startswith(prefix):
+                os.setpriority(os.PRIO_PROCESS, int(tid), int(nice))
     # The clients stand in for other machines: on this host they run below
     # the daemon and the GetClients probe (nice 10 vs 0), so the probe
     # measures the daemon, not two cores shared with the load generator.
