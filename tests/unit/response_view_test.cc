@@ -149,6 +149,14 @@ class Harness {
   void Finish(int64_t now_ns) { recorder_->Finish(now_ns); }
   void Skip(int64_t n) { skipped_->fetch_add(n, std::memory_order_relaxed); }
   void Drain() { recorder_->DrainAll(); }
+  // Drains, closes window 1 at its interval, ends the run half an interval
+  // later and returns everything published.
+  std::vector<WindowRecord> OneWindowThenFinish() {
+    Drain();
+    CloseWindow(1);
+    Finish(kStartNs + kIntervalNs + kIntervalNs / 2);
+    return Take();
+  }
 
   std::vector<WindowRecord> Take() {
     std::vector<WindowRecord> out;
@@ -387,10 +395,7 @@ TEST(ResponseViewRecorderTest, ClosedLoopRemoteClientsJoinBothViewsWithoutSlots)
   for (const Op& op : kWindow1) raw.timestamps.push_back(TimeStamp{0, op.end - op.start, 1, 100});
   inbox->Push(std::move(raw));
   inbox->Push(ClientWindow(kWindow2, /*response=*/false, /*paced_client=*/false));
-  h.Drain();
-  h.CloseWindow(1);
-  h.Finish(kStartNs + kIntervalNs + kIntervalNs / 2);
-  const std::vector<WindowRecord> all = h.Take();
+  const std::vector<WindowRecord> all = h.OneWindowThenFinish();
   const auto service = Select(all, kServiceId, Kind::kPeriodic);
   const auto view = Select(all, kViewId, Kind::kPeriodic);
   ASSERT_EQ(service.size(), 1u);
@@ -418,9 +423,7 @@ TEST(ResponseViewRecorderTest, AFullViewClosesBothWindowsTogether) {
     ops.push_back(Op{start - i, start, start + 5, 1});  // service 5, response 5 + i
   }
   h.FeedPaced(ops);
-  h.CloseWindow(1);
-  h.Finish(kStartNs + kIntervalNs + kIntervalNs / 2);
-  const std::vector<WindowRecord> all = h.Take();
+  const std::vector<WindowRecord> all = h.OneWindowThenFinish();
   const auto service = Select(all, kServiceId, Kind::kPeriodic);
   const auto view = Select(all, kViewId, Kind::kPeriodic);
   ASSERT_EQ(view.size(), 2u) << "the view's budget (65,536 distinct) closes it once";
@@ -459,10 +462,7 @@ TEST(ResponseViewRecorderTest, AFullMergedViewClosesBothWindowsTogether) {
   inbox->Push(ClientWindow(ops, /*response=*/true));
   inbox->Push(ClientWindow(kWindow2, /*response=*/false));
   inbox->Push(ClientWindow(kWindow2, /*response=*/true));
-  h.Drain();
-  h.CloseWindow(1);
-  h.Finish(kStartNs + kIntervalNs + kIntervalNs / 2);
-  const std::vector<WindowRecord> all = h.Take();
+  const std::vector<WindowRecord> all = h.OneWindowThenFinish();
   const auto service = Select(all, kServiceId, Kind::kPeriodic);
   const auto view = Select(all, kViewId, Kind::kPeriodic);
   ASSERT_EQ(view.size(), 2u);
