@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "daemon/core/percentile_index.h"
 #include "tests/unit/latency_oracle.h"
 
 namespace perld {
@@ -97,6 +104,85 @@ TEST(PickStoredPercentilesTest, OnlySbksRuleIsStored) {
       &missing));
   EXPECT_EQ(missing, 99);
   EXPECT_TRUE(other.values.empty());
+}
+
+// A random ascending distribution over [lo, hi] with about `n` latencies.
+std::vector<LatencyBucket> RandomAscending(std::mt19937_64& rng, int64_t lo, int64_t hi, int n) {
+  std::map<int64_t, int64_t> d;
+  std::uniform_int_distribution<int64_t> latency(lo, hi);
+  std::uniform_int_distribution<int64_t> count(1, 5);
+  for (int i = 0; i < n; ++i) d[latency(rng)] += count(rng);
+  std::vector<LatencyBucket> out;
+  for (const auto& [l, c] : d) out.push_back(LatencyBucket{l, c});
+  return out;
+}
+
+// Every shape of merge -- only latencies already there, new latencies
+// before, among and after the old ones, an append -- against a std::map.
+TEST(RunTotalTest, MergeAscendingEqualsAMapOfTheSums) {
+  std::mt19937_64 rng(42);
+  for (int round = 0; round < 400; ++round) {
+    SCOPED_TRACE(round);
+    std::vector<LatencyBucket> into = RandomAscending(rng, 100, 400, 1 + round % 50);
+    std::vector<LatencyBucket> add;
+    switch (round % 4) {
+      case 0:  // a subset of into's latencies
+        for (const LatencyBucket& b : into) {
+          if (rng() % 3 == 0) add.push_back(LatencyBucket{b.latency, 1 + int64_t(rng() % 7)});
+        }
+        break;
+      case 1:  // anywhere, overlapping both ends
+        add = RandomAscending(rng, 0, 500, 1 + round % 40);
+        break;
+      case 2:  // inside into's span
+        add = RandomAscending(rng, 150, 350, 1 + round % 30);
+        break;
+      default:  // from into's last latency on
+        add = RandomAscending(rng, into.back().latency, 600, 1 + round % 10);
+        break;
+    }
+    std::map<int64_t, int64_t> want;
+    for (const LatencyBucket& b : into) want[b.latency] += b.count;
+    for (const LatencyBucket& b : add) want[b.latency] += b.count;
+    MergeAscending(add, &into);
+    std::vector<LatencyBucket> expect;
+    for (const auto& [l, c] : want) expect.push_back(LatencyBucket{l, c});
+    ASSERT_EQ(into, expect);
+  }
+}
+
+TEST(RunTotalTest, MergeAscendingSaturatesCounts) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  std::vector<LatencyBucket> into = {{1, kMax - 1}, {3, 2}};
+  MergeAscending(std::vector<LatencyBucket>{{1, 5}}, &into);
+  EXPECT_EQ(into, (std::vector<LatencyBucket>{{1, kMax}, {3, 2}}));
+  MergeAscending(std::vector<LatencyBucket>{{2, 1}, {3, kMax}}, &into);
+  EXPECT_EQ(into, (std::vector<LatencyBucket>{{1, kMax}, {2, 1}, {3, kMax}}));
+}
+
+// An index merged window after window (a client's breakdown) answers
+// exactly as one built from the concatenated data.
+TEST(PercentileIndexTest, MergedWindowByWindowAnswersAsTheConcatenation) {
+  std::mt19937_64 rng(7);
+  const PercentileSet set =
+      PercentileSet::Create({0.001, 1, 25, 50, 75, 90, 99, 99.9, 99.99, 100}).value();
+  PercentileIndex merged;
+  std::map<int64_t, int64_t> all;
+  for (int w = 0; w < 200; ++w) {
+    // Mostly known latencies, sometimes new ones, sometimes only high ones.
+    const int64_t lo = w % 5 == 0 ? 900 : 0;
+    const std::vector<LatencyBucket> window = RandomAscending(rng, lo, 1'000 + w, 30);
+    merged.Merge(window);
+    for (const LatencyBucket& b : window) all[b.latency] += b.count;
+    std::vector<LatencyBucket> buckets;
+    for (const auto& [l, c] : all) buckets.push_back(LatencyBucket{l, c});
+    LatencySnapshot want;
+    FillPercentiles(set, buckets, &want);
+    LatencySnapshot got;
+    merged.Fill(set, &got);
+    ASSERT_EQ(got, want) << "window " << w;
+    ASSERT_EQ(merged.buckets(), buckets);
+  }
 }
 
 TEST(PercentileIndexTest, AnswersExactlyAsTheWalk) {
