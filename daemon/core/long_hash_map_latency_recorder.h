@@ -9,8 +9,10 @@
 // recorder over absl::flat_hash_map -- is kept as the measured baseline that
 // justified the specialized map (tests/bench/recorder_bench.cc, RECORDERS.md).
 //
-// Hot path: one probe (hit: ~1.5 slots); allocation only when a new distinct
-// latency doubles the table beyond its retained high-water size.
+// Hot path: one probe (hit: ~1.5 slots) per run of equal latencies in a
+// batch (RecordBatch sums a run in registers first: a fast closed-loop
+// bench's records mostly share one value); allocation only when a new
+// distinct latency doubles the table beyond its retained high-water size.
 // Extraction drains the table while emptying each slot (same pass) and
 // walks the D distinct latencies once in ascending order: when they are
 // dense (observed span <= 2D) it drains straight into a direct-address

@@ -261,11 +261,31 @@ size_t TimeStampChannels::Drain(TimeStampSink& sink, PollMode mode) {
   return options_.queue == QueueKind::kMpsc ? DrainMpsc(sink, mode) : DrainLibrary(sink);
 }
 
+namespace {
+// Asks for the lines of a polled batch node's entries (and intended starts,
+// for a paced producer's node) ahead of their first read.
+void PrefetchEntries(const TimeStampBatchNode* node) {
+  constexpr size_t kLine = 64;
+  const auto* ts = reinterpret_cast<const char*>(node->ts);
+  for (size_t off = 0; off < sizeof(node->ts); off += kLine) __builtin_prefetch(ts + off);
+  if (node->paced) {
+    const auto* intended = reinterpret_cast<const char*>(node->intended);
+    for (size_t off = 0; off < sizeof(node->intended); off += kLine) {
+      __builtin_prefetch(intended + off);
+    }
+  }
+}
+}  // namespace
+
 size_t TimeStampChannels::DrainBatch(TimeStampSink& sink, PollMode mode) {
   // One node per queue per round (fairness; overlapping misses), each node
-  // delivered to the sink in place: its entries are contiguous.
+  // delivered to the sink in place: its entries are contiguous. One node
+  // ahead: a polled node's entries (12 lines a producer core just wrote) are
+  // prefetched while the node before it is delivered, so their transfers
+  // overlap that work instead of stalling the recorder's first reads.
   constexpr size_t kMaxRounds = kMaxPerQueuePass / TimeStampBatchNode::kCapacity;
   size_t moved = 0;
+  TimeStampBatchNode* ahead = nullptr;
   const ActiveRange active = ActiveOf(options_, batch_queues_.size(), active_workers());
   for (size_t round = 0; round < kMaxRounds; ++round) {
     size_t found = 0;
@@ -273,10 +293,13 @@ size_t TimeStampChannels::DrainBatch(TimeStampSink& sink, PollMode mode) {
       TimeStampBatchNode* node = batch_queues_[q]->Poll();  // kAll: one exchange at most per batch
       if (node == nullptr) continue;
       ++found;
-      moved += TimeStampProducer::DeliverAndRecycle(node, sink);
+      PrefetchEntries(node);
+      if (ahead != nullptr) moved += TimeStampProducer::DeliverAndRecycle(ahead, sink);
+      ahead = node;
     }
     if (found == 0) break;
   }
+  if (ahead != nullptr) moved += TimeStampProducer::DeliverAndRecycle(ahead, sink);
   // Take everything: also the published prefixes of the producers' open
   // batches (the bounded hand-off delay; see the class comment).
   if (mode == PollMode::kAll) {
