@@ -31,7 +31,7 @@ Every --sample-seconds the script reads perld's /proc/PID/status and stat:
 VmRSS, VmHWM, Threads, open file descriptors, CPU seconds (utime + stime),
 plus the clients' CPU seconds and the host's load average, and from the
 latest scrape what perld holds as data (data_kib: every run's recorders,
-the snapshot store, SQLite) and the rest of RSS (other_kib); one CSV row
+the snapshot store, the clients' breakdown, SQLite) and the rest of RSS (other_kib); one CSV row
 each (--out; printed as they come). The summary compares RSS at the end of the
 warm-up -- the first 10% of the soak or 300 s, whichever is smaller -- with
 RSS at the last loaded sample (growth %, goal < 2%; fails only with
@@ -107,10 +107,11 @@ CSV_FIELDS = ["elapsed_s", "unix_time", "rss_kib", "hwm_kib", "threads", "fds", 
               "data_kib", "other_kib"]
 # What perld accounts as held data: every run's recorders (the exact
 # distributions: each new distinct latency costs memory, by design), the
-# snapshot store and SQLite's caches. RSS minus these ("other": code,
+# snapshot store (with every run's live total), the windows clients' own
+# distributions (GetClients' breakdown) and SQLite's caches. RSS minus these ("other": code,
 # stacks, buffers, the allocator's free pages) is where a leak would show.
 DATA_METRICS = ("perld_run_recorder_memory_bytes", "perld_snapshot_store_bytes",
-                "perld_state_sqlite_memory_bytes")
+                "perld_ingest_breakdown_bytes", "perld_state_sqlite_memory_bytes")
 
 CONFIG = """\
 # tests/bench/soak.py's daemon (written at every SIGHUP; drainTimeoutMs alternates)
@@ -452,7 +453,7 @@ def summarize(samples, seconds, warmup, args):
           + (f"{slope / 1024:+.2f} MiB/h" if slope is not None else "n/a")
           + f"; VmHWM at the end {end['hwm_kib'] / 1024:.2f} MiB")
     other = 100.0 * (end["other_kib"] - warm["other_kib"]) / max(warm["other_kib"], 1)
-    print(f"  held as data (recorders, snapshot store, SQLite) after warm-up "
+    print(f"  held as data (recorders, snapshot store, breakdown, SQLite) after warm-up "
           f"{warm['data_kib'] / 1024:.2f} MiB, end {end['data_kib'] / 1024:.2f} MiB; the rest of "
           f"RSS {warm['other_kib'] / 1024:.2f} -> {end['other_kib'] / 1024:.2f} MiB: growth "
           f"{other:+.2f}% (goal < 2%: {'met' if other < 2 else 'MISSED'})")
@@ -515,6 +516,10 @@ def parse_args():
                     help="fail when RSS grows more than PCT %% after warm-up")
     ap.add_argument("--perld-env", action="append", default=[], metavar="KEY=VALUE",
                     help="an environment variable for perld (A/B, e.g. MALLOC_ARENA_MAX=2)")
+    ap.add_argument("--heaptrack", metavar="OUT",
+                    help="attach heaptrack to perld at the end of the warm-up (heaptrack -p; "
+                         "profile in OUT.zst, read with heaptrack_print): what the heap holds "
+                         "after warm-up. RSS from then on includes heaptrack's own memory")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     ap.add_argument("--smoke", action="store_true",
                     help="CI: 30 s, 2 clients, SIGHUP every 10 s, a sample every 2 s")
@@ -561,6 +566,7 @@ def main():
     scrapes = scrape_failures = hups = 0
     died = False
     threads_warm = threads_end = None  # (elapsed, thread_cpu()) after warm-up, at the end
+    heaptrack = None  # the attached `heaptrack -p` (--heaptrack)
     try:
         t0 = time.monotonic()
         bench = Bench(perlctl, d.grpc, seconds, args.bench_rate, args.time_unit)
@@ -633,6 +639,12 @@ def main():
                     threads_end = (now - t0, thread_cpu(d.proc.pid))
                     if threads_warm is None and now - t0 >= warmup:
                         threads_warm = threads_end
+                        if args.heaptrack:
+                            heaptrack = subprocess.Popen(
+                                ["heaptrack", "-o", args.heaptrack, "-p", str(d.proc.pid)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            print(f"heaptrack attached at {now - t0:.0f} s: RSS from here on "
+                                  "includes its own memory", flush=True)
                 if writer:
                     writer.writerow(row)
                     out_file.flush()
@@ -657,6 +669,7 @@ def main():
         problems = metric_problems(text)
         trims = metric_values(text, ("perld_malloc_trims_total", "perld_malloc_trim_seconds_total",
                                      "perld_malloc_trim_max_seconds", "perld_snapshot_store_bytes",
+                                     "perld_ingest_breakdown_bytes",
                                      "perld_state_sqlite_memory_bytes"))
     else:
         after, problems, trims = None, [], {}
@@ -682,7 +695,8 @@ def main():
     check(logged >= hups, f"perld logged each of the {hups} SIGHUPs ({logged} SIGHUP lines)")
     if "perld_state_sqlite_memory_bytes" in trims:
         print(f"accounted at the end: snapshot store "
-              f"{trims.get('perld_snapshot_store_bytes', 0) / 1048576:.2f} MiB, SQLite "
+              f"{trims.get('perld_snapshot_store_bytes', 0) / 1048576:.2f} MiB, clients' breakdown "
+              f"{trims.get('perld_ingest_breakdown_bytes', 0) / 1048576:.2f} MiB, SQLite "
               f"{trims['perld_state_sqlite_memory_bytes'] / 1048576:.2f} MiB")
     if trims.get("perld_malloc_trims_total"):
         n, sec = trims["perld_malloc_trims_total"], trims.get("perld_malloc_trim_seconds_total", 0)
@@ -699,6 +713,14 @@ def main():
     if not died:
         rc = d.stop()
         check(rc == 0, f"perld exits 0 on SIGTERM (exit {rc})")
+    if heaptrack is not None:
+        try:
+            heaptrack.wait(timeout=300)  # it writes the profile once perld has exited
+            print(f"heap profile: {args.heaptrack}.zst (heaptrack_print -f {args.heaptrack}.zst "
+                  f"-M massif.out: the heap over time)")
+        except subprocess.TimeoutExpired:
+            heaptrack.kill()
+            check(False, "heaptrack finished within 300 s of perld's exit")
     if growth is not None and args.max_rss_growth is not None:
         check(growth <= args.max_rss_growth,
               f"RSS growth after warm-up {growth:+.2f}% <= {args.max_rss_growth:g}%")
