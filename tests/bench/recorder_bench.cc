@@ -168,33 +168,28 @@ void BM_Update(benchmark::State& state, Kind kind) {
   state.SetItemsProcessed(state.iterations() * kCycle);
 }
 
-void BM_RecordBatch(benchmark::State& state, Kind kind) {
+// Times RecordBatch over `latencies` (one window, steady state).
+void TimeRecordBatch(benchmark::State& state, Kind kind, const std::vector<int64_t>& latencies) {
   auto r = Make(kind, kCycleLo, kCycleHi);
   r->Reset(0);
-  const std::vector<TimeStamp> ts = ToTimeStamps(CycleLatencies());
+  const std::vector<TimeStamp> ts = ToTimeStamps(latencies);
   r->RecordBatch(ts.data(), ts.size());
   AllocMeter meter;
   for (auto _ : state) {
     r->RecordBatch(ts.data(), ts.size());
     benchmark::ClobberMemory();
   }
-  meter.Report(state, kCycle);
-  state.SetItemsProcessed(state.iterations() * kCycle);
+  meter.Report(state, static_cast<double>(ts.size()));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(ts.size()));
+}
+
+void BM_RecordBatch(benchmark::State& state, Kind kind) {
+  TimeRecordBatch(state, kind, CycleLatencies());
 }
 
 // RecordBatch over the no-op bench's latencies (mostly one value).
 void BM_RecordBatchNoOpBench(benchmark::State& state, Kind kind) {
-  auto r = Make(kind, kCycleLo, kCycleHi);
-  r->Reset(0);
-  const std::vector<TimeStamp> ts = ToTimeStamps(NoOpBenchLatencies());
-  r->RecordBatch(ts.data(), ts.size());
-  AllocMeter meter;
-  for (auto _ : state) {
-    r->RecordBatch(ts.data(), ts.size());
-    benchmark::ClobberMemory();
-  }
-  meter.Report(state, kCycle);
-  state.SetItemsProcessed(state.iterations() * kCycle);
+  TimeRecordBatch(state, kind, NoOpBenchLatencies());
 }
 
 void BM_Record(benchmark::State& state, Kind kind) {
