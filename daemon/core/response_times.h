@@ -41,14 +41,15 @@ struct LagTally {
 // closing both periodic windows when either is full (CloseBothIfFull); if
 // `tally` is not null, adds each start lag to it, late when above
 // `late_threshold`. `intended` null: the operations have no slot (closed
-// loop), so their response time is their service time and their lag 0.
+// loop), so their response time is their service time (the same timestamps
+// go to `response`, no copy) and their lag 0.
 void RecordBothViews(PeriodicAndTotalWindows& service, PeriodicAndTotalWindows& response,
                      const TimeStamp* batch, const int64_t* intended, size_t n, int64_t now,
                      int64_t late_threshold, LagTally* tally);
 
 // Closes both periodic windows early at `now` (CloseFull) when either is
-// full; returns whether it did. For views fed with FullClose::kCaller
-// (merged remote windows), after every merge.
-bool CloseBothIfFull(PeriodicAndTotalWindows& a, PeriodicAndTotalWindows& b, int64_t now);
+// full. For views fed with FullClose::kCaller (merged remote windows),
+// after every merge.
+void CloseBothIfFull(PeriodicAndTotalWindows& a, PeriodicAndTotalWindows& b, int64_t now);
 
 }  // namespace perld
