@@ -361,6 +361,17 @@ TimeStampProducer& client::ProducerOf(Recorder* recorder) {
   return *static_cast<TimeStampProducer*>(client::RecorderAccess::producer(recorder));
 }
 
+std::string client::ShortenText(std::string text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  constexpr std::string_view kEllipsis = "...";
+  size_t keep = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
+  // Not inside a UTF-8 sequence: back up over continuation bytes (10xxxxxx).
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  text.resize(keep);
+  if (max_bytes >= kEllipsis.size()) text += kEllipsis;
+  return text;
+}
+
 namespace {
 
 // The spool of `o`. A spool holding unacknowledged messages belongs to the
@@ -461,7 +472,7 @@ std::unique_ptr<Client> Client::Create(const ClientOptions& o, std::string* erro
   open.set_reporting_interval_ms(o.reporting_interval_ms);
   open.set_client_id(impl->options.client_id);
   open.set_client_name(impl->options.client_name);
-  open.set_clock(o.clock);
+  open.set_clock(client::ShortenText(o.clock, client::kMaxClockBytes));
   open.set_clock_resolution_ns(o.clock_resolution_ns);
   open.set_bucketed_reason(o.bucketed_reason);
   open.set_target_rate(o.target_rate);

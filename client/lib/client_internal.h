@@ -4,7 +4,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "daemon/core/timestamp_channels.h"
 #include "perld/client.h"
@@ -22,5 +24,12 @@ TimeStampProducer& ProducerOf(Recorder* recorder);
 // A rate-controlled client's count of slots its workers dropped (`-catchup
 // skip`: bench::WorkerPlan::skipped); sent with the next message. Any thread.
 std::atomic<int64_t>& SkippedSlots(Client* client);
+
+// `text` cut to at most `max_bytes` bytes (ending in "..." when cut; never
+// inside a UTF-8 sequence): for descriptive fields the daemon bounds
+// (limits.maxNameBytes, 256 by default), e.g. a clock's description.
+std::string ShortenText(std::string text, size_t max_bytes);
+// The longest clock description Open sends.
+inline constexpr size_t kMaxClockBytes = 256;
 
 }  // namespace perld::client

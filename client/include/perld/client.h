@@ -84,6 +84,7 @@ struct ClientOptions {
   std::string client_name;               // default: the host name
   // The clock Record's start and end come from, for people reading the run
   // (perlctl clients / show), e.g. "CLOCK_MONOTONIC"; "" and 0: not reported.
+  // Sent cut to 256 bytes (ending "..."), the daemon's default bound.
   std::string clock;
   int64_t clock_resolution_ns = 0;
   // An SLO for the run this client creates (perlctl check's terms, e.g.
