@@ -13,6 +13,13 @@ void PercentileIndex::Assign(std::vector<LatencyBucket> ascending) {
   Rebuild();
 }
 
+void PercentileIndex::AssignMerged(const PercentileIndex& base,
+                                   std::span<const LatencyBucket> ascending) {
+  MergeAscendingInto(base.buckets_, ascending, &buckets_);
+  cumulative_.reserve(buckets_.size());  // exactly: no doubling past the buckets
+  Rebuild();
+}
+
 void PercentileIndex::Merge(std::span<const LatencyBucket> ascending) {
   MergeAscending(ascending, &buckets_);
   Rebuild();

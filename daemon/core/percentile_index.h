@@ -29,6 +29,9 @@ class PercentileIndex {
   void Assign(std::vector<LatencyBucket> ascending);
   // Adds an ascending distribution (equal latencies sum). O(D + d).
   void Merge(std::span<const LatencyBucket> ascending);
+  // Becomes `base` with `ascending` merged in, reusing this index's memory
+  // (`base` is only read). O(D + d). REQUIRES: &base != this.
+  void AssignMerged(const PercentileIndex& base, std::span<const LatencyBucket> ascending);
   void Clear() {  // and frees the memory
     std::vector<LatencyBucket>().swap(buckets_);
     std::vector<int64_t>().swap(cumulative_);

@@ -35,10 +35,18 @@ void MergeAscending(std::span<const LatencyBucket> add, std::vector<LatencyBucke
     return;
   }
   std::vector<LatencyBucket> merged;
-  merged.reserve(into->size() + add.size());
-  auto a = into->begin();
-  auto b = add.begin();
-  while (a != into->end() && b != add.end()) {
+  MergeAscendingInto(*into, add, &merged);
+  into->swap(merged);
+}
+
+void MergeAscendingInto(std::span<const LatencyBucket> x, std::span<const LatencyBucket> y,
+                        std::vector<LatencyBucket>* out) {
+  std::vector<LatencyBucket>& merged = *out;
+  merged.clear();
+  merged.reserve(x.size() + y.size());
+  auto a = x.begin();
+  auto b = y.begin();
+  while (a != x.end() && b != y.end()) {
     if (a->latency < b->latency) {
       merged.push_back(*a++);
     } else if (b->latency < a->latency) {
@@ -49,9 +57,8 @@ void MergeAscending(std::span<const LatencyBucket> add, std::vector<LatencyBucke
       ++b;
     }
   }
-  merged.insert(merged.end(), a, into->end());
-  merged.insert(merged.end(), b, add.end());
-  into->swap(merged);
+  merged.insert(merged.end(), a, x.end());
+  merged.insert(merged.end(), b, y.end());
 }
 
 void RunTotal::Add(const LatencyCounters& counters, std::span<const LatencyBucket> ascending) {

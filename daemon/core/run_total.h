@@ -66,6 +66,11 @@ bool PickStoredPercentiles(const LatencySnapshot& stored, const PercentileSet& s
 
 // Merges `add` into the ascending distribution `into` (equal latencies sum).
 void MergeAscending(std::span<const LatencyBucket> add, std::vector<LatencyBucket>* into);
+// Replaces `*out` with the ascending distributions `a` and `b` merged, in
+// the capacity `*out` has (it grows only when that is short). REQUIRES:
+// neither span points into `*out`.
+void MergeAscendingInto(std::span<const LatencyBucket> a, std::span<const LatencyBucket> b,
+                        std::vector<LatencyBucket>* out);
 
 class RunTotal {
  public:

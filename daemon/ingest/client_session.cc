@@ -31,7 +31,10 @@ ClientSession::ClientSession(std::string id, std::string name, std::string clock
       index_(index),
       run_(run),
       shared_(std::move(shared)),
-      totals_(shared_.budget) {}
+      totals_(shared_.budget) {
+  MutexLock lock(apply_mu_);
+  PublishViewLocked();  // a new client: nothing applied, its distribution empty
+}
 
 ClientSession::~ClientSession() = default;
 
@@ -102,6 +105,7 @@ absl::Status ClientSession::CheckOffer(uint64_t generation, uint64_t sequence, C
   }
   if (sequence <= applied_) {
     ++duplicates_;
+    PublishViewLocked();
     shared_.stats.duplicates.fetch_add(1, std::memory_order_relaxed);
     *duplicate = true;
     return absl::OkStatus();
@@ -257,6 +261,13 @@ void ClientSession::Push(Parked& p) {
   }
   run_.inbox->Push(std::move(w));
   applied_ = p.sequence;
+  PublishViewLocked();
+}
+
+void ClientSession::PublishViewLocked() {
+  PublishedView v{applied_, duplicates_, totals_.Snap()};
+  MutexLock lock(view_mu_);
+  view_ = std::move(v);
 }
 
 RoomNotifier::Result ClientSession::Retry() {
@@ -363,6 +374,7 @@ uint64_t ClientSession::applied() const {
 void ClientSession::SetApplied(uint64_t applied) {
   MutexLock lock(apply_mu_);
   applied_ = applied;
+  PublishViewLocked();
 }
 
 ClientView ClientSession::View(const PercentileSet& set) const {
@@ -371,15 +383,20 @@ ClientView ClientSession::View(const PercentileSet& set) const {
   v.name = name_;
   v.clock = clock_;
   v.mode = mode_;
-  MutexLock lock(apply_mu_);
-  v.acked_sequence = applied_;
-  v.duplicates = duplicates_;
-  v.reports = totals_.reports();
-  v.timestamps = totals_.timestamps();
-  v.counters = totals_.counters();
-  v.exact = totals_.exact();
-  v.last_report_unix_ms = totals_.last_report_unix_ms();
-  if (v.exact) totals_.distribution().Fill(set, &v.percentiles);
+  PublishedView published;
+  {
+    MutexLock lock(view_mu_);
+    published = view_;
+  }
+  v.acked_sequence = published.acked_sequence;
+  v.duplicates = published.duplicates;
+  const ClientTotals::Snapshot& t = published.totals;
+  v.reports = t.reports;
+  v.timestamps = t.timestamps;
+  v.counters = t.counters;
+  v.exact = t.distribution != nullptr;
+  v.last_report_unix_ms = t.last_report_unix_ms;
+  if (v.exact) t.distribution->Fill(set, &v.percentiles);  // no lock held
   return v;
 }
 

@@ -17,9 +17,13 @@
 // and a retry is registered with the RoomNotifier; the offer returns
 // "parked" and the caller stops reading the stream. When the recorder has
 // made room the notifier's thread pushes the message and calls the offer's
-// Resume with the outcome. The apply lock is never held while waiting, so
-// Query.GetClients never waits behind a backpressured client. A message
-// larger than either limit can never fit: INVALID_ARGUMENT (final).
+// Resume with the outcome. The apply lock is never held while waiting. A
+// message larger than either limit can never fit: INVALID_ARGUMENT (final).
+//
+// The breakdown row (View, for Query.GetClients) is published after every
+// change under the apply lock and read under a lock held only to copy it:
+// a query never waits behind a message being decoded or merged, nor behind
+// an applier that lost its CPU while holding the apply lock.
 //
 // Progress: applied, durable (MarkDurable, from a committed checkpoint; or
 // = applied on a run without checkpoints), duplicates, close durable.
@@ -28,7 +32,8 @@
 // call in progress, so a listener is never called after it returns.
 //
 // Threads: every method is thread-safe. Locks, in this order: the apply
-// lock, the listeners' lock, the progress lock. `on_applied` runs with none of
+// lock, the listeners' lock, the progress lock; the view's lock is taken
+// alone or under the apply lock, and nothing is taken under it. `on_applied` runs with none of
 // them held. A listener must not call back into this client.
 #pragma once
 
@@ -159,7 +164,7 @@ class ClientSession {
 
   uint64_t applied() const;
   // The breakdown row (state filled by the caller); percentiles of `set`
-  // when the client's distribution is kept.
+  // when the client's distribution is kept. Never takes the apply lock.
   ClientView View(const PercentileSet& set) const;
 
  private:
@@ -206,6 +211,17 @@ class ClientSession {
   Applied AppliedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Publishes applied/duplicates to the progress and calls the listeners.
   void Advanced(const Applied& a);
+  // Copies what View reports to view_ (after every change under apply_mu_).
+  void PublishViewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+
+  // What View reports, published by the applier: View never takes
+  // apply_mu_, so a query never waits behind a message being decoded or
+  // merged (or behind its applier thread's time slice).
+  struct PublishedView {
+    uint64_t acked_sequence = 0;
+    uint64_t duplicates = 0;
+    ClientTotals::Snapshot totals;
+  };
 
   const std::string id_;
   const std::string name_;
@@ -226,6 +242,10 @@ class ClientSession {
   std::optional<Parked> parked_ ABSL_GUARDED_BY(apply_mu_);
   int64_t parked_limit_ ABSL_GUARDED_BY(apply_mu_) = 0;  // the parked offer's client limit
   uint64_t room_token_ ABSL_GUARDED_BY(apply_mu_) = 0;   // its retry at the notifier
+
+  // Held only to copy view_ in or out (ordered after apply_mu_).
+  mutable Mutex view_mu_ ABSL_ACQUIRED_AFTER(apply_mu_);
+  PublishedView view_ ABSL_GUARDED_BY(view_mu_);
 
   mutable Mutex listeners_mu_;  // held while listeners run
   std::map<uint64_t, std::function<void()>> listeners_ ABSL_GUARDED_BY(listeners_mu_);

@@ -2,20 +2,24 @@
 // per-client breakdown Query.GetClients reports. For a windows client: its
 // summed counters and, while the breakdown budget allows, its exact
 // distribution with its cumulative counts (PercentileIndex: its percentiles
-// in O(P log D), so Query.GetClients over hundreds of clients holds each
-// client's lock for microseconds); for a raw client: the records and
+// in O(P log D)), immutable once published: each window is merged into a
+// second index -- the one readers dropped last, reused (IndexRecycler), so
+// the steady state allocates nothing -- which then replaces the first. A
+// reader (Query.GetClients, through a Snapshot) holds its copy without any
+// lock the applier takes; for a raw client: the records and
 // timestamps it sent (its timestamps go straight to the run's channels, and
 // the daemon does not keep a second copy of them per client).
 //
 // BreakdownBudget: the memory every client distribution of the daemon may
-// hold together (ingest.clientBreakdownMaxMemoryMB). A client whose merge
+// hold together (ingest.clientBreakdownMaxMemoryMB; a client is charged
+// twice its distribution: the published one and the spare). A client whose merge
 // would exceed it drops its distribution for good (exact = false; its
 // counters go on) and the drop is counted: a breakdown never costs the
 // run's own exactness, only its own detail.
 //
 // Threads: a ClientTotals is guarded by its client's apply lock (the
-// handler that applies the client's messages, and Query reading it);
-// BreakdownBudget is thread-safe.
+// handler that applies the client's messages); a Snapshot is a value, its
+// distribution shared and never written; BreakdownBudget is thread-safe.
 #pragma once
 
 #include <atomic>
@@ -24,6 +28,7 @@
 #include <span>
 #include <vector>
 
+#include "daemon/common/mutex.h"
 #include "daemon/core/latency_recorder.h"
 #include "daemon/core/latency_window.h"
 #include "daemon/core/percentile_index.h"
@@ -48,6 +53,28 @@ class BreakdownBudget {
   std::atomic<uint64_t> drops_{0};
 };
 
+// Keeps the last PercentileIndex its readers let go of, for the next merge
+// to reuse. Threads: any (the last holder of an index, often a Query
+// thread, hands it back).
+class IndexRecycler {
+ public:
+  // `index` shared; when its last holder drops it, it becomes the spare
+  // (freeing any older spare), or is freed once Close() was called.
+  static std::shared_ptr<const PercentileIndex> Share(std::shared_ptr<IndexRecycler> self,
+                                                      std::unique_ptr<PercentileIndex> index);
+  // The spare, or a new empty index.
+  std::unique_ptr<PercentileIndex> Take();
+  // Frees the spare and every index handed back from now on.
+  void Close();
+
+ private:
+  void HandBack(std::unique_ptr<PercentileIndex> index);
+
+  Mutex mu_;
+  std::unique_ptr<PercentileIndex> spare_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 class ClientTotals {
  public:
   explicit ClientTotals(std::shared_ptr<BreakdownBudget> budget) : budget_(std::move(budget)) {}
@@ -61,21 +88,30 @@ class ClientTotals {
   // A raw client's batch of `timestamps` carrying `records` records.
   void AddBatch(int64_t timestamps, int64_t records, int64_t now_unix_ms);
 
-  int64_t reports() const { return reports_; }  // windows or batches applied
-  int64_t timestamps() const { return timestamps_; }
-  const LatencyCounters& counters() const { return counters_; }
-  // Covers every window when exact().
-  const PercentileIndex& distribution() const { return distribution_; }
-  bool exact() const { return exact_; }
-  int64_t last_report_unix_ms() const { return last_report_unix_ms_; }
+  // What the client has sent so far, as a value.
+  struct Snapshot {
+    int64_t reports = 0;  // windows or batches applied
+    int64_t timestamps = 0;
+    LatencyCounters counters;
+    // Covers every window when set; null when not kept (a raw client, or
+    // one whose distribution the budget dropped).
+    std::shared_ptr<const PercentileIndex> distribution;
+    int64_t last_report_unix_ms = 0;
+  };
+  Snapshot Snap() const;
 
  private:
   void Drop();
-  int64_t Charged() const { return static_cast<int64_t>(distribution_.RetainedBytes()); }
+  // The published distribution and the spare (at most as large: indexes
+  // only grow, and the spare is the one before).
+  int64_t Charged() const { return 2 * static_cast<int64_t>(distribution_->RetainedBytes()); }
 
   std::shared_ptr<BreakdownBudget> budget_;
   LatencyCounters counters_;
-  PercentileIndex distribution_;
+  const std::shared_ptr<IndexRecycler> recycler_ = std::make_shared<IndexRecycler>();
+  // Never null while exact_; replaced, never written, by each merge.
+  std::shared_ptr<const PercentileIndex> distribution_ =
+      IndexRecycler::Share(recycler_, std::make_unique<PercentileIndex>());
   int64_t charged_ = 0;  // bytes charged to budget_
   int64_t reports_ = 0;
   int64_t timestamps_ = 0;

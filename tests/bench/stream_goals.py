@@ -126,15 +126,17 @@ def normal_priority():
         pass
 
 
-def probe_clients(target, calls):
-    """Times `calls` GetClients of run "parked" (once it exists); prints the
-    latencies in ms as a JSON list."""
+def probe_clients(target, calls, percentiles):
+    """Times `calls` GetClients of run "parked" (once it exists; the run's
+    percentiles, or `percentiles` when given); prints the latencies in ms as
+    a JSON list."""
     pb, rpc, _ = perld_it.load_stubs(tempfile.mkdtemp(prefix="perld-stream-probe-"))
     query = rpc.QueryStub(grpc.insecure_channel(target))
+    request = pb.GetClientsRequest(run="parked", percentiles=percentiles)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # connected, and the run exists: not timed
         try:
-            query.GetClients(pb.GetClientsRequest(run="parked"), timeout=10)
+            query.GetClients(request, timeout=10)
             break
         except grpc.RpcError:
             time.sleep(0.05)
@@ -142,7 +144,7 @@ def probe_clients(target, calls):
     for _ in range(calls):
         t0 = time.monotonic()
         try:
-            query.GetClients(pb.GetClientsRequest(run="parked"), timeout=10)
+            query.GetClients(request, timeout=10)
         except grpc.RpcError:
             continue  # not created yet
         out.append((time.monotonic() - t0) * 1000)
@@ -158,6 +160,9 @@ def main():
     ap.add_argument("--windows", type=int, default=30)
     ap.add_argument("--pairs", type=int, default=4096)
     ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--percentiles", type=lambda v: [float(x) for x in v.split(",")], default=[],
+                    help="GetClients asks these (comma-separated) instead of the run's: "
+                         "a smaller answer")
     ap.add_argument("--probes", type=int, default=50)
     ap.add_argument("--client-nice", type=int, default=10,
                     help="niceness of the simulated clients (the daemon and the probe run at 0)")
@@ -168,7 +173,7 @@ def main():
     ap.add_argument("--probe-clients", metavar="TARGET", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.probe_clients:
-        return probe_clients(args.probe_clients, args.calls)
+        return probe_clients(args.probe_clients, args.calls, args.percentiles)
     if not args.perld:
         ap.error("--perld is required")
     if args.smoke:
@@ -228,7 +233,9 @@ def main():
         # the daemon's.
         cpu_before, t0 = thread_cpu(d.proc.pid), time.monotonic()
         probe = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--probe-clients",
-                                  d.grpc, "--calls", str(args.calls)],
+                                  d.grpc, "--calls", str(args.calls)] +
+                                 (["--percentiles", ",".join(map(str, args.percentiles))]
+                                  if args.percentiles else []),
                                  stdout=subprocess.PIPE, text=True,
                                  preexec_fn=normal_priority)
         while probe.poll() is None:

@@ -35,11 +35,12 @@ TEST(ClientTotalsTest, KeepsAnExactDistributionAcrossWindows) {
   t.AddWindow(a.counters, a.buckets, 1);
   t.AddWindow(b.counters, b.buckets, 2);
   t.AddWindow(c.counters, c.buckets, 3);
-  EXPECT_TRUE(t.exact());
-  EXPECT_EQ(t.reports(), 3);
-  EXPECT_EQ(t.counters().records, 220);
-  EXPECT_EQ(t.last_report_unix_ms(), 3);
-  const std::vector<LatencyBucket>& buckets = t.distribution().buckets();
+  const ClientTotals::Snapshot s = t.Snap();
+  ASSERT_NE(s.distribution, nullptr);  // exact
+  EXPECT_EQ(s.reports, 3);
+  EXPECT_EQ(s.counters.records, 220);
+  EXPECT_EQ(s.last_report_unix_ms, 3);
+  const std::vector<LatencyBucket>& buckets = s.distribution->buckets();
   ASSERT_EQ(buckets.size(), 100u);
   int64_t sum = 0;
   for (size_t i = 0; i < buckets.size(); ++i) {
@@ -47,35 +48,76 @@ TEST(ClientTotalsTest, KeepsAnExactDistributionAcrossWindows) {
     sum += buckets[i].count;
   }
   EXPECT_EQ(sum, 220);
-  EXPECT_EQ(t.distribution().valid(), 220);
+  EXPECT_EQ(s.distribution->valid(), 220);
   EXPECT_GT(budget->used(), 0);
 
   // The client's percentiles: those of a walk over the same distribution.
   const PercentileSet set = PercentileSet::Create({0.1, 10, 50, 90, 99, 99.9, 100}).value();
   LatencySnapshot indexed;
   LatencySnapshot walked;
-  t.distribution().Fill(set, &indexed);
+  s.distribution->Fill(set, &indexed);
   FillPercentiles(set, buckets, &walked);
   EXPECT_EQ(indexed.values, walked.values);
   EXPECT_EQ(indexed.counts, walked.counts);
   EXPECT_EQ(indexed.median, walked.median);
 }
 
+// A snapshot is a value: the windows merged after it was taken do not
+// change it (a GetClients answer reads it with no lock held).
+TEST(ClientTotalsTest, ASnapshotIsUnchangedByLaterWindows) {
+  auto budget = std::make_shared<BreakdownBudget>(1 << 20);
+  ClientTotals t(budget);
+  const Window a = Make(100, 2, 50);
+  const Window b = Make(101, 2, 50);
+  t.AddWindow(a.counters, a.buckets, 1);
+  const ClientTotals::Snapshot before = t.Snap();
+  t.AddWindow(b.counters, b.buckets, 2);
+  ASSERT_NE(before.distribution, nullptr);
+  EXPECT_EQ(before.distribution->buckets(), a.buckets);
+  EXPECT_EQ(before.distribution->valid(), 100);
+  EXPECT_EQ(before.counters.records, 100);
+  EXPECT_EQ(before.reports, 1);
+  EXPECT_EQ(t.Snap().distribution->valid(), 200);
+  EXPECT_NE(t.Snap().distribution, before.distribution);
+}
+
+// The index a merge replaced is reused by the merge after next, once no
+// reader holds it: the steady state allocates nothing.
+TEST(ClientTotalsTest, AMergeReusesTheIndexNoReaderHolds) {
+  auto budget = std::make_shared<BreakdownBudget>(1 << 20);
+  ClientTotals t(budget);
+  const Window a = Make(100, 2, 50);
+  const Window b = Make(101, 2, 50);
+  t.AddWindow(a.counters, a.buckets, 1);
+  const PercentileIndex* first = t.Snap().distribution.get();  // let go at once
+  t.AddWindow(b.counters, b.buckets, 2);
+  t.AddWindow(a.counters, a.buckets, 3);
+  ClientTotals::Snapshot third = t.Snap();
+  EXPECT_EQ(third.distribution.get(), first);
+  EXPECT_EQ(third.distribution->valid(), 300);
+  // Held by a reader, an index is not reused (and not changed).
+  t.AddWindow(b.counters, b.buckets, 4);
+  t.AddWindow(a.counters, a.buckets, 5);
+  EXPECT_NE(t.Snap().distribution.get(), third.distribution.get());
+  EXPECT_EQ(third.distribution->valid(), 300);
+  EXPECT_EQ(t.Snap().distribution->valid(), 500);
+}
+
 TEST(ClientTotalsTest, OverTheBudgetKeepsCountersDropsTheDistributionAndReleases) {
-  auto budget = std::make_shared<BreakdownBudget>(64 << 10);  // 2,730 buckets (24 bytes each)
+  // 64 KiB: 1,365 buckets (24 bytes each, charged twice: published and spare)
+  auto budget = std::make_shared<BreakdownBudget>(64 << 10);
   {
     ClientTotals small(budget);
     ClientTotals big(budget);
     const Window w = Make(0, 1, 1000);
     small.AddWindow(w.counters, w.buckets, 1);
     for (int k = 1; k <= 5; ++k) {
-      const Window wide = Make(k * 1'000'000, 1, 1000);
+      const Window wide = Make(int64_t{k} * 1'000'000, 1, 1000);
       big.AddWindow(wide.counters, wide.buckets, k);
     }
-    EXPECT_TRUE(small.exact());
-    EXPECT_FALSE(big.exact());
-    EXPECT_TRUE(big.distribution().empty());
-    EXPECT_EQ(big.counters().records, 10'000);  // every record still counted
+    EXPECT_NE(small.Snap().distribution, nullptr);
+    EXPECT_EQ(big.Snap().distribution, nullptr);     // dropped: not exact
+    EXPECT_EQ(big.Snap().counters.records, 10'000);  // every record still counted
     EXPECT_EQ(budget->drops(), 1u);
     EXPECT_LE(budget->used(), budget->limit());
   }
@@ -86,9 +128,9 @@ TEST(ClientTotalsTest, ARawClientCountsRecordsOnly) {
   auto budget = std::make_shared<BreakdownBudget>(1 << 20);
   ClientTotals t(budget);
   t.AddBatch(100, 250, 9);
-  EXPECT_EQ(t.timestamps(), 100);
-  EXPECT_EQ(t.counters().records, 250);
-  EXPECT_FALSE(t.exact());
+  EXPECT_EQ(t.Snap().timestamps, 100);
+  EXPECT_EQ(t.Snap().counters.records, 250);
+  EXPECT_EQ(t.Snap().distribution, nullptr);
   EXPECT_EQ(budget->used(), 0);
 }
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -546,12 +547,37 @@ TEST_F(RunTableTest, ParkedMessagesResumeInOrderAndTheTotalsAreExact) {
       table_->Leave(*s);
     });
   }
-  // Meanwhile the breakdown answers (never behind a parked client).
+  // Meanwhile the breakdown answers (never behind a parked client), each row
+  // one consistent moment of its client: its records are those of the
+  // messages acknowledged then (Window(seq, 1): one record each), its
+  // distribution holds every one of them, and nothing goes backwards.
+  std::map<std::string, uint64_t> acked_seen;
   for (int i = 0; i < 50; ++i) {
-    if (id.load() != 0) (void)table_->Clients(id.load(), *PercentileSet::Create({50}));
+    if (id.load() != 0) {
+      absl::StatusOr<std::vector<ClientView>> rows =
+          table_->Clients(id.load(), *PercentileSet::Create({50, 100}));
+      ASSERT_TRUE(rows.ok()) << rows.status();
+      for (const ClientView& row : *rows) {
+        EXPECT_EQ(row.counters.records, static_cast<int64_t>(row.acked_sequence)) << row.id;
+        EXPECT_TRUE(row.exact) << row.id;
+        if (row.acked_sequence > 0) {  // window seq's one record is 100 + seq
+          EXPECT_EQ(row.percentiles.values.back(), 100 + static_cast<int64_t>(row.acked_sequence));
+        }
+        EXPECT_GE(row.acked_sequence, acked_seen[row.id]) << row.id;
+        acked_seen[row.id] = row.acked_sequence;
+      }
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   for (std::thread& t : threads) t.join();
+  absl::StatusOr<std::vector<ClientView>> rows =
+      table_->Clients(id.load(), *PercentileSet::Create({50}));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), size_t{kClients});
+  for (const ClientView& row : *rows) {
+    EXPECT_EQ(row.acked_sequence, uint64_t{kStressMessages}) << row.id;
+    EXPECT_EQ(row.counters.records, kStressMessages) << row.id;
+  }
   WaitEnded(id.load());
   const runs::RunView v = View(id.load());
   EXPECT_EQ(v.info.state, runs::RunState::kFinished) << v.info.failure_reason;
