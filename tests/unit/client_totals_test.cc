@@ -62,13 +62,18 @@ TEST(ClientTotalsTest, KeepsAnExactDistributionAcrossWindows) {
   EXPECT_EQ(indexed.median, walked.median);
 }
 
-// A snapshot is a value: the windows merged after it was taken do not
-// change it (a GetClients answer reads it with no lock held).
-TEST(ClientTotalsTest, ASnapshotIsUnchangedByLaterWindows) {
-  auto budget = std::make_shared<BreakdownBudget>(1 << 20);
-  ClientTotals t(budget);
+// One client's totals and two interleaved windows of 50 latencies each.
+class ClientTotalsWindowsTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<BreakdownBudget> budget_ = std::make_shared<BreakdownBudget>(1 << 20);
+  ClientTotals t{budget_};
   const Window a = Make(100, 2, 50);
   const Window b = Make(101, 2, 50);
+};
+
+// A snapshot is a value: the windows merged after it was taken do not
+// change it (a GetClients answer reads it with no lock held).
+TEST_F(ClientTotalsWindowsTest, ASnapshotIsUnchangedByLaterWindows) {
   t.AddWindow(a.counters, a.buckets, 1);
   const ClientTotals::Snapshot before = t.Snap();
   t.AddWindow(b.counters, b.buckets, 2);
@@ -83,11 +88,7 @@ TEST(ClientTotalsTest, ASnapshotIsUnchangedByLaterWindows) {
 
 // The index a merge replaced is reused by the merge after next, once no
 // reader holds it: the steady state allocates nothing.
-TEST(ClientTotalsTest, AMergeReusesTheIndexNoReaderHolds) {
-  auto budget = std::make_shared<BreakdownBudget>(1 << 20);
-  ClientTotals t(budget);
-  const Window a = Make(100, 2, 50);
-  const Window b = Make(101, 2, 50);
+TEST_F(ClientTotalsWindowsTest, AMergeReusesTheIndexNoReaderHolds) {
   t.AddWindow(a.counters, a.buckets, 1);
   const PercentileIndex* first = t.Snap().distribution.get();  // let go at once
   t.AddWindow(b.counters, b.buckets, 2);
