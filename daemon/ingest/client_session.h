@@ -33,7 +33,8 @@
 //
 // Threads: every method is thread-safe. Locks, in this order: the apply
 // lock, the listeners' lock, the progress lock; the view's lock is taken
-// alone or under the apply lock, and nothing is taken under it. `on_applied` runs with none of
+// alone or under the apply lock, and only the breakdown's IndexRecycler
+// lock under it (publishing may drop the last hold on an index). `on_applied` runs with none of
 // them held. A listener must not call back into this client.
 #pragma once
 
