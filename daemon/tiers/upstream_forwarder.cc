@@ -362,11 +362,17 @@ void UpstreamForwarder::Serve(runs::RunId id, Deferred& deferred) {
     runs_.fetch_add(1, std::memory_order_relaxed);
   }
   ParentStream& stream = *lane.stream;
-  // What the parent made durable leaves the state database.
-  const ParentStream::Progress progress = stream.progress();
-  if (lane.gated && store_ != nullptr && progress.durable > lane.released) {
-    deferred.release.emplace_back(id, progress.durable);
-    lane.released = progress.durable;
+  // What the parent made durable leaves the state database -- once it was
+  // handed over on this stream. A resumed stream's parent may hold messages
+  // the stream has yet to read back (the process before the crash sent
+  // them): they are resent in order (the parent drops them as duplicates),
+  // as the stream cannot skip a sequence; deleting them before their turn
+  // would leave the read-back a gap it cannot cross.
+  const uint64_t handed = stream.next_sequence() - 1;
+  const uint64_t through = std::min(stream.progress().durable, handed);
+  if (lane.gated && store_ != nullptr && through > lane.released) {
+    deferred.release.emplace_back(id, through);
+    lane.released = through;
   }
   HandOver(id, lane);
   if (lane.queue.empty() && lane.stored_from != 0) Reload(id, lane);

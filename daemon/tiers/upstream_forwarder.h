@@ -22,7 +22,9 @@
 // windows are checkpointed (an ingest run with a state store) is "gated" --
 // its messages go to the parent only once the checkpoint covering their
 // window committed them to the state database (table upstream_messages),
-// and they are deleted there once the parent reports them durable. A run
+// and they are deleted there once handed to the stream and reported durable
+// by the parent (never before their turn: a resumed stream resends, in
+// order, what its parent holds already). A run
 // that resumes after a crash continues its stream from the stored sequence
 // and resends the stored messages; a run that ended before the crash has
 // its stored messages resent and its stream closed at the next start
@@ -167,7 +169,7 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
 
     // The worker's (changed under mu_, so counters() may read them):
     std::unique_ptr<ParentStream> stream;  // null until the worker opened it
-    uint64_t released = 0;     // the parent's durable sequence last deleted from the store
+    uint64_t released = 0;     // deleted from the store up to here (handed over and durable)
     bool refused = false;      // handed-over failed: later messages are only counted
     bool close_asked = false;  // RequestClose was called
     Clock::time_point closing_since = kNever;

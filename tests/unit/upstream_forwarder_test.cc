@@ -2,7 +2,8 @@
 // streams the test holds without room, refuses, or lets close. One stream
 // without room never delays another; a stuck stream cannot take the
 // others' share of upstream.maxQueuedWindows; Stop is bounded by
-// upstream.closeTimeoutMs whatever the parent does.
+// upstream.closeTimeoutMs whatever the parent does; a stream resumed from
+// the state database crosses no gap when the parent holds its messages.
 #include "daemon/tiers/upstream_forwarder.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,9 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "daemon/state/state_store.h"
+#include "tests/unit/state_test_records.h"
 
 namespace perld::tiers {
 namespace {
@@ -38,17 +42,37 @@ class FakeParent {
     std::lock_guard<std::mutex> lock(mu_);
     refused_.insert(run);
   }
+  // The parent holds `run`'s messages up to `through` already (durably):
+  // sent by the edge's process before a crash.
+  void Holds(const std::string& run, uint64_t through) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_[run] = through;
+  }
   // Room again: the stream's `wake`, as an ack making room would.
   void Unblock(const std::string& run) {
-    std::vector<std::function<void()>> wakes;
     {
       std::lock_guard<std::mutex> lock(mu_);
       blocked_.erase(run);
+    }
+    Nudge(run);
+  }
+  // The stream's `wake` with nothing changed: the forwarder serves the lane
+  // again (after it finished what its previous turn deferred).
+  void Nudge(const std::string& run) {
+    std::vector<std::function<void()>> wakes;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
       for (Stream* s : streams_) {
         if (s->run == run) wakes.push_back(s->wake);
       }
     }
     for (auto& wake : wakes) wake();  // no lock of ours held, as the contract says
+  }
+  // How often the forwarder asked `run`'s stream for room.
+  int RoomAsked(const std::string& run) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = room_asked_.find(run);
+    return it == room_asked_.end() ? 0 : it->second;
   }
   std::vector<uint64_t> Received(const std::string& run) const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -117,6 +141,8 @@ class FakeParent {
     }
     bool HasRoom() const override {
       std::lock_guard<std::mutex> lock(parent->mu_);
+      ++parent->room_asked_[run];
+      parent->cv_.notify_all();
       return !parent->blocked_.contains(run);
     }
     Offer TryEnqueue(v1::IngestRequest* message) override {
@@ -137,7 +163,8 @@ class FakeParent {
     Progress progress() const override {
       std::lock_guard<std::mutex> lock(parent->mu_);
       Progress p;
-      p.acked = p.durable = next - 1;
+      auto held = parent->held_.find(run);
+      p.acked = p.durable = std::max(next - 1, held == parent->held_.end() ? 0 : held->second);
       if (parent->refused_.contains(run)) p.error = "FAILED_PRECONDITION: refused";
       p.closed = close_asked && !parent->blocked_.contains(run) && p.error.empty();
       if (p.closed) {
@@ -164,6 +191,8 @@ class FakeParent {
   std::map<std::string, std::vector<v1::WindowReport>> reports_;
   std::map<std::string, v1::IngestOpen> opens_;
   mutable std::set<std::string> closed_;
+  std::map<std::string, uint64_t> held_;
+  mutable std::map<std::string, int> room_asked_;
 };
 
 config::UpstreamConfig Config(int64_t max_queued, int64_t close_timeout_ms) {
@@ -354,6 +383,61 @@ TEST(UpstreamForwarderTest, StopIsBoundedByCloseTimeoutWhateverTheParentDoes) {
   EXPECT_EQ(c.windows_dropped, 1200u) << "never handed over: counted (no checkpoints)";
   EXPECT_EQ(c.open_streams, 0u);
   EXPECT_EQ(c.queued, 0u);
+}
+
+// The crash of tier_crash_test's scenario C, without its timing: the edge
+// died after its parent had made messages durable that the edge's state
+// database still holds (it had not deleted them yet). The restarted edge
+// reads them back and resends them in order; the parent's durable sequence,
+// far ahead of what the stream handed over, must not delete the ones not
+// read back yet -- the stream cannot skip a sequence, so that left a gap
+// ("message 6767 ... the stream expects message 3686") and the run short.
+TEST(UpstreamForwarderTest, AResumedStreamDeletesOnlyWhatItHandedOver) {
+  state::testing::ScratchDir dir;
+  absl::StatusOr<std::unique_ptr<state::StateStore>> store =
+      state::StateStore::Open(dir.path(), {});
+  ASSERT_TRUE(store.ok()) << store.status();
+  constexpr runs::RunId kRun = 7;
+  constexpr uint64_t kStored = 300;  // several read-back batches
+  runs::RunInfo info = RunNamed(kRun, "resumed");
+  (*store)->SaveRun(info);
+  state::Checkpoint c;
+  c.total.run_id = kRun;
+  c.total.kind = runs::WindowRecord::Kind::kTotal;
+  c.total.seq = 1;
+  for (uint64_t s = 1; s <= kStored; ++s) {
+    v1::IngestRequest m;
+    m.mutable_window()->set_sequence(s);
+    m.mutable_window()->set_records(1);
+    c.upstream.push_back({s, m.SerializeAsString()});
+  }
+  c.upstream_next_sequence = kStored + 1;
+  (*store)->SaveCheckpoint(c, [] {});
+  ASSERT_TRUE((*store)->Flush().ok());
+  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = (*store)->LoadUpstream();
+  ASSERT_TRUE(backlog.ok()) << backlog.status();
+
+  FakeParent parent;
+  parent.Holds("resumed", kStored);  // every one, durably
+  parent.Block("resumed");           // until the store did what the first turn asked
+  UpstreamForwarder f(Config(3, 10'000), parent.Factory(), store->get());
+  f.Restore(*backlog);
+  f.DeliverRestored(
+      [&](runs::RunId id) { return id == kRun ? std::optional(info) : std::nullopt; });
+  // The first turn opened the stream and asked for room to read back; a
+  // second turn begins only after the first one's store calls were made.
+  ASSERT_TRUE(parent.WaitFor([&] { return parent.RoomAsked("resumed") >= 1; }));
+  parent.Nudge("resumed");
+  ASSERT_TRUE(parent.WaitFor([&] { return parent.RoomAsked("resumed") >= 2; }));
+  ASSERT_TRUE((*store)->Flush().ok());
+  parent.Unblock("resumed");
+
+  ASSERT_TRUE(parent.WaitFor([&] { return parent.Closed("resumed"); }));
+  EXPECT_EQ(parent.Received("resumed"), OneTo(kStored)) << "every stored message, in order";
+  f.Stop();
+  EXPECT_EQ(f.counters().windows_dropped, 0u);
+  ASSERT_TRUE((*store)->Flush().ok());
+  EXPECT_TRUE((*store)->LoadUpstream()->empty()) << "delivered: the stream ended";
 }
 
 }  // namespace
