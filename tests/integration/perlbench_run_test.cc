@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -24,23 +25,31 @@ BenchResult RunPerlBench(const std::vector<std::string>& args, std::string* outp
   return result.ok() ? *result : BenchResult{};
 }
 
-TEST(PerlBenchRunTest, ExactModeRecordsEveryRecordForOddTotalsAndOneToEightWorkers) {
-  for (const char* mpsc : {"true", "false"}) {
-    for (int workers = 1; workers <= 8; ++workers) {
-      const int64_t records = 100'003 + workers;  // odd split across workers
-      const std::string w = std::to_string(workers);
-      const BenchResult r =
-          RunPerlBench({"-writers", w, "-size", "100", "-records", std::to_string(records), "-time",
-                        "ns", "-mpscqueue", mpsc, "--qPerWorker", "3", "--progress", "false"});
-      EXPECT_EQ(r.total.records, records) << workers << " workers, mpscqueue " << mpsc;
-      EXPECT_EQ(r.total.valid, records);
-      EXPECT_EQ(r.total.bytes, records * 100);
-      EXPECT_EQ(r.total.invalid, 0);
-      EXPECT_EQ(r.dropped, 0);
-      EXPECT_EQ(r.exit_code, 0);
-    }
-  }
+// One case per queue and worker count: 16 tests, not one 16-run test, so
+// ctest spreads them over the cores (one test took 136 s under TSan).
+class PerlBenchExactModeTest : public testing::TestWithParam<std::tuple<bool, int>> {};
+
+TEST_P(PerlBenchExactModeTest, RecordsEveryRecordForAnOddTotal) {
+  const auto [mpsc, workers] = GetParam();
+  const int64_t records = 100'003 + workers;  // odd split across workers
+  const BenchResult r =
+      RunPerlBench({"-writers", std::to_string(workers), "-size", "100", "-records",
+                    std::to_string(records), "-time", "ns", "-mpscqueue", mpsc ? "true" : "false",
+                    "--qPerWorker", "3", "--progress", "false"});
+  EXPECT_EQ(r.total.records, records);
+  EXPECT_EQ(r.total.valid, records);
+  EXPECT_EQ(r.total.bytes, records * 100);
+  EXPECT_EQ(r.total.invalid, 0);
+  EXPECT_EQ(r.dropped, 0);
+  EXPECT_EQ(r.exit_code, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(OneToEightWorkers, PerlBenchExactModeTest,
+                         testing::Combine(testing::Bool(), testing::Range(1, 9)),
+                         [](const testing::TestParamInfo<std::tuple<bool, int>>& p) {
+                           return std::string(std::get<0>(p.param) ? "Mpsc" : "Library") +
+                                  std::to_string(std::get<1>(p.param)) + "Workers";
+                         });
 
 TEST(PerlBenchRunTest, SharedQueueTopologyIsExact) {
   for (const char* mpsc : {"true", "false"}) {
