@@ -8,16 +8,15 @@
 namespace perld::config {
 namespace {
 
-constexpr size_t kShownBytes = 32;  // of an over-long key, quoted in a message
-
-std::string Shown(absl::string_view text) {
-  const std::string head = absl::CHexEscape(text.substr(0, std::min(text.size(), kShownBytes)));
-  return text.size() > kShownBytes ? absl::StrCat(head, "...") : head;
-}
-
 int64_t Size(absl::string_view s) { return static_cast<int64_t>(s.size()); }
 
 }  // namespace
+
+std::string ShownInput(absl::string_view text) {
+  constexpr size_t kShownBytes = 32;
+  const std::string head = absl::CHexEscape(text.substr(0, std::min(text.size(), kShownBytes)));
+  return text.size() > kShownBytes ? absl::StrCat(head, "...") : head;
+}
 
 absl::Status CheckName(absl::string_view field, absl::string_view name,
                        const LimitsConfig& limits) {
@@ -37,12 +36,12 @@ absl::Status CheckLabel(absl::string_view field, int64_t count, absl::string_vie
   }
   if (Size(key) > limits.max_label_key_bytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ": the key \"", Shown(key), "\" has ", key.size(), " bytes, at most ",
-                     limits.max_label_key_bytes, " (limits.maxLabelKeyBytes)"));
+        absl::StrCat(field, ": the key \"", ShownInput(key), "\" has ", key.size(),
+                     " bytes, at most ", limits.max_label_key_bytes, " (limits.maxLabelKeyBytes)"));
   }
   if (Size(value) > limits.max_label_value_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ": the value of \"", Shown(key), "\" has ", value.size(), " bytes, at most ",
+        field, ": the value of \"", ShownInput(key), "\" has ", value.size(), " bytes, at most ",
         limits.max_label_value_bytes, " (limits.maxLabelValueBytes)"));
   }
   return absl::OkStatus();

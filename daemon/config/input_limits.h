@@ -22,6 +22,10 @@
 
 namespace perld::config {
 
+// Over-long input as a message quotes it: its first 32 bytes, C-escaped,
+// and "..." when there is more.
+std::string ShownInput(absl::string_view text);
+
 // `field` names the input in the message ("open: run_name").
 absl::Status CheckName(absl::string_view field, absl::string_view name, const LimitsConfig& limits);
 absl::Status CheckPercentileCount(absl::string_view field, int64_t count,

@@ -2,21 +2,10 @@
 
 #include <algorithm>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace perld::service {
-namespace {
-
-constexpr size_t kShownBytes = 32;  // of a malformed token, quoted in a message
-
-std::string Shown(absl::string_view text) {
-  const std::string head = absl::CHexEscape(text.substr(0, std::min(text.size(), kShownBytes)));
-  return text.size() > kShownBytes ? absl::StrCat(head, "...") : head;
-}
-
-}  // namespace
 
 absl::Status CheckStartBench(const v1::StartBenchRequest& request,
                              const config::LimitsConfig& limits) {
@@ -41,7 +30,8 @@ absl::StatusOr<ListPage> ParseListPage(int64_t page_size, const std::string& pag
     const bool digits = std::all_of(page_token.begin(), page_token.end(),
                                     [](char c) { return c >= '0' && c <= '9'; });
     if (!digits || !absl::SimpleAtoi(page_token, &page.after)) {
-      return absl::InvalidArgumentError(absl::StrCat("page_token: \"", Shown(page_token),
+      return absl::InvalidArgumentError(absl::StrCat("page_token: \"",
+                                                     config::ShownInput(page_token),
                                                      "\" is not a next_page_token of ListRuns"));
     }
   }

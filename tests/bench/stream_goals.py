@@ -179,6 +179,10 @@ def main():
     if args.smoke:
         args.idle, args.parked, args.windows, args.pairs = 40, 8, 5, 256
         args.calls, args.probes = 20, 5
+        # It takes seconds; if it ever hangs (once in CI, not reproduced),
+        # say where each thread waits before CTest's timeout kills it.
+        import faulthandler
+        faulthandler.dump_traceback_later(150, exit=True)
     tmp = tempfile.mkdtemp(prefix="perld-stream-goal-")
     pb, rpc, _ = perld_it.load_stubs(tmp)
     ipb = importlib.import_module("perld.v1.ingest_pb2")
