@@ -1002,7 +1002,7 @@ absl::StatusOr<std::vector<ClientView>> RunTable::Clients(runs::RunId id,
   std::vector<ClientView> out;
   out.reserve(clients.size());
   for (const auto& [c, state] : clients) {
-    out.push_back(c->View(set));  // the client's apply lock: never held while waiting
+    out.push_back(c->View(set));  // its published view: never its apply lock
     out.back().state = state;
   }
   return out;

@@ -2,7 +2,8 @@
 // Every call reads published snapshots; none touches the recorder.
 //
 // The unary methods answer on the gRPC thread that delivered the request
-// (context->DefaultReactor()). WatchRun is a reactor (Watch), not a thread:
+// (context->DefaultReactor()); GetClients' messages live on an arena
+// (ArenaMessageAllocator). WatchRun is a reactor (Watch), not a thread:
 // it subscribes to its run in the registry (RunRegistry::Subscribe) and
 // writes one event at a time -- the next once the previous write completed
 // and the registry has it -- then the run's final total, and finishes OK
@@ -30,6 +31,7 @@
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/range_percentiles.h"
 #include "daemon/runs/run_registry.h"
+#include "daemon/service/arena_message_allocator.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/state/state_store.h"
 #include "perld/v1/perld.grpc.pb.h"
@@ -50,7 +52,9 @@ class QueryService final : public v1::Query::CallbackService {
         config_(config),
         auth_(auth),
         ingest_runs_(ingest_runs),
-        store_(store) {}
+        store_(store) {
+    SetMessageAllocatorFor_GetClients(&clients_allocator_);
+  }
 
   // Finishes every open watch UNAVAILABLE ("perld is shutting down") and
   // refuses new ones from now on (shutdown after the drain).
@@ -113,6 +117,10 @@ class QueryService final : public v1::Query::CallbackService {
   const CallAuth& auth_;
   const ingest::RunTable* const ingest_runs_;
   const state::StateStore* const store_;
+  // GetClients' request and response (a row and its percentiles per client)
+  // on an arena in a reused 256 KiB block.
+  ArenaMessageAllocator<v1::GetClientsRequest, v1::GetClientsResponse> clients_allocator_{
+      size_t{256} << 10, 2};
   std::atomic<int> watchers_{0};  // watches_.size(), readable without watches_mu_
   Mutex watches_mu_;
   std::set<Watch*> watches_ ABSL_GUARDED_BY(watches_mu_);  // open, until their OnDone

@@ -9,9 +9,12 @@
      client's next window waits for room (parked, no thread): Query.GetClients
      latency (--calls calls) while they are, and the run's total exact.
 
-The clients run in one asyncio process (Debian's grpcio, /usr/bin/python3).
+The clients run in one asyncio process (Debian's grpcio, /usr/bin/python3);
+the GetClients calls from a process of their own: Python's grpcio, or with
+--probe the native query_latency (what the goal's table reports).
 
-  /usr/bin/python3 tests/bench/stream_goals.py --perld build/release/daemon/bench/perld
+  /usr/bin/python3 tests/bench/stream_goals.py --perld build/release/daemon/bench/perld \
+      --probe build/release/tests/bench/query_latency
   (--smoke: a few streams and calls, for CI)
 """
 import argparse
@@ -163,6 +166,10 @@ def main():
     ap.add_argument("--percentiles", type=lambda v: [float(x) for x in v.split(",")], default=[],
                     help="GetClients asks these (comma-separated) instead of the run's: "
                          "a smaller answer")
+    ap.add_argument("--probe", metavar="QUERY_LATENCY",
+                    help="time the GetClients calls with this query_latency binary "
+                         "(build/release/tests/bench/query_latency) instead of Debian's grpcio, "
+                         "whose parse of a 200-client answer alone takes about 0.7 ms")
     ap.add_argument("--probes", type=int, default=50)
     ap.add_argument("--client-nice", type=int, default=10,
                     help="niceness of the simulated clients (the daemon and the probe run at 0)")
@@ -236,11 +243,16 @@ def main():
         # switches threads every 5 ms), which is the client's latency, not
         # the daemon's.
         cpu_before, t0 = thread_cpu(d.proc.pid), time.monotonic()
-        probe = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--probe-clients",
-                                  d.grpc, "--calls", str(args.calls)] +
-                                 (["--percentiles", ",".join(map(str, args.percentiles))]
-                                  if args.percentiles else []),
-                                 stdout=subprocess.PIPE, text=True,
+        asked = ",".join(map(str, args.percentiles))
+        if args.probe:  # query_latency: a native client, no Python parse in the time
+            command = [args.probe, "--method", "clients", "--target", d.grpc, "--run", "parked",
+                       "--calls", str(args.calls), "--wait-ms", "30000", "--json", "true"] + \
+                      (["--p", asked] if args.percentiles else [])
+        else:
+            command = [sys.executable, os.path.abspath(__file__), "--probe-clients", d.grpc,
+                       "--calls", str(args.calls)] + \
+                      (["--percentiles", asked] if args.percentiles else [])
+        probe = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
                                  preexec_fn=normal_priority)
         while probe.poll() is None:
             parked_seen.append(d.parked())
