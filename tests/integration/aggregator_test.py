@@ -296,16 +296,18 @@ def main():
 
         # --- Late reports and clients per window, on the root directly. ----
         stub = irpc.IngestStub(grpc.insecure_channel(root.grpc))
+        # A 10 s interval: the reports dated 5 s ahead fall in the run's first
+        # window, which the run waits for (the test's longest wait).
         a = Stream(stub, ipb, ipb.IngestOpen(run_name="late", client_id="a", mode=ipb.IngestOpen.MODE_WINDOWS,
-                                             time_unit=pb.TIME_UNIT_NS, reporting_interval_ms=60000))
+                                             time_unit=pb.TIME_UNIT_NS, reporting_interval_ms=10000))
         b = Stream(stub, ipb, ipb.IngestOpen(run_name="late", client_id="b", mode=ipb.IngestOpen.MODE_WINDOWS,
-                                             time_unit=pb.TIME_UNIT_NS, reporting_interval_ms=60000))
+                                             time_unit=pb.TIME_UNIT_NS, reporting_interval_ms=10000))
         opened = a.recv()
         b.recv()
         now_ms = int(time.time() * 1000)
         a.ask(window=window_msg(ipb, 1, [(100, 2), (200, 1)], end_unix_ms=now_ms - 3_600_000))
-        a.ask(window=window_msg(ipb, 2, [(150, 1)], end_unix_ms=now_ms + 60_000))
-        b.ask(window=window_msg(ipb, 1, [(300, 4)], end_unix_ms=now_ms + 60_000))
+        a.ask(window=window_msg(ipb, 2, [(150, 1)], end_unix_ms=now_ms + 5_000))
+        b.ask(window=window_msg(ipb, 1, [(300, 4)], end_unix_ms=now_ms + 5_000))
         late_id = opened.opened.run_id
         a.finish(2)
         b.finish(1)
@@ -314,7 +316,7 @@ def main():
         periodic = [w for w in hist.windows if w.kind == pb.Window.KIND_PERIODIC]
         # A client's close cuts the run's window when its last messages are
         # not in a checkpoint yet (README "Daemon state across crashes"), so
-        # the 60 s interval may end in more than one window: count over them.
+        # the 10 s interval may end in more than one window: count over them.
         check(sum(w.late_reports for w in periodic) == 1
               and sum(w.remote_reports for w in periodic) == 3
               and max((w.clients for w in periodic), default=0) == 2,
