@@ -3,8 +3,8 @@
 // block is a buffer reused from call to call, instead of `new`. A large
 // response (GetClients: a row and about 30 percentile messages per client,
 // thousands of sub-messages) is then built by bump allocation and freed at
-// once: no malloc and free per sub-message, no heap growth and page faults
-// per call (tests/bench/DAEMON.md, "GetClients on an arena").
+// once: no malloc and free per sub-message, and in the steady state no new
+// memory per call (tests/bench/DAEMON.md, "GetClients on an arena").
 //
 // Install with the generated Service::SetMessageAllocatorFor_<Method>. The
 // allocator must outlive every call (its service owns it; the server's

@@ -362,17 +362,8 @@ void UpstreamForwarder::Serve(runs::RunId id, Deferred& deferred) {
     runs_.fetch_add(1, std::memory_order_relaxed);
   }
   ParentStream& stream = *lane.stream;
-  // What the parent made durable leaves the state database -- once it was
-  // handed over on this stream. A resumed stream's parent may hold messages
-  // the stream has yet to read back (the process before the crash sent
-  // them): they are resent in order (the parent drops them as duplicates),
-  // as the stream cannot skip a sequence; deleting them before their turn
-  // would leave the read-back a gap it cannot cross.
-  const uint64_t handed = stream.next_sequence() - 1;
-  const uint64_t through = std::min(stream.progress().durable, handed);
-  if (lane.gated && store_ != nullptr && through > lane.released) {
-    deferred.release.emplace_back(id, through);
-    lane.released = through;
+  if (lane.gated && store_ != nullptr) {
+    ReleaseLocked(id, lane, stream.progress().durable, stream.next_sequence() - 1, deferred);
   }
   HandOver(id, lane);
   if (lane.queue.empty() && lane.stored_from != 0) Reload(id, lane);
@@ -482,6 +473,19 @@ void UpstreamForwarder::Reload(runs::RunId id, Lane& lane) {
   ReadyLocked(id);
 }
 
+void UpstreamForwarder::ReleaseLocked(runs::RunId id, Lane& lane, uint64_t durable, uint64_t handed,
+                                      Deferred& deferred) {
+  // Never a message not handed over yet: a resumed stream's parent may hold
+  // messages the stream has yet to read back (the process before the crash
+  // sent them); the stream, which cannot skip a sequence, resends them (the
+  // parent drops them as duplicates), and deleting them first would leave
+  // the read-back a gap it cannot cross.
+  const uint64_t through = std::min(durable, handed);
+  if (through <= lane.released) return;
+  deferred.release.emplace_back(id, through);
+  lane.released = through;
+}
+
 void UpstreamForwarder::DropRefusedLocked(Lane& lane) {
   uint64_t dropped = lane.queue.size();
   if (lane.stored_from != 0) dropped += lane.committed_next - lane.stored_from;
@@ -517,7 +521,7 @@ void UpstreamForwarder::FinishLocked(runs::RunId id, Lane& lane, bool give_up, D
                                                   : std::string("timed out");
   queued_ -= static_cast<int64_t>(lane.queue.size());
   if (keep) {
-    if (p.durable > lane.released) deferred.release.emplace_back(id, p.durable);
+    ReleaseLocked(id, lane, p.durable, handed, deferred);
     lane.queue.clear();  // stored: read back at the next start
     log::Error("upstream: run ", id, ": ", unacked, " window message(s) not yet acknowledged by ",
                config_.target, " (", why,

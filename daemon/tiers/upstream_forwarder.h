@@ -202,6 +202,10 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
   // Hands over up to a turn of the lane's queue; false: no room (or done).
   void HandOver(runs::RunId id, Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Reload(runs::RunId id, Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lets the state database drop the lane's messages up to `handed` (the
+  // last one handed to its stream) that the parent holds (`durable`).
+  void ReleaseLocked(runs::RunId id, Lane& lane, uint64_t durable, uint64_t handed,
+                     Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts what a refused lane still holds (queued and stored) as dropped.
   void DropRefusedLocked(Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Accounts for a lane whose stream closed, failed, timed out or (`give_up`)
