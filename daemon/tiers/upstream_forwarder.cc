@@ -456,6 +456,10 @@ void UpstreamForwarder::Reload(runs::RunId id, Lane& lane) {
     lane.retry_at = Clock::now() + kRetryRead;
     return;
   }
+  // Only what Committed told of: the store's writer commits a checkpoint's
+  // messages before it calls Committed, and those come from `uncommitted`
+  // then -- read here too, they would go to the stream twice (a gap).
+  std::erase_if(*messages, [&](const Message& m) { return m.sequence >= lane.committed_next; });
   if (messages->empty()) {
     // Committed but not there (the database was changed behind perld's
     // back): the stream cannot continue in order; HandOver reports the gap.

@@ -201,6 +201,12 @@ def main():
     for name, d in (("edge", e), ("root", r)):
         rc = d.stop()
         check(rc == 0, f"{name}: SIGTERM, exit {rc}")
+    if perld_it.failures:
+        # What the daemons said went wrong, for a failure seen only in CI.
+        for name in ("edge", "root"):
+            with open(os.path.join(tmp, f"{name}.log")) as f:
+                errors = [line.rstrip() for line in f if " error " in line]
+            print(f"{name}.log errors ({len(errors)}):", *errors[-20:], sep="\n  ")
     return finish()
 
 

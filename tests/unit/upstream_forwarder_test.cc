@@ -3,7 +3,8 @@
 // without room never delays another; a stuck stream cannot take the
 // others' share of upstream.maxQueuedWindows; Stop is bounded by
 // upstream.closeTimeoutMs whatever the parent does; a stream resumed from
-// the state database crosses no gap when the parent holds its messages.
+// the state database crosses no gap when the parent holds its messages,
+// and a read-back never takes a message Committed has yet to tell of.
 #include "daemon/tiers/upstream_forwarder.h"
 
 #include <gtest/gtest.h>
@@ -438,6 +439,49 @@ TEST(UpstreamForwarderTest, AResumedStreamDeletesOnlyWhatItHandedOver) {
   EXPECT_EQ(f.counters().windows_dropped, 0u);
   ASSERT_TRUE((*store)->Flush().ok());
   EXPECT_TRUE((*store)->LoadUpstream()->empty()) << "delivered: the stream ended";
+}
+
+// The store's writer commits a checkpoint's messages to the database before
+// it calls Committed. A lane reading its stored messages back in that
+// moment finds the new ones already there; taken from the read-back too,
+// they went to the stream twice ("message 3 ... the stream expects message
+// 5"), the rest of the run was dropped and the parent's run ended short.
+TEST(UpstreamForwarderTest, AReadBackTakesOnlyWhatCommittedToldOf) {
+  state::testing::ScratchDir dir;
+  absl::StatusOr<std::unique_ptr<state::StateStore>> store =
+      state::StateStore::Open(dir.path(), {});
+  ASSERT_TRUE(store.ok()) << store.status();
+  constexpr runs::RunId kRun = 9;
+  runs::RunInfo info = RunNamed(kRun, "racing");
+  (*store)->SaveRun(info);
+  FakeParent parent;
+  parent.Block("racing");  // no room: the committed messages wait in the database
+  UpstreamForwarder f(Config(1, 10'000), parent.Factory(), store->get(),
+                      [](runs::RunId) { return true; });
+  f.OnRunStarted(info);
+  // A window's two parts, checkpointed, stored and committed.
+  auto checkpoint = [&](int64_t window) {
+    f.OnWindow(info, Window(kRun, window));
+    state::Checkpoint c;
+    c.total.run_id = kRun;
+    c.total.kind = runs::WindowRecord::Kind::kTotal;
+    c.total.seq = 1;
+    f.TakeForCheckpoint(kRun, &c);
+    (*store)->SaveCheckpoint(std::move(c), [] {});
+    ASSERT_TRUE((*store)->Flush().ok());
+  };
+  checkpoint(1);
+  f.Committed(kRun, 3);  // messages 1 and 2: no room, they wait in the database
+  ASSERT_TRUE(parent.WaitFor([&] { return parent.RoomAsked("racing") >= 1; }));
+  checkpoint(2);  // messages 3 and 4 in the database; Committed not called yet
+  parent.Unblock("racing");
+  ASSERT_TRUE(parent.WaitFor([&] { return parent.Received("racing").size() >= 2; }));
+  f.Committed(kRun, 5);
+  f.OnRunEnded(info, runs::WindowRecord{});
+  ASSERT_TRUE(parent.WaitFor([&] { return parent.Closed("racing"); }));
+  EXPECT_EQ(parent.Received("racing"), OneTo(4)) << "every message once, in order";
+  f.Stop();
+  EXPECT_EQ(f.counters().windows_dropped, 0u);
 }
 
 }  // namespace
