@@ -114,6 +114,26 @@ class Daemon:
                     return int(line.split()[1])
         return 0
 
+    def metric(self, name):
+        """The value of an unlabelled metric on the daemon's /metrics (0 when absent)."""
+        import urllib.request
+        with urllib.request.urlopen(f"http://{self.http}/metrics", timeout=10) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+        return 0.0
+
+    def wait_checkpoint(self, after=0, seconds=60):
+        """Waits (bounded) until this process committed more than `after`
+        ingest checkpoints (perld_ingest_checkpoints_total); False when it
+        did not."""
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if self.metric("perld_ingest_checkpoints_total") > after:
+                return True
+            time.sleep(0.05)
+        return False
+
     def stop(self):
         self.proc.terminate()
         try:

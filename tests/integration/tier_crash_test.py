@@ -6,10 +6,12 @@ durable spools stream into the edge. The root's run must end with a total
 equal to the clients' summed totals and percentiles equal to those of their
 merged --distribution-out files -- zero lost, zero counted twice -- when:
 
-  A. the edge is killed with SIGKILL twice while the clients stream (it
-     resumes its run; its stream to the root continues from its state
-     database, and windows after the resumed cut were never forwarded);
-  B. the root is killed with SIGKILL while the clients stream and stays down
+  A. the edge is killed with SIGKILL twice while the clients stream, each
+     time after it committed a checkpoint (it resumes its run; its stream to
+     the root continues from its state database, and windows after the
+     resumed cut were never forwarded);
+  B. the root is killed with SIGKILL while the clients stream, after it
+     committed a checkpoint of their run, and stays down
      until after the edge's run ended and the edge was stopped (SIGTERM: its
      unacknowledged window messages stay in its state database) and
      restarted; the root restarts last, resumes its run, and the edge resends.
@@ -146,6 +148,9 @@ def main():
     outs, procs = clients(args.perlctl, edge_listen, "edge-crash", tmp, "a", 7)
     for _ in range(2):
         time.sleep(2.0)
+        # Killed after a checkpoint, so the run resumes from one (a kill
+        # before the first is daemon_crash_test's "resumed empty").
+        check(e.wait_checkpoint(), "A: the edge committed a checkpoint before the kill")
         e.proc.send_signal(signal.SIGKILL)
         e.proc.wait(timeout=30)
         time.sleep(0.3)
@@ -160,8 +165,13 @@ def main():
 
     # --- B: the root down from mid-stream until the edge's run ended -----------
     spilled_before = log_count("wait in the state database")
+    root_checkpoints = r.metric("perld_ingest_checkpoints_total")
     outs, procs = clients(args.perlctl, edge_listen, "root-down", tmp, "b", 4)
     time.sleep(1.5)
+    # After the root's first checkpoint: its run resumes from it (killed
+    # before, it resumes empty and waits ingest.clientTimeoutMs for clients
+    # it cannot name).
+    check(r.wait_checkpoint(root_checkpoints), "B: the root committed a checkpoint before the kill")
     r.proc.send_signal(signal.SIGKILL)
     r.proc.wait(timeout=30)
     results = client_results("B", procs)
