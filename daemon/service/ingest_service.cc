@@ -18,22 +18,28 @@ namespace perld::service {
 
 using Refusal = ingest::IngestStats::Refusal;
 
-// One client's stream. Reading is sequential: a read is started only once
-// the previous message was handled (applied, or resumed after parking), so
-// OnReadDone, the worker's Handle and a Resume never overlap. OnReadDone
-// (gRPC's callback thread) only checks the size and posts the raw message
-// to the service's IngestWorkers, which parse and handle it. Writes: one in
-// flight; the Opened answer first, then acknowledgements built from the
-// client's progress when it changed, then Finish once nothing is left to
-// write.
+// One client's stream. Reading runs ahead of handling: a read completes
+// into the stream's inbox (OnReadDone, gRPC's callback thread: only the
+// size is checked), and while a worker of the service's IngestWorkers
+// handles one message the next ones are read (RoomAheadLocked bounds the
+// inbox in messages and bytes). One drain at a time handles the inbox in order --
+// parse, offer, or park for room and go on once Resumed -- so a stream's
+// messages are handled in order and never concurrently, and a busy stream's
+// worker takes its next message without sleeping or waiting for a read
+// (reading only after each message was handled cost ~5 thread switches a
+// message: tests/bench/INGEST.md, "Reading ahead"). Writes: one in flight;
+// the Opened answer first, then acknowledgements built from the client's
+// progress when it changed (one for everything a drain handled while more
+// messages waited behind it), then Finish once nothing is left to write.
 //
 // Lifetime: gRPC calls OnDone (which deletes the reactor) once Finish was
-// called and no read or write is pending -- it knows nothing of a message
-// on a worker or parked for room. So the read path holds the reactor from
-// a read's completion until its next StartRead (or until it stops reading):
-// Finish waits for that hold (holds_), whichever path decided to end. A
-// parked message is resumed at once when the call is cancelled
-// (RunTable::CancelParked), so a hold never outlives a vanished client.
+// called and no read or write is pending (a pending read completes with
+// ok=false after Finish) -- it knows nothing of a message on a worker or
+// parked for room. So a drain holds the reactor from its start until it
+// has nothing left to handle: Finish waits for that hold (holds_),
+// whichever path decided to end. A parked message is resumed at once when
+// the call is cancelled (RunTable::CancelParked), so a hold never outlives
+// a vanished client.
 class IngestService::Reactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -60,35 +66,95 @@ class IngestService::Reactor final
                           "perld is shutting down: no new ingest streams"));
       return;
     }
+    {
+      MutexLock lock(mu_);
+      reading_ = true;
+    }
     StartRead(&in_bytes_);
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {
-      End(InputEnded());
-      return;
-    }
-    if (in_bytes_.Length() > max_bytes_) {
+    if (ok && in_bytes_.Length() > max_bytes_) {
+      // A running drain stops before its next message.
       End(Refused(Refusal::kMessageSize, grpc::StatusCode::INVALID_ARGUMENT,
                   absl::StrCat("limits.maxMessageBytes: a message of ", in_bytes_.Length(),
                                " bytes, the limit is ", max_bytes_)));
       return;
     }
+    bool drain = false;
+    bool read = false;
     {
       MutexLock lock(mu_);
-      if (finished_) return;  // the call is over: a message after it is not handled
-      ++holds_;               // until ReadOn: Finish waits for the worker
+      reading_ = false;
+      // The call is over, or the read path stopped (a close, an error): a
+      // message after it is not handled.
+      if (finished_ || final_ || stopped_) return;
+      if (!ok) {
+        if (draining_) {
+          input_ended_ = true;  // the drain ends the stream after the inbox
+          return;
+        }
+      } else {
+        inbox_bytes_ += in_bytes_.Length();
+        inbox_.emplace_back().Swap(&in_bytes_);
+        if (!draining_) {
+          draining_ = true;
+          ++holds_;  // until the drain has nothing left: Finish waits for it
+          drain = true;
+        }
+        read = RoomAheadLocked();
+        reading_ = read;
+      }
     }
-    // Parse and handle on a worker; the callback thread is free again.
-    service_.workers_.Post([this] { Handle(); });
+    if (!ok) {
+      End(InputEnded());
+      return;
+    }
+    if (read) StartRead(&in_bytes_);
+    // Parsed and handled on a worker; the callback thread is free again.
+    if (drain) service_.workers_.Post([this] { Drain(); });
   }
 
-  // The message in in_bytes_ (a worker; one at a time per stream).
-  void Handle() {
-    const Next next = Process();
-    // Parked: Resumed reads on. Nothing here touches the reactor after
-    // that: a resume may have ended the call already.
-    if (next != Next::kParked) ReadOn(next == Next::kRead);
+  // Handles the inbox in order (a worker; one drain at a time per stream)
+  // until it is empty, the stream stops reading, or a message parks (then
+  // Resumed drains on).
+  void Drain() {
+    for (;;) {
+      bool took = false;
+      bool read = false;
+      bool end_input = false;
+      {
+        MutexLock lock(mu_);
+        if (inbox_.empty() || final_ || stopped_) {
+          inbox_.clear();  // after a close or an error: not handled
+          inbox_bytes_ = 0;
+          draining_ = false;
+          end_input = input_ended_ && !final_ && !stopped_;
+        } else {
+          work_.Swap(&inbox_.front());
+          inbox_.pop_front();
+          inbox_bytes_ -= work_.Length();
+          took = true;
+          // The next read goes on while this message is handled.
+          read = !reading_ && !input_ended_ && RoomAheadLocked();
+          reading_ = reading_ || read;
+        }
+      }
+      if (!took) {
+        if (end_input) End(InputEnded());
+        Write(/*release_hold=*/true);  // the last touch: Finish may follow
+        return;
+      }
+      if (read) StartRead(&in_bytes_);
+      const Next next = Process();
+      // Parked: Resumed drains on. Nothing here touches the reactor after
+      // that: a resume may have ended the call already.
+      if (next == Next::kParked) return;
+      if (next == Next::kStop) {
+        MutexLock lock(mu_);
+        stopped_ = true;
+      }
+    }
   }
 
   void OnWriteDone(bool ok) override {
@@ -123,14 +189,14 @@ class IngestService::Reactor final
 
  private:
   enum class Phase { kOpening, kStreaming, kRepeatClose, kClosing };
-  // What the read path does after a message: read the next, stop reading
+  // What the drain does after a message: go on with the next, stop
   // (closing, or ending), or wait for a parked message's Resumed.
   enum class Next { kRead, kStop, kParked };
 
-  // The message in in_bytes_, parsed and handled.
+  // The message in work_, parsed and handled.
   Next Process() {
     if (grpc::Status parsed =
-            grpc::SerializationTraits<v1::IngestRequest>::Deserialize(&in_bytes_, &in_);
+            grpc::SerializationTraits<v1::IngestRequest>::Deserialize(&work_, &in_);
         !parsed.ok()) {
       End(Refused(Refusal::kMalformed, grpc::StatusCode::INVALID_ARGUMENT,
                   absl::StrCat("a message that is not a perld.v1.IngestRequest: ",
@@ -148,18 +214,6 @@ class IngestService::Reactor final
         return Next::kStop;  // no read is started after a close
     }
     return Next::kStop;
-  }
-
-  // The read path is done with its message: the next read (unless the
-  // stream is ending), then the hold is let go -- the last touch of the
-  // reactor on this path, as Finish may follow.
-  void ReadOn(bool read) {
-    {
-      MutexLock lock(mu_);
-      if (final_) read = false;
-    }
-    if (read) StartRead(&in_bytes_);
-    Write(/*release_hold=*/true);
   }
 
   grpc::Status Refused(Refusal r, grpc::StatusCode code, const std::string& message) {
@@ -212,7 +266,9 @@ class IngestService::Reactor final
   // A batch, window or close of a streaming client.
   Next Message() {
     absl::StatusOr<ingest::Offered> offered;
-    const auto resume = [this](absl::StatusOr<ingest::Applied> applied) { Resumed(applied); };
+    const auto resume = [this](const absl::StatusOr<ingest::Applied>& applied) {
+      Resumed(applied);
+    };
     switch (in_.body_case()) {
       case v1::IngestRequest::kBatch: {
         const v1::TimestampBatch& batch = in_.batch();
@@ -278,8 +334,8 @@ class IngestService::Reactor final
 
   // A parked message's outcome (the RoomNotifier's thread, or a cancel's).
   void Resumed(const absl::StatusOr<ingest::Applied>& applied) {
-    if (!applied.ok()) End(ToGrpcStatus(applied.status()));
-    ReadOn(applied.ok());
+    if (!applied.ok()) End(ToGrpcStatus(applied.status()));  // the drain then stops
+    service_.workers_.Post([this] { Drain(); });             // the inbox, on a worker
   }
 
   // A client that closed its part already reconnected (its close's
@@ -307,6 +363,9 @@ class IngestService::Reactor final
     MutexLock lock(mu_);
     if (final_) return;
     dirty_ = true;
+    // More messages wait behind this one: the drain acknowledges them all
+    // at once when its inbox runs empty (Write at its end).
+    if (draining_ && !inbox_.empty() && phase_ == Phase::kStreaming) return;
     if (phase_ == Phase::kClosing && service_.runs_.CloseDurable(session_)) {
       final_ = grpc::Status::OK;  // after the last acknowledgement
       if (repeat_) {
@@ -324,7 +383,7 @@ class IngestService::Reactor final
   }
 
   // Starts the next write (or the Finish) when none is in flight; with
-  // release_hold, the read path lets go of its hold first (ReadOn).
+  // release_hold, a drain that is done lets go of its hold first.
   void Write(bool release_hold = false) {
     std::optional<grpc::Status> finish;
     {
@@ -415,14 +474,25 @@ class IngestService::Reactor final
   const std::shared_ptr<const config::DaemonConfig> config_;  // one read per stream
   const size_t max_bytes_;
   int64_t open_streams_ = 0;
+  // Read ahead while the inbox holds fewer messages and bytes than these:
+  // a stream holds at most the message it handles, kReadAheadBytes and one
+  // more message (each within limits.maxMessageBytes) beyond what it used
+  // to. Batches and windows are typically 10-20 KB: several of them.
+  static constexpr size_t kReadAheadMessages = 4;
+  static constexpr size_t kReadAheadBytes = 256 << 10;
+  bool RoomAheadLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return inbox_.size() < kReadAheadMessages && inbox_bytes_ < kReadAheadBytes;
+  }
+
   grpc::ByteBuffer in_bytes_;  // the read target (one read at a time)
-  v1::IngestRequest in_;       // in_bytes_ parsed, on a worker
+  grpc::ByteBuffer work_;      // the message the drain handles (only the drain)
+  v1::IngestRequest in_;       // work_ parsed, on a worker
   ingest::RunTable::Session session_;
   uint64_t listener_ = 0;
 
   Mutex mu_;  // the writing state below
-  // Not ABSL_GUARDED_BY: only the reading path (one read at a time) writes
-  // it, under mu_, and reads it without; the writing path reads it under mu_.
+  // Not ABSL_GUARDED_BY: only a drain (one at a time) writes it, under mu_,
+  // and reads it without; the writing path and OnReadDone read it under mu_.
   Phase phase_ = Phase::kOpening;
   std::deque<v1::IngestResponse> queue_ ABSL_GUARDED_BY(mu_);  // answers to write before any ack
   v1::IngestResponse out_ ABSL_GUARDED_BY(mu_);                // the write in flight
@@ -434,7 +504,13 @@ class IngestService::Reactor final
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish was called
   bool broken_ ABSL_GUARDED_BY(mu_) = false;    // a write failed
   bool repeat_ ABSL_GUARDED_BY(mu_) = false;    // a closed client repeating its close
-  int holds_ ABSL_GUARDED_BY(mu_) = 0;  // the read path between reads (worker, parked): no Finish
+  int holds_ ABSL_GUARDED_BY(mu_) = 0;          // drains not done (on a worker, parked): no Finish
+  std::deque<grpc::ByteBuffer> inbox_ ABSL_GUARDED_BY(mu_);  // read, not handled yet
+  size_t inbox_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;      // a read is pending
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;     // a drain runs or waits for its parked message
+  bool input_ended_ ABSL_GUARDED_BY(mu_) = false;  // the last read failed: end after the inbox
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;      // a close or an error: nothing more is handled
   // The write in flight, serialized under mu_ and then owned by that write
   // (writing_) until OnWriteDone: not guarded.
   grpc::ByteBuffer out_bytes_;
