@@ -219,6 +219,10 @@ void UpstreamForwarder::Committed(runs::RunId id, uint64_t next_sequence) {
     ready.push_back(std::move(lane.uncommitted.front()));
     lane.uncommitted.pop_front();
   }
+  if (lane.broken) {
+    ReadyLocked(id);  // stored for the next start; its end may be due
+    return;
+  }
   if (!ready.empty() && lane.stored_from == 0 && !RoomLocked(lane, ready.size())) {
     // No room (the parent is slow or down): from here on the run's messages
     // are read back from the state database when its queue is empty.
@@ -367,6 +371,12 @@ void UpstreamForwarder::Serve(runs::RunId id, Deferred& deferred) {
   }
   HandOver(id, lane);
   if (lane.queue.empty() && lane.stored_from != 0) Reload(id, lane);
+  if (lane.broken && lane.ended && lane.untaken.empty() && lane.uncommitted.empty()) {
+    // Never closed (HandOver): cancelled, as at a stop's deadline.
+    FinishLocked(id, lane, /*give_up=*/true, deferred);
+    lanes_.erase(it);
+    return;
+  }
   const Clock::time_point now = Clock::now();
   if (lane.ended && !lane.close_asked && lane.untaken.empty() && lane.uncommitted.empty() &&
       lane.queue.empty() && lane.stored_from == 0) {
@@ -389,6 +399,10 @@ void UpstreamForwarder::Serve(runs::RunId id, Deferred& deferred) {
 void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane) {
   if (lane.refused) {
     DropRefusedLocked(lane);
+    return;
+  }
+  if (lane.broken) {
+    SetAsideBrokenLocked(lane);
     return;
   }
   ParentStream& stream = *lane.stream;
@@ -419,7 +433,25 @@ void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane) {
       ++queued_;
       return;
     }
-    if (why.empty()) {
+    if (!why.empty()) {
+      // Ours, not the parent's: the message cannot follow the stream in
+      // order. Closing the stream would end the parent's run short while
+      // it looks finished; left unclosed, the parent sees this client
+      // vanish and ends its run failed, naming it -- or, gated, this
+      // perld's next start resends the stored messages in order.
+      lane.broken = true;
+      const bool kept = lane.gated && store_ != nullptr;
+      if (!kept) windows_dropped_.fetch_add(1, std::memory_order_relaxed);
+      log::Error("upstream: run ", id, ": message ", m.sequence, " cannot follow its stream to ",
+                 config_.target, " (", why, "): nothing more is forwarded and the stream is not ",
+                 "closed, so the parent's run ends failed rather than short",
+                 kept ? "; the messages stay in the state database and are resent when perld "
+                        "starts again"
+                      : "");
+      SetAsideBrokenLocked(lane);
+      return;
+    }
+    {
       const ParentStream::Progress p = stream.progress();
       why = !p.error.empty()        ? p.error
             : !p.last_error.empty() ? p.last_error
@@ -440,6 +472,10 @@ void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane) {
 void UpstreamForwarder::Reload(runs::RunId id, Lane& lane) {
   if (lane.refused) {
     DropRefusedLocked(lane);
+    return;
+  }
+  if (lane.broken) {
+    SetAsideBrokenLocked(lane);
     return;
   }
   if (lane.retry_at != kNever || !lane.stream->HasRoom()) return;  // its retry, or `wake`
@@ -490,6 +526,17 @@ void UpstreamForwarder::ReleaseLocked(runs::RunId id, Lane& lane, uint64_t durab
   lane.released = through;
 }
 
+void UpstreamForwarder::SetAsideBrokenLocked(Lane& lane) {
+  if (!lane.gated || store_ == nullptr) {
+    DropRefusedLocked(lane);
+    return;
+  }
+  // Committed: they are in the state database for the next start.
+  queued_ -= static_cast<int64_t>(lane.queue.size());
+  lane.queue.clear();
+  lane.stored_from = 0;
+}
+
 void UpstreamForwarder::DropRefusedLocked(Lane& lane) {
   uint64_t dropped = lane.queue.size();
   if (lane.stored_from != 0) dropped += lane.committed_next - lane.stored_from;
@@ -520,7 +567,12 @@ void UpstreamForwarder::FinishLocked(runs::RunId id, Lane& lane, bool give_up, D
   }
   uint64_t unacked = handed - std::min(p.acked, handed) + lane.queue.size();
   if (lane.stored_from != 0) unacked += lane.committed_next - lane.stored_from;
-  const std::string why = !p.error.empty()        ? p.error
+  if (lane.broken && keep) {
+    unacked += lane.committed_next - 1 -
+               std::min(std::max(handed, lane.released), lane.committed_next - 1);
+  }
+  const std::string why = lane.broken             ? std::string("not in order: see above")
+                          : !p.error.empty()      ? p.error
                           : !p.last_error.empty() ? p.last_error
                                                   : std::string("timed out");
   queued_ -= static_cast<int64_t>(lane.queue.size());

@@ -52,8 +52,12 @@
 // is empty (never dropped); an ungated run's window that finds none is
 // dropped, counted and logged as an error. A stream refused for good has
 // its messages counted as dropped (a gated run's are deleted from the state
-// database when its run ends). Nothing else in the daemon waits for the
-// parent.
+// database when its run ends). A message that cannot follow its stream in
+// order (a fault of this perld, never the parent's) stops the lane without
+// closing the stream: the parent's run ends failed, naming this client,
+// rather than finished and short, and a gated run's messages stay stored
+// and are resent at the next start. Nothing else in the daemon waits for
+// the parent.
 //
 // Threads: the RunObserver callbacks only queue (OnRunStarted may run under
 // the run manager's lock); TakeForCheckpoint on the dispatcher thread,
@@ -169,8 +173,12 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
 
     // The worker's (changed under mu_, so counters() may read them):
     std::unique_ptr<ParentStream> stream;  // null until the worker opened it
-    uint64_t released = 0;     // deleted from the store up to here (handed over and durable)
-    bool refused = false;      // handed-over failed: later messages are only counted
+    uint64_t released = 0;  // deleted from the store up to here (handed over and durable)
+    bool refused = false;   // handed-over failed: later messages are only counted
+    // A message could not follow the stream in order (a fault of ours):
+    // nothing more is handed over and the stream is never closed, only
+    // cancelled once the run ended (the parent's run fails, not short).
+    bool broken = false;
     bool close_asked = false;  // RequestClose was called
     Clock::time_point closing_since = kNever;
     Clock::time_point retry_at = kNever;  // a failed read of the store is retried then
@@ -206,6 +214,8 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
   // last one handed to its stream) that the parent holds (`durable`).
   void ReleaseLocked(runs::RunId id, Lane& lane, uint64_t durable, uint64_t handed,
                      Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A broken lane's queue: left in the state database (gated) or dropped.
+  void SetAsideBrokenLocked(Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts what a refused lane still holds (queued and stored) as dropped.
   void DropRefusedLocked(Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Accounts for a lane whose stream closed, failed, timed out or (`give_up`)

@@ -4,7 +4,9 @@
 // others' share of upstream.maxQueuedWindows; Stop is bounded by
 // upstream.closeTimeoutMs whatever the parent does; a stream resumed from
 // the state database crosses no gap when the parent holds its messages,
-// and a read-back never takes a message Committed has yet to tell of.
+// and a read-back never takes a message Committed has yet to tell of; a
+// stream that cannot go on in order is never closed (the parent's run
+// fails rather than ends short) and a gated run's messages stay stored.
 #include "daemon/tiers/upstream_forwarder.h"
 
 #include <gtest/gtest.h>
@@ -48,6 +50,13 @@ class FakeParent {
   void Holds(const std::string& run, uint64_t through) {
     std::lock_guard<std::mutex> lock(mu_);
     held_[run] = through;
+  }
+  // `run`'s streams expect their first message `by` later (negative:
+  // earlier) than the forwarder says: a fault of the edge's own, as a
+  // message lost on its side would be.
+  void Skew(const std::string& run, int64_t by) {
+    std::lock_guard<std::mutex> lock(mu_);
+    skew_[run] = by;
   }
   // Room again: the stream's `wake`, as an ack making room would.
   void Unblock(const std::string& run) {
@@ -115,13 +124,16 @@ class FakeParent {
   }
 
   ParentStreamFactory Factory() {
-    return [this](v1::IngestOpen open, uint64_t first, uint64_t /*held_through*/,
+    return [this](const v1::IngestOpen& open, uint64_t first, uint64_t /*held_through*/,
                   std::function<void()> wake) {
+      int64_t skew = 0;
       {
         std::lock_guard<std::mutex> lock(mu_);
         opens_[open.run_name()] = open;
+        skew = skew_[open.run_name()];
       }
-      return std::make_unique<Stream>(this, open.run_name(), first, std::move(wake));
+      return std::make_unique<Stream>(this, open.run_name(), first + static_cast<uint64_t>(skew),
+                                      std::move(wake));
     };
   }
 
@@ -193,6 +205,7 @@ class FakeParent {
   std::map<std::string, v1::IngestOpen> opens_;
   mutable std::set<std::string> closed_;
   std::map<std::string, uint64_t> held_;
+  std::map<std::string, int64_t> skew_;
   mutable std::map<std::string, int> room_asked_;
 };
 
@@ -484,5 +497,57 @@ TEST(UpstreamForwarderTest, AReadBackTakesOnlyWhatCommittedToldOf) {
   EXPECT_EQ(f.counters().windows_dropped, 0u);
 }
 
+// A message that cannot follow its stream in order is the edge's own fault.
+// Closing the stream then would end the parent's run finished and short
+// (as the read-back race above did); the stream is left unclosed
+// (cancelled once the run ended: the parent sees its client vanish and
+// ends its run failed), and a gated run's messages stay stored for the
+// next start, which resends them in order.
+TEST(UpstreamForwarderTest, AStreamThatCannotGoOnInOrderIsNeverClosed) {
+  state::testing::ScratchDir dir;
+  absl::StatusOr<std::unique_ptr<state::StateStore>> store =
+      state::StateStore::Open(dir.path(), {});
+  ASSERT_TRUE(store.ok()) << store.status();
+  constexpr runs::RunId kRun = 11;
+  runs::RunInfo info = RunNamed(kRun, "skewed");
+  (*store)->SaveRun(info);
+  // An ended run's stream, messages 3 and 4 still stored (1 and 2 gone).
+  state::Checkpoint c;
+  c.total.run_id = kRun;
+  c.total.kind = runs::WindowRecord::Kind::kTotal;
+  c.total.seq = 1;
+  for (uint64_t seq = 1; seq <= 4; ++seq) {
+    v1::IngestRequest m;
+    m.mutable_window()->set_sequence(seq);
+    m.mutable_window()->set_records(1);
+    c.upstream.push_back({seq, m.SerializeAsString()});
+  }
+  c.upstream_next_sequence = 5;
+  (*store)->SaveCheckpoint(c, [] {});
+  (*store)->ReleaseUpstream(kRun, 2);
+  ASSERT_TRUE((*store)->Flush().ok());
+  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = (*store)->LoadUpstream();
+  ASSERT_TRUE(backlog.ok()) << backlog.status();
+
+  FakeParent parent;
+  parent.Skew("skewed", -2);  // the parent's stream expects message 1: 3 cannot follow
+  UpstreamForwarder f(Config(3, 10'000), parent.Factory(), store->get());
+  f.Restore(*backlog);
+  f.DeliverRestored(
+      [&](runs::RunId id) { return id == kRun ? std::optional(info) : std::nullopt; });
+  // The lane is done once its stream is gone: cancelled, not closed.
+  ASSERT_TRUE(
+      parent.WaitFor([&] { return f.counters().runs == 1 && f.counters().open_streams == 0; }));
+  EXPECT_FALSE(parent.Closed("skewed")) << "a closed stream ends the parent's run short";
+  EXPECT_TRUE(parent.Received("skewed").empty());
+  f.Stop();
+  EXPECT_EQ(f.counters().windows_dropped, 0u) << "kept, not dropped";
+  ASSERT_TRUE((*store)->Flush().ok());
+  backlog = (*store)->LoadUpstream();
+  ASSERT_TRUE(backlog.ok()) << backlog.status();
+  ASSERT_EQ(backlog->size(), 1u) << "resent at the next start";
+  EXPECT_EQ((*backlog)[0].first_sequence, 3u);
+  EXPECT_EQ((*backlog)[0].next_sequence, 5u);
+}
 }  // namespace
 }  // namespace perld::tiers
