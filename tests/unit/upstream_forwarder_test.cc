@@ -241,6 +241,34 @@ runs::WindowRecord Window(runs::RunId id, int64_t seq) {
   return w;
 }
 
+// A run's checkpoint as the ingest checkpointer takes it: its total and
+// window messages 1..`messages` to the parent (one record each).
+state::Checkpoint CheckpointOf(runs::RunId id, uint64_t messages = 0) {
+  state::Checkpoint c;
+  c.total.run_id = id;
+  c.total.kind = runs::WindowRecord::Kind::kTotal;
+  c.total.seq = 1;
+  for (uint64_t seq = 1; seq <= messages; ++seq) {
+    v1::IngestRequest m;
+    m.mutable_window()->set_sequence(seq);
+    m.mutable_window()->set_records(1);
+    c.upstream.push_back({seq, m.SerializeAsString()});
+  }
+  if (messages > 0) c.upstream_next_sequence = messages + 1;
+  return c;
+}
+
+// A state store in `dir` that knows the run `info` (null when it failed).
+std::unique_ptr<state::StateStore> StoreWith(const state::testing::ScratchDir& dir,
+                                             const runs::RunInfo& info) {
+  absl::StatusOr<std::unique_ptr<state::StateStore>> store =
+      state::StateStore::Open(dir.path(), {});
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return nullptr;
+  (*store)->SaveRun(info);
+  return *std::move(store);
+}
+
 std::vector<uint64_t> OneTo(uint64_t n) {
   std::vector<uint64_t> v;
   for (uint64_t i = 1; i <= n; ++i) v.push_back(i);
@@ -408,33 +436,20 @@ TEST(UpstreamForwarderTest, StopIsBoundedByCloseTimeoutWhateverTheParentDoes) {
 // ("message 6767 ... the stream expects message 3686") and the run short.
 TEST(UpstreamForwarderTest, AResumedStreamDeletesOnlyWhatItHandedOver) {
   state::testing::ScratchDir dir;
-  absl::StatusOr<std::unique_ptr<state::StateStore>> store =
-      state::StateStore::Open(dir.path(), {});
-  ASSERT_TRUE(store.ok()) << store.status();
   constexpr runs::RunId kRun = 7;
   constexpr uint64_t kStored = 300;  // several read-back batches
   runs::RunInfo info = RunNamed(kRun, "resumed");
-  (*store)->SaveRun(info);
-  state::Checkpoint c;
-  c.total.run_id = kRun;
-  c.total.kind = runs::WindowRecord::Kind::kTotal;
-  c.total.seq = 1;
-  for (uint64_t s = 1; s <= kStored; ++s) {
-    v1::IngestRequest m;
-    m.mutable_window()->set_sequence(s);
-    m.mutable_window()->set_records(1);
-    c.upstream.push_back({s, m.SerializeAsString()});
-  }
-  c.upstream_next_sequence = kStored + 1;
-  (*store)->SaveCheckpoint(c, [] {});
-  ASSERT_TRUE((*store)->Flush().ok());
-  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = (*store)->LoadUpstream();
+  std::unique_ptr<state::StateStore> store = StoreWith(dir, info);
+  ASSERT_NE(store, nullptr);
+  store->SaveCheckpoint(CheckpointOf(kRun, kStored), [] {});
+  ASSERT_TRUE(store->Flush().ok());
+  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = store->LoadUpstream();
   ASSERT_TRUE(backlog.ok()) << backlog.status();
 
   FakeParent parent;
   parent.Holds("resumed", kStored);  // every one, durably
   parent.Block("resumed");           // until the store did what the first turn asked
-  UpstreamForwarder f(Config(3, 10'000), parent.Factory(), store->get());
+  UpstreamForwarder f(Config(3, 10'000), parent.Factory(), store.get());
   f.Restore(*backlog);
   f.DeliverRestored(
       [&](runs::RunId id) { return id == kRun ? std::optional(info) : std::nullopt; });
@@ -443,15 +458,15 @@ TEST(UpstreamForwarderTest, AResumedStreamDeletesOnlyWhatItHandedOver) {
   ASSERT_TRUE(parent.WaitFor([&] { return parent.RoomAsked("resumed") >= 1; }));
   parent.Nudge("resumed");
   ASSERT_TRUE(parent.WaitFor([&] { return parent.RoomAsked("resumed") >= 2; }));
-  ASSERT_TRUE((*store)->Flush().ok());
+  ASSERT_TRUE(store->Flush().ok());
   parent.Unblock("resumed");
 
   ASSERT_TRUE(parent.WaitFor([&] { return parent.Closed("resumed"); }));
   EXPECT_EQ(parent.Received("resumed"), OneTo(kStored)) << "every stored message, in order";
   f.Stop();
   EXPECT_EQ(f.counters().windows_dropped, 0u);
-  ASSERT_TRUE((*store)->Flush().ok());
-  EXPECT_TRUE((*store)->LoadUpstream()->empty()) << "delivered: the stream ended";
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_TRUE(store->LoadUpstream()->empty()) << "delivered: the stream ended";
 }
 
 // The store's writer commits a checkpoint's messages to the database before
@@ -461,27 +476,22 @@ TEST(UpstreamForwarderTest, AResumedStreamDeletesOnlyWhatItHandedOver) {
 // 5"), the rest of the run was dropped and the parent's run ended short.
 TEST(UpstreamForwarderTest, AReadBackTakesOnlyWhatCommittedToldOf) {
   state::testing::ScratchDir dir;
-  absl::StatusOr<std::unique_ptr<state::StateStore>> store =
-      state::StateStore::Open(dir.path(), {});
-  ASSERT_TRUE(store.ok()) << store.status();
   constexpr runs::RunId kRun = 9;
   runs::RunInfo info = RunNamed(kRun, "racing");
-  (*store)->SaveRun(info);
+  std::unique_ptr<state::StateStore> store = StoreWith(dir, info);
+  ASSERT_NE(store, nullptr);
   FakeParent parent;
   parent.Block("racing");  // no room: the committed messages wait in the database
-  UpstreamForwarder f(Config(1, 10'000), parent.Factory(), store->get(),
+  UpstreamForwarder f(Config(1, 10'000), parent.Factory(), store.get(),
                       [](runs::RunId) { return true; });
   f.OnRunStarted(info);
   // A window's two parts, checkpointed, stored and committed.
   auto checkpoint = [&](int64_t window) {
     f.OnWindow(info, Window(kRun, window));
-    state::Checkpoint c;
-    c.total.run_id = kRun;
-    c.total.kind = runs::WindowRecord::Kind::kTotal;
-    c.total.seq = 1;
+    state::Checkpoint c = CheckpointOf(kRun);
     f.TakeForCheckpoint(kRun, &c);
-    (*store)->SaveCheckpoint(std::move(c), [] {});
-    ASSERT_TRUE((*store)->Flush().ok());
+    store->SaveCheckpoint(std::move(c), [] {});
+    ASSERT_TRUE(store->Flush().ok());
   };
   checkpoint(1);
   f.Committed(kRun, 3);  // messages 1 and 2: no room, they wait in the database
@@ -505,33 +515,20 @@ TEST(UpstreamForwarderTest, AReadBackTakesOnlyWhatCommittedToldOf) {
 // next start, which resends them in order.
 TEST(UpstreamForwarderTest, AStreamThatCannotGoOnInOrderIsNeverClosed) {
   state::testing::ScratchDir dir;
-  absl::StatusOr<std::unique_ptr<state::StateStore>> store =
-      state::StateStore::Open(dir.path(), {});
-  ASSERT_TRUE(store.ok()) << store.status();
   constexpr runs::RunId kRun = 11;
   runs::RunInfo info = RunNamed(kRun, "skewed");
-  (*store)->SaveRun(info);
+  std::unique_ptr<state::StateStore> store = StoreWith(dir, info);
+  ASSERT_NE(store, nullptr);
   // An ended run's stream, messages 3 and 4 still stored (1 and 2 gone).
-  state::Checkpoint c;
-  c.total.run_id = kRun;
-  c.total.kind = runs::WindowRecord::Kind::kTotal;
-  c.total.seq = 1;
-  for (uint64_t seq = 1; seq <= 4; ++seq) {
-    v1::IngestRequest m;
-    m.mutable_window()->set_sequence(seq);
-    m.mutable_window()->set_records(1);
-    c.upstream.push_back({seq, m.SerializeAsString()});
-  }
-  c.upstream_next_sequence = 5;
-  (*store)->SaveCheckpoint(c, [] {});
-  (*store)->ReleaseUpstream(kRun, 2);
-  ASSERT_TRUE((*store)->Flush().ok());
-  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = (*store)->LoadUpstream();
+  store->SaveCheckpoint(CheckpointOf(kRun, 4), [] {});
+  store->ReleaseUpstream(kRun, 2);
+  ASSERT_TRUE(store->Flush().ok());
+  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = store->LoadUpstream();
   ASSERT_TRUE(backlog.ok()) << backlog.status();
 
   FakeParent parent;
   parent.Skew("skewed", -2);  // the parent's stream expects message 1: 3 cannot follow
-  UpstreamForwarder f(Config(3, 10'000), parent.Factory(), store->get());
+  UpstreamForwarder f(Config(3, 10'000), parent.Factory(), store.get());
   f.Restore(*backlog);
   f.DeliverRestored(
       [&](runs::RunId id) { return id == kRun ? std::optional(info) : std::nullopt; });
@@ -542,8 +539,8 @@ TEST(UpstreamForwarderTest, AStreamThatCannotGoOnInOrderIsNeverClosed) {
   EXPECT_TRUE(parent.Received("skewed").empty());
   f.Stop();
   EXPECT_EQ(f.counters().windows_dropped, 0u) << "kept, not dropped";
-  ASSERT_TRUE((*store)->Flush().ok());
-  backlog = (*store)->LoadUpstream();
+  ASSERT_TRUE(store->Flush().ok());
+  backlog = store->LoadUpstream();
   ASSERT_TRUE(backlog.ok()) << backlog.status();
   ASSERT_EQ(backlog->size(), 1u) << "resent at the next start";
   EXPECT_EQ((*backlog)[0].first_sequence, 3u);
