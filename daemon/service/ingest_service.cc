@@ -88,7 +88,7 @@ class IngestService::Reactor final
       reading_ = false;
       // The call is over, or the read path stopped (a close, an error): a
       // message after it is not handled.
-      if (finished_ || final_ || stopped_) return;
+      if (finished_ || StoppedLocked()) return;
       if (!ok) {
         if (draining_) {
           input_ended_ = true;  // the drain ends the stream after the inbox
@@ -125,11 +125,11 @@ class IngestService::Reactor final
       bool end_input = false;
       {
         MutexLock lock(mu_);
-        if (inbox_.empty() || final_ || stopped_) {
+        if (inbox_.empty() || StoppedLocked()) {
           inbox_.clear();  // after a close or an error: not handled
           inbox_bytes_ = 0;
           draining_ = false;
-          end_input = input_ended_ && !final_ && !stopped_;
+          end_input = input_ended_ && !StoppedLocked();
         } else {
           work_.Swap(&inbox_.front());
           inbox_.pop_front();
@@ -148,12 +148,9 @@ class IngestService::Reactor final
       if (read) StartRead(&in_bytes_);
       const Next next = Process();
       // Parked: Resumed drains on. Nothing here touches the reactor after
-      // that: a resume may have ended the call already.
+      // that: a resume may have ended the call already. A kStop left the
+      // stream ending or closing (StoppedLocked): the loop's next turn ends.
       if (next == Next::kParked) return;
-      if (next == Next::kStop) {
-        MutexLock lock(mu_);
-        stopped_ = true;
-      }
     }
   }
 
@@ -483,6 +480,11 @@ class IngestService::Reactor final
   bool RoomAheadLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return inbox_.size() < kReadAheadMessages && inbox_bytes_ < kReadAheadBytes;
   }
+  // The stream is ending (an error, or the last answer) or its client
+  // closed: nothing more is read or handled.
+  bool StoppedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return final_.has_value() || phase_ == Phase::kClosing;
+  }
 
   grpc::ByteBuffer in_bytes_;  // the read target (one read at a time)
   grpc::ByteBuffer work_;      // the message the drain handles (only the drain)
@@ -510,7 +512,6 @@ class IngestService::Reactor final
   bool reading_ ABSL_GUARDED_BY(mu_) = false;      // a read is pending
   bool draining_ ABSL_GUARDED_BY(mu_) = false;     // a drain runs or waits for its parked message
   bool input_ended_ ABSL_GUARDED_BY(mu_) = false;  // the last read failed: end after the inbox
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;      // a close or an error: nothing more is handled
   // The write in flight, serialized under mu_ and then owned by that write
   // (writing_) until OnWriteDone: not guarded.
   grpc::ByteBuffer out_bytes_;

@@ -219,10 +219,6 @@ void UpstreamForwarder::Committed(runs::RunId id, uint64_t next_sequence) {
     ready.push_back(std::move(lane.uncommitted.front()));
     lane.uncommitted.pop_front();
   }
-  if (lane.broken) {
-    ReadyLocked(id);  // stored for the next start; its end may be due
-    return;
-  }
   if (!ready.empty() && lane.stored_from == 0 && !RoomLocked(lane, ready.size())) {
     // No room (the parent is slow or down): from here on the run's messages
     // are read back from the state database when its queue is empty.
@@ -401,10 +397,6 @@ void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane) {
     DropRefusedLocked(lane);
     return;
   }
-  if (lane.broken) {
-    SetAsideBrokenLocked(lane);
-    return;
-  }
   ParentStream& stream = *lane.stream;
   for (int n = 0; n < kTurn; ++n) {
     if (lane.queue.empty() || !stream.HasRoom()) return;  // `wake` comes with room
@@ -440,15 +432,26 @@ void UpstreamForwarder::HandOver(runs::RunId id, Lane& lane) {
       // vanish and ends its run failed, naming it -- or, gated, this
       // perld's next start resends the stored messages in order.
       lane.broken = true;
+      const uint64_t sequence = m.sequence;
+      lane.queue.push_front(std::move(m));
+      ++queued_;
       const bool kept = lane.gated && store_ != nullptr;
-      if (!kept) windows_dropped_.fetch_add(1, std::memory_order_relaxed);
-      log::Error("upstream: run ", id, ": message ", m.sequence, " cannot follow its stream to ",
+      if (kept) {
+        // Committed, so stored: from the first one not handed over on, the
+        // lane's messages stay in the state database (Reload leaves them).
+        lane.stored_from = lane.queue.front().sequence;
+        queued_ -= static_cast<int64_t>(lane.queue.size());
+        lane.queue.clear();
+      } else {
+        lane.refused = true;  // this message and the later ones are dropped
+        DropRefusedLocked(lane);
+      }
+      log::Error("upstream: run ", id, ": message ", sequence, " cannot follow its stream to ",
                  config_.target, " (", why, "): nothing more is forwarded and the stream is not ",
                  "closed, so the parent's run ends failed rather than short",
                  kept ? "; the messages stay in the state database and are resent when perld "
                         "starts again"
                       : "");
-      SetAsideBrokenLocked(lane);
       return;
     }
     {
@@ -474,10 +477,7 @@ void UpstreamForwarder::Reload(runs::RunId id, Lane& lane) {
     DropRefusedLocked(lane);
     return;
   }
-  if (lane.broken) {
-    SetAsideBrokenLocked(lane);
-    return;
-  }
+  if (lane.broken) return;  // its messages stay stored for the next start
   if (lane.retry_at != kNever || !lane.stream->HasRoom()) return;  // its retry, or `wake`
   PERLD_CONTRACT(store_ != nullptr, "a lane with stored messages and no state store");
   const uint64_t from = lane.stored_from;
@@ -526,17 +526,6 @@ void UpstreamForwarder::ReleaseLocked(runs::RunId id, Lane& lane, uint64_t durab
   lane.released = through;
 }
 
-void UpstreamForwarder::SetAsideBrokenLocked(Lane& lane) {
-  if (!lane.gated || store_ == nullptr) {
-    DropRefusedLocked(lane);
-    return;
-  }
-  // Committed: they are in the state database for the next start.
-  queued_ -= static_cast<int64_t>(lane.queue.size());
-  lane.queue.clear();
-  lane.stored_from = 0;
-}
-
 void UpstreamForwarder::DropRefusedLocked(Lane& lane) {
   uint64_t dropped = lane.queue.size();
   if (lane.stored_from != 0) dropped += lane.committed_next - lane.stored_from;
@@ -567,10 +556,6 @@ void UpstreamForwarder::FinishLocked(runs::RunId id, Lane& lane, bool give_up, D
   }
   uint64_t unacked = handed - std::min(p.acked, handed) + lane.queue.size();
   if (lane.stored_from != 0) unacked += lane.committed_next - lane.stored_from;
-  if (lane.broken && keep) {
-    unacked += lane.committed_next - 1 -
-               std::min(std::max(handed, lane.released), lane.committed_next - 1);
-  }
   const std::string why = lane.broken             ? std::string("not in order: see above")
                           : !p.error.empty()      ? p.error
                           : !p.last_error.empty() ? p.last_error

@@ -214,8 +214,6 @@ class UpstreamForwarder final : public runs::RunObserver, public state::Upstream
   // last one handed to its stream) that the parent holds (`durable`).
   void ReleaseLocked(runs::RunId id, Lane& lane, uint64_t durable, uint64_t handed,
                      Deferred& deferred) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A broken lane's queue: left in the state database (gated) or dropped.
-  void SetAsideBrokenLocked(Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts what a refused lane still holds (queued and stored) as dropped.
   void DropRefusedLocked(Lane& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Accounts for a lane whose stream closed, failed, timed out or (`give_up`)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -114,22 +115,13 @@ class Daemon:
                     return int(line.split()[1])
         return 0
 
-    def metric(self, name):
-        """The value of an unlabelled metric on the daemon's /metrics (0 when absent)."""
-        import urllib.request
-        with urllib.request.urlopen(f"http://{self.http}/metrics", timeout=10) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith(name + " "):
-                    return float(line.split()[1])
-        return 0.0
-
     def wait_checkpoint(self, after=0, seconds=60):
         """Waits (bounded) until this process committed more than `after`
         ingest checkpoints (perld_ingest_checkpoints_total); False when it
         did not."""
         deadline = time.time() + seconds
         while time.time() < deadline:
-            if self.metric("perld_ingest_checkpoints_total") > after:
+            if (metric(self.http, "perld_ingest_checkpoints_total") or 0) > after:
                 return True
             time.sleep(0.05)
         return False
@@ -416,6 +408,18 @@ class Perlctl:
         check(rc == 0, f"{run}: export --kind {kind} ({err.strip()})")
         return [[int(x) for x in line.split(",")] for line in out.splitlines()[1:]] \
             if rc == 0 else []
+
+
+def metric(http, name, labels=None):
+    """The value of sample `name{labels}` on the /metrics of the daemon at
+    `http`; without `labels`, of the family's first sample, labelled or not
+    (None when absent)."""
+    heads = (f"{name}{{{labels}}} ",) if labels else (f"{name} ", f"{name}{{")
+    with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(heads):
+                return float(line.split()[-1])
+    return None
 
 
 def free_port():

@@ -31,11 +31,10 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from perld_it import (ROOT, Daemon, check, exact_percentiles, finish,  # noqa: E402
-                      load_stubs)
+                      load_stubs, metric)
 
 import grpc  # noqa: E402
 from google.protobuf import empty_pb2  # noqa: E402
@@ -66,16 +65,6 @@ def record(sbp, client, seq, values):
         totalLatency=sum(v * c for v, c in values.items()),
         minLatency=min(values) if values else 0, maxLatency=max(values) if values else 0,
         latencyValues=[v for v, _ in items], latencyCounts=[c for _, c in items])
-
-
-def metric(http, name, labels=""):
-    """The value of sample `name{labels}` on /metrics (None when absent)."""
-    text = urllib.request.urlopen(f"http://{http}/metrics", timeout=10).read().decode()
-    want = f"{name}{{{labels}}}" if labels else name
-    for line in text.splitlines():
-        if line.startswith(want + " "):
-            return float(line.split()[-1])
-    return None
 
 
 def cpu_seconds(pid):

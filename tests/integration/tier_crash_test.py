@@ -165,7 +165,7 @@ def main():
 
     # --- B: the root down from mid-stream until the edge's run ended -----------
     spilled_before = log_count("wait in the state database")
-    root_checkpoints = r.metric("perld_ingest_checkpoints_total")
+    root_checkpoints = perld_it.metric(r.http, "perld_ingest_checkpoints_total")
     outs, procs = clients(args.perlctl, edge_listen, "root-down", tmp, "b", 4)
     time.sleep(1.5)
     # After the root's first checkpoint: its run resumes from it (killed

@@ -27,12 +27,11 @@ import signal
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import perld_it  # noqa: E402
 from perld_it import (PERCENTS, Daemon, IngestStream, check, exact_percentiles,  # noqa: E402
-                      finish, merge_pairs, wait_ended)
+                      finish, merge_pairs, metric, wait_ended)
 
 import grpc  # noqa: E402
 
@@ -70,14 +69,6 @@ def window_msg(ipb, seq, pairs):
         min_latency=pairs[0][0], max_latency=pairs[-1][0],
         total_latency=sum(v * c for v, c in pairs), latency_delta=deltas,
         count=[c for _, c in pairs])
-
-
-def metric(http, name):
-    text = urllib.request.urlopen(f"http://{http}/metrics", timeout=10).read().decode()
-    for line in text.splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
-            return float(line.split()[-1])
-    return None
 
 
 def run_named(query, pb, name, seconds):

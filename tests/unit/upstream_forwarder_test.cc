@@ -258,16 +258,21 @@ state::Checkpoint CheckpointOf(runs::RunId id, uint64_t messages = 0) {
   return c;
 }
 
-// A state store in `dir` that knows the run `info` (null when it failed).
-std::unique_ptr<state::StateStore> StoreWith(const state::testing::ScratchDir& dir,
-                                             const runs::RunInfo& info) {
-  absl::StatusOr<std::unique_ptr<state::StateStore>> store =
-      state::StateStore::Open(dir.path(), {});
-  EXPECT_TRUE(store.ok()) << store.status();
-  if (!store.ok()) return nullptr;
-  (*store)->SaveRun(info);
-  return *std::move(store);
-}
+// A run and a state store in a scratch directory that knows it (null
+// when the store did not open).
+struct StoredRun {
+  StoredRun(runs::RunId id, const std::string& name) : info(RunNamed(id, name)) {
+    absl::StatusOr<std::unique_ptr<state::StateStore>> opened =
+        state::StateStore::Open(dir.path(), {});
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    if (!opened.ok()) return;
+    store = *std::move(opened);
+    store->SaveRun(info);
+  }
+  state::testing::ScratchDir dir;
+  runs::RunInfo info;
+  std::unique_ptr<state::StateStore> store;
+};
 
 std::vector<uint64_t> OneTo(uint64_t n) {
   std::vector<uint64_t> v;
@@ -435,21 +440,21 @@ TEST(UpstreamForwarderTest, StopIsBoundedByCloseTimeoutWhateverTheParentDoes) {
 // read back yet -- the stream cannot skip a sequence, so that left a gap
 // ("message 6767 ... the stream expects message 3686") and the run short.
 TEST(UpstreamForwarderTest, AResumedStreamDeletesOnlyWhatItHandedOver) {
-  state::testing::ScratchDir dir;
   constexpr runs::RunId kRun = 7;
   constexpr uint64_t kStored = 300;  // several read-back batches
-  runs::RunInfo info = RunNamed(kRun, "resumed");
-  std::unique_ptr<state::StateStore> store = StoreWith(dir, info);
-  ASSERT_NE(store, nullptr);
-  store->SaveCheckpoint(CheckpointOf(kRun, kStored), [] {});
-  ASSERT_TRUE(store->Flush().ok());
-  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = store->LoadUpstream();
+  StoredRun run(kRun, "resumed");
+  ASSERT_NE(run.store, nullptr);
+  state::StateStore& store = *run.store;
+  const runs::RunInfo& info = run.info;
+  store.SaveCheckpoint(CheckpointOf(kRun, kStored), [] {});
+  ASSERT_TRUE(store.Flush().ok());
+  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = store.LoadUpstream();
   ASSERT_TRUE(backlog.ok()) << backlog.status();
 
   FakeParent parent;
   parent.Holds("resumed", kStored);  // every one, durably
   parent.Block("resumed");           // until the store did what the first turn asked
-  UpstreamForwarder f(Config(3, 10'000), parent.Factory(), store.get());
+  UpstreamForwarder f(Config(3, 10'000), parent.Factory(), &store);
   f.Restore(*backlog);
   f.DeliverRestored(
       [&](runs::RunId id) { return id == kRun ? std::optional(info) : std::nullopt; });
@@ -458,15 +463,15 @@ TEST(UpstreamForwarderTest, AResumedStreamDeletesOnlyWhatItHandedOver) {
   ASSERT_TRUE(parent.WaitFor([&] { return parent.RoomAsked("resumed") >= 1; }));
   parent.Nudge("resumed");
   ASSERT_TRUE(parent.WaitFor([&] { return parent.RoomAsked("resumed") >= 2; }));
-  ASSERT_TRUE(store->Flush().ok());
+  ASSERT_TRUE(store.Flush().ok());
   parent.Unblock("resumed");
 
   ASSERT_TRUE(parent.WaitFor([&] { return parent.Closed("resumed"); }));
   EXPECT_EQ(parent.Received("resumed"), OneTo(kStored)) << "every stored message, in order";
   f.Stop();
   EXPECT_EQ(f.counters().windows_dropped, 0u);
-  ASSERT_TRUE(store->Flush().ok());
-  EXPECT_TRUE(store->LoadUpstream()->empty()) << "delivered: the stream ended";
+  ASSERT_TRUE(store.Flush().ok());
+  EXPECT_TRUE(store.LoadUpstream()->empty()) << "delivered: the stream ended";
 }
 
 // The store's writer commits a checkpoint's messages to the database before
@@ -475,14 +480,14 @@ TEST(UpstreamForwarderTest, AResumedStreamDeletesOnlyWhatItHandedOver) {
 // they went to the stream twice ("message 3 ... the stream expects message
 // 5"), the rest of the run was dropped and the parent's run ended short.
 TEST(UpstreamForwarderTest, AReadBackTakesOnlyWhatCommittedToldOf) {
-  state::testing::ScratchDir dir;
   constexpr runs::RunId kRun = 9;
-  runs::RunInfo info = RunNamed(kRun, "racing");
-  std::unique_ptr<state::StateStore> store = StoreWith(dir, info);
-  ASSERT_NE(store, nullptr);
+  StoredRun run(kRun, "racing");
+  ASSERT_NE(run.store, nullptr);
+  state::StateStore& store = *run.store;
+  const runs::RunInfo& info = run.info;
   FakeParent parent;
   parent.Block("racing");  // no room: the committed messages wait in the database
-  UpstreamForwarder f(Config(1, 10'000), parent.Factory(), store.get(),
+  UpstreamForwarder f(Config(1, 10'000), parent.Factory(), &store,
                       [](runs::RunId) { return true; });
   f.OnRunStarted(info);
   // A window's two parts, checkpointed, stored and committed.
@@ -490,8 +495,8 @@ TEST(UpstreamForwarderTest, AReadBackTakesOnlyWhatCommittedToldOf) {
     f.OnWindow(info, Window(kRun, window));
     state::Checkpoint c = CheckpointOf(kRun);
     f.TakeForCheckpoint(kRun, &c);
-    store->SaveCheckpoint(std::move(c), [] {});
-    ASSERT_TRUE(store->Flush().ok());
+    store.SaveCheckpoint(std::move(c), [] {});
+    ASSERT_TRUE(store.Flush().ok());
   };
   checkpoint(1);
   f.Committed(kRun, 3);  // messages 1 and 2: no room, they wait in the database
@@ -514,21 +519,21 @@ TEST(UpstreamForwarderTest, AReadBackTakesOnlyWhatCommittedToldOf) {
 // ends its run failed), and a gated run's messages stay stored for the
 // next start, which resends them in order.
 TEST(UpstreamForwarderTest, AStreamThatCannotGoOnInOrderIsNeverClosed) {
-  state::testing::ScratchDir dir;
   constexpr runs::RunId kRun = 11;
-  runs::RunInfo info = RunNamed(kRun, "skewed");
-  std::unique_ptr<state::StateStore> store = StoreWith(dir, info);
-  ASSERT_NE(store, nullptr);
+  StoredRun run(kRun, "skewed");
+  ASSERT_NE(run.store, nullptr);
+  state::StateStore& store = *run.store;
+  const runs::RunInfo& info = run.info;
   // An ended run's stream, messages 3 and 4 still stored (1 and 2 gone).
-  store->SaveCheckpoint(CheckpointOf(kRun, 4), [] {});
-  store->ReleaseUpstream(kRun, 2);
-  ASSERT_TRUE(store->Flush().ok());
-  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = store->LoadUpstream();
+  store.SaveCheckpoint(CheckpointOf(kRun, 4), [] {});
+  store.ReleaseUpstream(kRun, 2);
+  ASSERT_TRUE(store.Flush().ok());
+  absl::StatusOr<std::vector<state::UpstreamBacklog>> backlog = store.LoadUpstream();
   ASSERT_TRUE(backlog.ok()) << backlog.status();
 
   FakeParent parent;
   parent.Skew("skewed", -2);  // the parent's stream expects message 1: 3 cannot follow
-  UpstreamForwarder f(Config(3, 10'000), parent.Factory(), store.get());
+  UpstreamForwarder f(Config(3, 10'000), parent.Factory(), &store);
   f.Restore(*backlog);
   f.DeliverRestored(
       [&](runs::RunId id) { return id == kRun ? std::optional(info) : std::nullopt; });
@@ -539,8 +544,8 @@ TEST(UpstreamForwarderTest, AStreamThatCannotGoOnInOrderIsNeverClosed) {
   EXPECT_TRUE(parent.Received("skewed").empty());
   f.Stop();
   EXPECT_EQ(f.counters().windows_dropped, 0u) << "kept, not dropped";
-  ASSERT_TRUE(store->Flush().ok());
-  backlog = store->LoadUpstream();
+  ASSERT_TRUE(store.Flush().ok());
+  backlog = store.LoadUpstream();
   ASSERT_TRUE(backlog.ok()) << backlog.status();
   ASSERT_EQ(backlog->size(), 1u) << "resent at the next start";
   EXPECT_EQ((*backlog)[0].first_sequence, 3u);
