@@ -1,7 +1,12 @@
 #include "daemon/core/hybrid_paged_latency_recorder.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "daemon/core/latency_bucket_sort.h"
@@ -65,20 +70,24 @@ uint32_t HybridPagedLatencyRecorder::NewPage(int64_t page_id) {
   return index;
 }
 
-HybridPagedLatencyRecorder::Page& HybridPagedLatencyRecorder::PageFor(int64_t page_id) {
+void HybridPagedLatencyRecorder::FindPage(int64_t page_id) {
+  // Ascending input revisits pages in the order it created them: try the
+  // cached page's successor in pages_ before the page table.
+  const uint32_t next = cached_index_ + 1;
+  if (cached_id_ >= 0 && next < pages_.size() && pages_[next].id == page_id) {
+    cached_index_ = next;
+  } else {
+    bool added = false;
+    int64_t& index = page_index_.FindOrInsert(page_id, 0, &added);
+    if (added) index = NewPage(page_id);  // NewPage does not touch page_index_
+    cached_index_ = static_cast<uint32_t>(index);
+  }
+  cached_id_ = page_id;
+}
+
+inline HybridPagedLatencyRecorder::Page& HybridPagedLatencyRecorder::PageFor(int64_t page_id) {
   if (page_id != cached_id_) [[unlikely]] {
-    // Ascending input revisits pages in the order it created them: try the
-    // cached page's successor in pages_ before the page table.
-    const uint32_t next = cached_index_ + 1;
-    if (cached_id_ >= 0 && next < pages_.size() && pages_[next].id == page_id) {
-      cached_index_ = next;
-    } else {
-      bool added = false;
-      int64_t& index = page_index_.FindOrInsert(page_id, 0, &added);
-      if (added) index = NewPage(page_id);  // NewPage does not touch page_index_
-      cached_index_ = static_cast<uint32_t>(index);
-    }
-    cached_id_ = page_id;
+    FindPage(page_id);
   }
   Page& page = pages_[cached_index_];
   if (!page.active) {
@@ -109,28 +118,62 @@ inline void HybridPagedLatencyRecorder::Activate(uint32_t index) {
 inline void HybridPagedLatencyRecorder::Add(int64_t latency, int64_t count) {
   Page& page = PageFor(latency >> page_bits_);
   const auto offset = static_cast<uint16_t>(latency & page_mask_);
-  if (page.is_dense) [[unlikely]] {
+  if (page.is_dense) {
     page.dense()[offset] += count;
   } else {
     AddSparse(page, offset, count);
   }
 }
 
-void HybridPagedLatencyRecorder::AddSparse(Page& page, uint16_t offset, int64_t count) {
-  uint16_t* const offsets = page.offsets();
+inline HybridPagedLatencyRecorder::SparseSlot HybridPagedLatencyRecorder::FindSparse(
+    const uint16_t* offsets, int32_t size, uint16_t offset) {
+  SparseSlot slot;
+#if defined(__SSE2__)
+  // Unsigned 16-bit compares through signed ones: both sides biased by 2^15.
+  const __m128i bias = _mm_set1_epi16(static_cast<int16_t>(0x8000));
+  const __m128i key = _mm_set1_epi16(static_cast<int16_t>(offset ^ 0x8000));
+  for (int32_t i = 0; i < size; i += kSparseChunk) {
+    __m128i chunk;
+    std::memcpy(&chunk, offsets + i, sizeof(chunk));
+    chunk = _mm_xor_si128(chunk, bias);
+    const int32_t left = size - i;
+    const uint32_t live = left >= kSparseChunk ? 0xFFFFu : (1u << (2 * left)) - 1;
+    const auto equal = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(chunk, key))) & live;
+    const auto below = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmplt_epi16(chunk, key))) & live;
+    // The offsets ascend, so those below are a prefix: count its bits
+    // (two per lane) without popcnt, which x86-64's baseline lacks.
+    slot.below += __builtin_ctz(~below) / 2;
+    if (equal != 0 && slot.equal < 0) slot.equal = i + __builtin_ctz(equal) / 2;
+  }
+#else
+  for (int32_t i = 0; i < size; ++i) {
+    slot.below += offsets[i] < offset ? 1 : 0;
+    if (offsets[i] == offset) slot.equal = i;
+  }
+#endif
+  return slot;
+}
+
+inline void HybridPagedLatencyRecorder::AddSparse(Page& page, uint16_t offset, int64_t count) {
   const int32_t size = page.sparse_size;
   if (size == 0) {  // a page's first value (every value, for one value per page)
-    offsets[0] = offset;
+    page.offsets()[0] = offset;
     page.counts()[0] = count;
     page.sparse_size = 1;
     return;
   }
-  const int32_t pos =
-      static_cast<int32_t>(std::lower_bound(offsets, offsets + size, offset) - offsets);
-  if (pos < size && offsets[pos] == offset) {
-    page.counts()[pos] += count;
+  // A value the page already holds: the common case once a window is warm.
+  const SparseSlot slot = FindSparse(page.offsets(), size, offset);
+  if (slot.equal >= 0) [[likely]] {
+    page.counts()[slot.equal] += count;
     return;
   }
+  InsertSparse(page, slot.below, offset, count);
+}
+
+void HybridPagedLatencyRecorder::InsertSparse(Page& page, int32_t pos, uint16_t offset,
+                                              int64_t count) {
+  const int32_t size = page.sparse_size;
   if (size == sparse_limit_) {
     Promote(page);
     page.dense()[offset] += count;
@@ -138,9 +181,10 @@ void HybridPagedLatencyRecorder::AddSparse(Page& page, uint16_t offset, int64_t 
   }
   if (size == page.sparse_capacity) {
     const int32_t grown = std::min(sparse_limit_, page.sparse_capacity * 2);
-    auto heap = std::make_unique<std::byte[]>(static_cast<size_t>(grown) * 10);
+    auto heap = std::make_unique<std::byte[]>(static_cast<size_t>(grown) * sizeof(int64_t) +
+                                              SparseOffsetsBytes(grown));
     std::memcpy(heap.get(), page.counts(), static_cast<size_t>(size) * sizeof(int64_t));
-    std::memcpy(heap.get() + static_cast<size_t>(grown) * sizeof(int64_t), offsets,
+    std::memcpy(heap.get() + static_cast<size_t>(grown) * sizeof(int64_t), page.offsets(),
                 static_cast<size_t>(size) * sizeof(uint16_t));
     page.heap = std::move(heap);
     retained_bytes_ += int64_t{grown - page.sparse_capacity} * kSparseEntryBytes;
@@ -148,9 +192,10 @@ void HybridPagedLatencyRecorder::AddSparse(Page& page, uint16_t offset, int64_t 
   }
   uint16_t* const o = page.offsets();
   int64_t* const c = page.counts();
-  const auto tail = static_cast<size_t>(size - pos);
-  std::memmove(o + pos + 1, o + pos, tail * sizeof(uint16_t));
-  std::memmove(c + pos + 1, c + pos, tail * sizeof(int64_t));
+  for (int32_t i = size; i > pos; --i) {  // a few entries at most: no memmove call
+    o[i] = o[i - 1];
+    c[i] = c[i - 1];
+  }
   o[pos] = offset;
   c[pos] = count;
   page.sparse_size = size + 1;
@@ -181,8 +226,51 @@ void HybridPagedLatencyRecorder::ReportLatency(int64_t latency, int64_t count) {
 }
 
 void HybridPagedLatencyRecorder::ReportBuckets(const LatencyBucket* buckets, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    ReportLatency(buckets[i].latency, buckets[i].count);
+  // A remote window's buckets often each land on a different page, in an
+  // order pages_ does not follow. Bucket by bucket, every one would wait
+  // for its page-table slot and then for its page; in blocks, the slots are
+  // looked up first (independent loads whose misses overlap), the pages
+  // prefetched, and only then added to.
+  if (n == 0) return;
+  // Buckets packed into few pages (two or more a page on average, judged
+  // from the ends: the input is usually ascending) go one by one: the last
+  // page is at hand for the next bucket, and blocks would only add work.
+  const int64_t span =
+      std::abs((buckets[n - 1].latency >> page_bits_) - (buckets[0].latency >> page_bits_)) + 1;
+  if (static_cast<int64_t>(n) >= 2 * span) {
+    for (size_t i = 0; i < n; ++i) ReportLatency(buckets[i].latency, buckets[i].count);
+    return;
+  }
+  constexpr size_t kBlock = 32;
+  constexpr uint32_t kNoPage = ~uint32_t{0};
+  uint32_t index[kBlock];
+  for (size_t start = 0; start < n; start += kBlock) {
+    const LatencyBucket* const block = buckets + start;
+    const size_t m = std::min(kBlock, n - start);
+    for (size_t j = 0; j < m; ++j) {
+      const int64_t* found = page_index_.FindOrNull(block[j].latency >> page_bits_);
+      index[j] = found != nullptr ? static_cast<uint32_t>(*found) : kNoPage;
+    }
+    for (size_t j = 0; j < m; ++j) {
+      if (index[j] != kNoPage) __builtin_prefetch(&pages_[index[j]]);
+    }
+    for (size_t j = 0; j < m; ++j) {
+      const int64_t latency = block[j].latency;
+      const int64_t count = block[j].count;
+      CheckUnchecked(latency, count);
+      if (index[j] == kNoPage) {  // a new page (or one made earlier in this block)
+        Add(latency, count);
+        continue;
+      }
+      Page& page = pages_[index[j]];
+      if (!page.active) Activate(index[j]);
+      const auto offset = static_cast<uint16_t>(latency & page_mask_);
+      if (page.is_dense) {
+        page.dense()[offset] += count;
+      } else {
+        AddSparse(page, offset, count);
+      }
+    }
   }
 }
 

@@ -23,10 +23,16 @@
 // limit, so the owner prints and resets the window before the release.
 //
 // Threads: single owner (see LatencyRecorder). Hot path: page-cache or
-// successor hit, or one hash probe, then a binary search of <= limit offsets or a dense
-// increment; allocation only for a new page, sparse growth or promotion.
+// successor hit, or one hash probe, then a branch-free search of the page's
+// sparse offsets (SSE2, eight at a time) or a dense increment; allocation
+// only for a new page, sparse growth or promotion. Buckets merged from
+// remote windows (ReportBuckets) that spread over many pages look their
+// pages up in blocks, so the cache misses of a block overlap.
+// tests/bench/RECORDERS.md ("Remote windows spread over many pages") has
+// the figures.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -76,6 +82,15 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
   size_t dense_pages() const;
 
  private:
+  // Sparse offsets are searched kSparseChunk at a time (FindSparse): a heap
+  // array's offsets are allocated in whole chunks, and the inline ones may be
+  // read one chunk wide (the page's own fields follow them).
+  static constexpr int kSparseChunk = 8;
+  static constexpr size_t SparseOffsetsBytes(int64_t capacity) {
+    return static_cast<size_t>((capacity + kSparseChunk - 1) / kSparseChunk * kSparseChunk) *
+           sizeof(uint16_t);
+  }
+
   // One cache line per page. The first kInitialSparseCapacity entries live
   // in the page itself, so a page with few values (one value per page: the
   // sparse worst case) is one line of pages_, read sequentially, with no
@@ -109,16 +124,38 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
     const uint16_t* offsets() const { return const_cast<Page*>(this)->offsets(); }
   };
   static_assert(sizeof(Page) == 64, "a page is one cache line");
+  // Page is not standard-layout (its unique_ptr), but both compilers lay
+  // its members out in order, which is all this check needs.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+  static_assert(offsetof(Page, inline_offsets) + kSparseChunk * sizeof(uint16_t) <= sizeof(Page),
+                "a chunk read from the inline offsets stays inside the page");
+#pragma GCC diagnostic pop
 
   HybridPagedLatencyRecorder(int64_t min_latency, int64_t max_latency, int64_t max_memory_bytes,
                              int page_bits, int sparse_entry_limit, HybridMemoryPolicy policy);
 
   void Add(int64_t latency, int64_t count);
   Page& PageFor(int64_t page_id);
+  // Points the page cache (cached_id_, cached_index_) at `page_id`'s page,
+  // making the page when it is new. Out of line: PageFor's hit stays small.
+  [[gnu::noinline]] void FindPage(int64_t page_id);
   uint32_t NewPage(int64_t page_id);
   void Activate(uint32_t index);
   [[gnu::noinline]] void GrowActive();
+  // Where `offset` is among a page's `size` sorted offsets: its index (-1
+  // when absent) and how many are below it (where it goes). Reads whole
+  // chunks and masks off what lies past `size`, with no branch on the
+  // values: which slot a value is in is as good as random, and a search
+  // that branched on it would mispredict about once per value.
+  struct SparseSlot {
+    int32_t equal = -1;
+    int32_t below = 0;
+  };
+  static SparseSlot FindSparse(const uint16_t* offsets, int32_t size, uint16_t offset);
   void AddSparse(Page& page, uint16_t offset, int64_t count);
+  // A value new to the page, at `pos`: grows or promotes the page.
+  [[gnu::noinline]] void InsertSparse(Page& page, int32_t pos, uint16_t offset, int64_t count);
   void Promote(Page& page);
   int64_t ArrayBytes(const Page& page) const;
   void ClearPage(Page& page);

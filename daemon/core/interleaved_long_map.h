@@ -83,6 +83,16 @@ class InterleavedLongMap {
     }
   }
 
+  // The value stored for `key`, or null when absent. Valid until the next
+  // insertion.
+  const int64_t* FindOrNull(int64_t key) const {
+    for (size_t i = Home(key);; i = (i + 1) & mask_) {
+      const Slot& slot = slots_[i];
+      if (slot.key == key) return &slot.count;
+      if (slot.key == kEmpty) return nullptr;
+    }
+  }
+
   // Frees the table and starts again at the initial capacity.
   void Release() { Allocate(kInitialCapacity); }
 

@@ -64,7 +64,17 @@ void ClientSession::CancelParked(uint64_t generation) {
           : absl::CancelledError("the stream was cancelled with a message waiting for room"));
 }
 
-void ClientSession::Detach(uint64_t generation) { DropParked(generation); }
+void ClientSession::Detach(uint64_t generation) {
+  DropParked(generation);
+  FlushBreakdown();  // its stream is gone: nothing may come to merge them
+}
+
+void ClientSession::FlushBreakdown() {
+  MutexLock lock(apply_mu_);
+  if (!totals_.pending()) return;
+  totals_.Flush(NowUnixMs());
+  PublishViewLocked();
+}
 
 OnApplied ClientSession::DropParked(uint64_t generation) {
   OnApplied on_applied;
@@ -202,6 +212,7 @@ absl::StatusOr<Offered> ClientSession::Offer(Parked p, int64_t max_memory_bytes,
   }
   parked_ = std::move(p);
   parked_limit_ = max_memory_bytes;
+
   // The notifier's first run of the retry waits for this lock.
   room_token_ = shared_.room->Add([this] { return Retry(); });
   return Offered{true, {}};
@@ -265,7 +276,9 @@ void ClientSession::Push(Parked& p) {
 }
 
 void ClientSession::PublishViewLocked() {
-  PublishedView v{applied_, duplicates_, totals_.Snap()};
+  // The row names the last sequence its totals hold: a row is one moment.
+  if (!totals_.pending()) row_applied_ = applied_;
+  PublishedView v{row_applied_, duplicates_, totals_.Snap()};
   MutexLock lock(view_mu_);
   view_ = std::move(v);
 }
@@ -307,6 +320,8 @@ absl::StatusOr<Applied> ClientSession::Close(uint64_t generation, uint64_t last_
                                                      " but ", applied_, " is applied")));
   }
   closed_ = true;
+  totals_.Flush(NowUnixMs());  // the row holds every window from now on
+  PublishViewLocked();
   return AppliedLocked();
 }
 

@@ -23,7 +23,11 @@
 // The breakdown row (View, for Query.GetClients) is published after every
 // change under the apply lock and read under a lock held only to copy it:
 // a query never waits behind a message being decoded or merged, nor behind
-// an applier that lost its CPU while holding the apply lock.
+// an applier that lost its CPU while holding the apply lock. A busy
+// client's row may trail its windows by up to ClientTotals::kRefreshMs
+// while it sends (its row still one moment: its acknowledged sequence is
+// the last one the row holds); its close, its stream's leaving and its
+// run's end merge them all (FlushBreakdown).
 //
 // Progress: applied, durable (MarkDurable, from a committed checkpoint; or
 // = applied on a run without checkpoints), duplicates, close durable.
@@ -167,6 +171,9 @@ class ClientSession {
   // The breakdown row (state filled by the caller); percentiles of `set`
   // when the client's distribution is kept. Never takes the apply lock.
   ClientView View(const PercentileSet& set) const;
+  // Merges the windows waiting beside the breakdown row into it (the
+  // client went quiet: its stream left, its run ended).
+  void FlushBreakdown();
 
  private:
   struct Parked {
@@ -219,7 +226,7 @@ class ClientSession {
   // apply_mu_, so a query never waits behind a message being decoded or
   // merged (or behind its applier thread's time slice).
   struct PublishedView {
-    uint64_t acked_sequence = 0;
+    uint64_t acked_sequence = 0;  // the last sequence `totals` holds
     uint64_t duplicates = 0;
     ClientTotals::Snapshot totals;
   };
@@ -240,6 +247,9 @@ class ClientSession {
   bool closed_ ABSL_GUARDED_BY(apply_mu_) = false;   // Close succeeded: nothing new applies
   uint64_t duplicates_ ABSL_GUARDED_BY(apply_mu_) = 0;
   ClientTotals totals_ ABSL_GUARDED_BY(apply_mu_);
+  // The highest sequence totals_' published row holds (applied_ but for
+  // windows waiting to be merged).
+  uint64_t row_applied_ ABSL_GUARDED_BY(apply_mu_) = 0;
   std::optional<Parked> parked_ ABSL_GUARDED_BY(apply_mu_);
   int64_t parked_limit_ ABSL_GUARDED_BY(apply_mu_) = 0;  // the parked offer's client limit
   uint64_t room_token_ ABSL_GUARDED_BY(apply_mu_) = 0;   // its retry at the notifier

@@ -1,5 +1,11 @@
 #include "daemon/ingest/client_totals.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "daemon/core/latency_bucket_sort.h"
+
 namespace perld::ingest {
 
 bool BreakdownBudget::TryCharge(int64_t bytes) {
@@ -45,14 +51,19 @@ void IndexRecycler::Close() {
 }
 
 ClientTotals::~ClientTotals() {
-  budget_->Release(charged_);
+  budget_->Release(charged_ + pending_charged_);
   recycler_->Close();
 }
 
 void ClientTotals::Drop() {
-  budget_->Release(charged_);
+  budget_->Release(charged_ + pending_charged_);
   charged_ = 0;
+  pending_charged_ = 0;
   distribution_.reset();
+  pending_buckets_.Release();
+  std::vector<LatencyBucket>().swap(sort_buffer_);
+  std::vector<LatencyBucket>().swap(sort_scratch_);
+  std::vector<uint32_t>().swap(sort_histogram_);
   recycler_->Close();
   exact_ = false;
   budget_->CountDrop();
@@ -60,9 +71,59 @@ void ClientTotals::Drop() {
 
 void ClientTotals::AddWindow(const LatencyCounters& counters,
                              std::span<const LatencyBucket> ascending, int64_t now_unix_ms) {
-  counters_.Merge(counters);
-  ++reports_;
-  last_report_unix_ms_ = now_unix_ms;
+  pending_counters_.Merge(counters);
+  ++pending_reports_;
+  pending_last_unix_ms_ = now_unix_ms;
+  if (!exact_) {  // counters only: nothing to merge
+    PublishPending();
+    return;
+  }
+  // (A wall clock stepped back counts as due: the row never stalls.)
+  const bool due = !merged_ || now_unix_ms < last_merge_unix_ms_ ||
+                   now_unix_ms - last_merge_unix_ms_ >= kRefreshMs;
+  if (due && pending_buckets_.empty()) {
+    MergeIntoPublished(ascending);
+    PublishPending();
+    last_merge_unix_ms_ = now_unix_ms;
+    merged_ = true;
+    return;
+  }
+  for (const LatencyBucket& b : ascending) pending_buckets_.Add(b.latency, b.count);
+  const auto map_bytes = static_cast<int64_t>(pending_buckets_.MemoryBytes());
+  if (map_bytes > pending_charged_) {
+    if (!budget_->TryCharge(map_bytes - pending_charged_)) {
+      Drop();
+      PublishPending();
+      return;
+    }
+    pending_charged_ = map_bytes;
+  }
+  if (due) Flush(now_unix_ms);
+}
+
+void ClientTotals::Flush(int64_t now_unix_ms) {
+  if (!pending()) return;
+  if (exact_ && !pending_buckets_.empty()) {
+    sort_buffer_.clear();
+    int64_t lowest = std::numeric_limits<int64_t>::max();
+    int64_t highest = 0;
+    pending_buckets_.Drain([&](int64_t latency, int64_t count) {
+      sort_buffer_.push_back(LatencyBucket{latency, count});
+      lowest = std::min(lowest, latency);
+      highest = std::max(highest, latency);
+    });
+    sort_scratch_.resize(sort_buffer_.size());
+    const LatencyBucket* sorted =
+        SortBucketsByLatency(sort_buffer_.data(), sort_scratch_.data(), sort_buffer_.size(), lowest,
+                             highest, &sort_histogram_);
+    MergeIntoPublished({sorted, sort_buffer_.size()});
+  }
+  PublishPending();
+  last_merge_unix_ms_ = now_unix_ms;
+  merged_ = true;
+}
+
+void ClientTotals::MergeIntoPublished(std::span<const LatencyBucket> ascending) {
   if (!exact_ || ascending.empty()) return;
   // Charge the worst case first: the spare grows to the merged size while
   // the published index is kept.
@@ -83,6 +144,15 @@ void ClientTotals::AddWindow(const LatencyCounters& counters,
     return;
   }
   charged_ = Charged();
+}
+
+void ClientTotals::PublishPending() {
+  if (pending_reports_ == 0) return;
+  counters_.Merge(pending_counters_);
+  reports_ += pending_reports_;
+  last_report_unix_ms_ = pending_last_unix_ms_;
+  pending_counters_ = LatencyCounters();
+  pending_reports_ = 0;
 }
 
 ClientTotals::Snapshot ClientTotals::Snap() const {

@@ -2,7 +2,7 @@
 // per-client breakdown Query.GetClients reports. For a windows client: its
 // summed counters and, while the breakdown budget allows, its exact
 // distribution with its cumulative counts (PercentileIndex: its percentiles
-// in O(P log D)), immutable once published: each window is merged into a
+// in O(P log D)), immutable once published: windows are merged into a
 // second index -- the one readers dropped last, reused (IndexRecycler), so
 // the steady state allocates nothing -- which then replaces the first. A
 // reader (Query.GetClients, through a Snapshot) holds its copy without any
@@ -10,12 +10,24 @@
 // timestamps it sent (its timestamps go straight to the run's channels, and
 // the daemon does not keep a second copy of them per client).
 //
+// At most kRefreshMs apart: a merge costs the whole distribution (O(D + d)),
+// so a client that sends windows faster than one per kRefreshMs does not pay
+// it per window. Its windows meanwhile add up in a hash map (O(1) a pair:
+// a busy client repeats its latencies), and the next window at least
+// kRefreshMs after the last merge -- or Flush(), when the client closes,
+// its stream leaves or its run ends -- sorts them and merges them at once. A
+// window that comes later than that after the last merge, with nothing
+// waiting, is merged directly. The published row (Snapshot: counters,
+// reports, distribution) is always one consistent cut -- every window up to
+// its last merge -- so its percentiles agree with its counts; pending()
+// says windows wait beyond it.
+//
 // BreakdownBudget: the memory every client distribution of the daemon may
 // hold together (ingest.clientBreakdownMaxMemoryMB; a client is charged
-// twice its distribution: the published one and the spare). A client whose merge
-// would exceed it drops its distribution for good (exact = false; its
-// counters go on) and the drop is counted: a breakdown never costs the
-// run's own exactness, only its own detail.
+// twice its distribution: the published one and the spare, and its waiting
+// windows' map). A client whose merge would exceed it drops its distribution
+// for good (exact = false; its counters go on) and the drop is counted: a
+// breakdown never costs the run's own exactness, only its own detail.
 //
 // Threads: a ClientTotals is guarded by its client's apply lock (the
 // handler that applies the client's messages); a Snapshot is a value, its
@@ -29,6 +41,7 @@
 #include <vector>
 
 #include "daemon/common/mutex.h"
+#include "daemon/core/interleaved_long_map.h"
 #include "daemon/core/latency_recorder.h"
 #include "daemon/core/latency_window.h"
 #include "daemon/core/percentile_index.h"
@@ -77,6 +90,10 @@ class IndexRecycler {
 
 class ClientTotals {
  public:
+  // The longest a windows client's published row trails its windows while
+  // it keeps sending (see the file comment).
+  static constexpr int64_t kRefreshMs = 100;
+
   explicit ClientTotals(std::shared_ptr<BreakdownBudget> budget) : budget_(std::move(budget)) {}
   ~ClientTotals();
   ClientTotals(const ClientTotals&) = delete;
@@ -87,14 +104,18 @@ class ClientTotals {
                  int64_t now_unix_ms);
   // A raw client's batch of `timestamps` carrying `records` records.
   void AddBatch(int64_t timestamps, int64_t records, int64_t now_unix_ms);
+  // Merges every waiting window into the published row.
+  void Flush(int64_t now_unix_ms);
+  // Windows wait that the published row does not hold yet.
+  bool pending() const { return pending_reports_ > 0; }
 
-  // What the client has sent so far, as a value.
+  // What the client has sent up to the last merge, as a value.
   struct Snapshot {
     int64_t reports = 0;  // windows or batches applied
     int64_t timestamps = 0;
     LatencyCounters counters;
-    // Covers every window when set; null when not kept (a raw client, or
-    // one whose distribution the budget dropped).
+    // Covers every window counted when set; null when not kept (a raw
+    // client, or one whose distribution the budget dropped).
     std::shared_ptr<const PercentileIndex> distribution;
     int64_t last_report_unix_ms = 0;
   };
@@ -102,6 +123,10 @@ class ClientTotals {
 
  private:
   void Drop();
+  // Merges `ascending` into the published distribution (a new index).
+  void MergeIntoPublished(std::span<const LatencyBucket> ascending);
+  // Counts the waiting windows in the published row.
+  void PublishPending();
   // The published distribution and the spare (at most as large: indexes
   // only grow, and the spare is the one before).
   int64_t Charged() const { return 2 * static_cast<int64_t>(distribution_->RetainedBytes()); }
@@ -112,11 +137,23 @@ class ClientTotals {
   // Never null while exact_; replaced, never written, by each merge.
   std::shared_ptr<const PercentileIndex> distribution_ =
       IndexRecycler::Share(recycler_, std::make_unique<PercentileIndex>());
-  int64_t charged_ = 0;  // bytes charged to budget_
+  int64_t charged_ = 0;  // bytes charged to budget_ for the distribution
   int64_t reports_ = 0;
   int64_t timestamps_ = 0;
   int64_t last_report_unix_ms_ = 0;
   bool exact_ = true;
+
+  // Windows since the last merge.
+  InterleavedLongMap pending_buckets_;  // latency -> count
+  int64_t pending_charged_ = 0;         // bytes charged to budget_ for the map
+  LatencyCounters pending_counters_;
+  int64_t pending_reports_ = 0;
+  int64_t pending_last_unix_ms_ = 0;
+  int64_t last_merge_unix_ms_ = 0;
+  bool merged_ = false;                     // last_merge_unix_ms_ is set
+  std::vector<LatencyBucket> sort_buffer_;  // the map's buckets, then their order
+  std::vector<LatencyBucket> sort_scratch_;
+  std::vector<uint32_t> sort_histogram_;
 };
 
 }  // namespace perld::ingest

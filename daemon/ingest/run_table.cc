@@ -794,10 +794,15 @@ void RunTable::End(const std::shared_ptr<Run>& run) {
   // queued after it commit in the same transaction or a later one.
   manager_.WaitEnded(run->context.id, absl::InfiniteDuration());
   std::vector<state::CheckpointClient> rows;
+  std::vector<ClientSession*> sessions;
   {
     MutexLock lock(mu_);
     rows = ClientRowsLocked(*run);
+    for (const auto& [id, m] : run->clients) sessions.push_back(m->session.get());
   }
+  // Every client's breakdown row holds all its windows from now on (outside
+  // mu_: a flush takes the client's apply lock).
+  for (ClientSession* session : sessions) session->FlushBreakdown();
   // Once stored, the final total holds every message applied and every
   // close: the clients' streams acknowledge them durable (the last close
   // ended the run while its stream waited; repeated closes wait for it).

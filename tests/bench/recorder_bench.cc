@@ -23,6 +23,11 @@
 //                          the aggregator's path: MergeBuckets of a remote
 //                          4,096-pair window (0: contiguous, 1: one value
 //                          per page), CopyPercentiles, Reset.
+//   MergeWindowsSpread/<kind>
+//                          ingest_bench's windows: 16 remote windows of ~4,000
+//                          distinct values each (100 x U[100, 20000] ns, so
+//                          ~20,000 distinct over ~7,800 pages) merged in turn
+//                          into one periodic window, closed every 4,000 merges.
 //   Extract65536/...       65,536-key sorted extraction: allocating vs reusable
 //                          key buffer with std::sort + lookups (seed 6.3) and
 //                          the recorder's own extraction (percentile walk and
@@ -283,6 +288,60 @@ void BM_MergeWindow4096(benchmark::State& state, Kind kind) {
   state.counters["p99"] = static_cast<double>(snapshot.values[2]);
 }
 
+// ingest_bench's windows mode (tests/bench/ingest_bench.cc): 16 bodies of
+// 4,000 values drawn from 100 x U[100, 20000], each ascending and distinct,
+// count 3 each, merged in turn into one periodic window that is reported
+// and reset every 4,000 merges (a 1 s interval at ~4,000 windows/s).
+struct SpreadBody {
+  std::vector<LatencyBucket> pairs;
+  LatencyCounters counters;
+};
+constexpr int64_t kSpreadLo = 100 * 100;
+constexpr int64_t kSpreadHi = 20'000 * 100;
+
+std::vector<SpreadBody> SpreadBodies() {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int64_t> latency(100, 20'000);
+  std::vector<SpreadBody> bodies(16);
+  for (SpreadBody& body : bodies) {
+    std::vector<int64_t> values;
+    for (int i = 0; i < 4000; ++i) values.push_back(latency(rng) * 100);
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    for (int64_t v : values) {
+      body.pairs.push_back({v, 3});
+      body.counters.records += 3;
+      body.counters.valid += 3;
+      body.counters.total_latency += 3 * v;
+    }
+    body.counters.min_latency = values.front();
+    body.counters.max_latency = values.back();
+  }
+  return bodies;
+}
+
+void BM_MergeWindowsSpread(benchmark::State& state, Kind kind) {
+  const std::vector<SpreadBody> bodies = SpreadBodies();
+  auto r = Make(kind, kSpreadLo, kSpreadHi);
+  r->Reset(0);
+  const PercentileSet set = FivePercentiles();
+  LatencySnapshot snapshot;
+  int64_t merges = 0;
+  int64_t pairs = 0;
+  AllocMeter meter;
+  for (auto _ : state) {
+    const SpreadBody& body = bodies[static_cast<size_t>(merges % bodies.size())];
+    benchmark::DoNotOptimize(r->MergeBuckets(body.counters, body.pairs));
+    pairs += static_cast<int64_t>(body.pairs.size());
+    if (++merges % 4000 == 0) {
+      benchmark::DoNotOptimize(r->CopyPercentiles(set, &snapshot));
+      r->Reset(0);
+    }
+  }
+  meter.Report(state, 1);
+  state.SetItemsProcessed(pairs);
+}
+
 // --- 65,536-key extraction (seed 6.3) ---------------------------------------
 
 constexpr int64_t kExtractKeys = 65536;
@@ -450,6 +509,9 @@ void RegisterAll() {
     benchmark::RegisterBenchmark(("MergeWindow4096/" + name).c_str(), BM_MergeWindow4096, kind)
         ->Arg(0)
         ->Arg(1)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("MergeWindowsSpread/" + name).c_str(), BM_MergeWindowsSpread,
+                                 kind)
         ->Unit(benchmark::kMicrosecond);
   }
   benchmark::RegisterBenchmark("Extract65536/AllocatingKeys", BM_Extract65536_AllocatingKeys)

@@ -26,20 +26,24 @@ Window Make(int64_t first, int64_t step, int64_t n) {
   return w;
 }
 
+// Windows this far apart are each merged when they come.
+constexpr int64_t kApart = ClientTotals::kRefreshMs;
+
 TEST(ClientTotalsTest, KeepsAnExactDistributionAcrossWindows) {
   auto budget = std::make_shared<BreakdownBudget>(1 << 20);
   ClientTotals t(budget);
   const Window a = Make(100, 2, 50);  // 100, 102, ...
   const Window b = Make(101, 2, 50);  // interleaved
   const Window c = Make(100, 2, 10);  // repeats
-  t.AddWindow(a.counters, a.buckets, 1);
-  t.AddWindow(b.counters, b.buckets, 2);
-  t.AddWindow(c.counters, c.buckets, 3);
+  t.AddWindow(a.counters, a.buckets, 1 * kApart);
+  t.AddWindow(b.counters, b.buckets, 2 * kApart);
+  t.AddWindow(c.counters, c.buckets, 3 * kApart);
   const ClientTotals::Snapshot s = t.Snap();
   ASSERT_NE(s.distribution, nullptr);  // exact
+  EXPECT_FALSE(t.pending());
   EXPECT_EQ(s.reports, 3);
   EXPECT_EQ(s.counters.records, 220);
-  EXPECT_EQ(s.last_report_unix_ms, 3);
+  EXPECT_EQ(s.last_report_unix_ms, 3 * kApart);
   const std::vector<LatencyBucket>& buckets = s.distribution->buckets();
   ASSERT_EQ(buckets.size(), 100u);
   int64_t sum = 0;
@@ -74,9 +78,9 @@ class ClientTotalsWindowsTest : public ::testing::Test {
 // A snapshot is a value: the windows merged after it was taken do not
 // change it (a GetClients answer reads it with no lock held).
 TEST_F(ClientTotalsWindowsTest, ASnapshotIsUnchangedByLaterWindows) {
-  t.AddWindow(a.counters, a.buckets, 1);
+  t.AddWindow(a.counters, a.buckets, 1 * kApart);
   const ClientTotals::Snapshot before = t.Snap();
-  t.AddWindow(b.counters, b.buckets, 2);
+  t.AddWindow(b.counters, b.buckets, 2 * kApart);
   ASSERT_NE(before.distribution, nullptr);
   EXPECT_EQ(before.distribution->buckets(), a.buckets);
   EXPECT_EQ(before.distribution->valid(), 100);
@@ -89,16 +93,16 @@ TEST_F(ClientTotalsWindowsTest, ASnapshotIsUnchangedByLaterWindows) {
 // The index a merge replaced is reused by the merge after next, once no
 // reader holds it: the steady state allocates nothing.
 TEST_F(ClientTotalsWindowsTest, AMergeReusesTheIndexNoReaderHolds) {
-  t.AddWindow(a.counters, a.buckets, 1);
+  t.AddWindow(a.counters, a.buckets, 1 * kApart);
   const PercentileIndex* first = t.Snap().distribution.get();  // let go at once
-  t.AddWindow(b.counters, b.buckets, 2);
-  t.AddWindow(a.counters, a.buckets, 3);
+  t.AddWindow(b.counters, b.buckets, 2 * kApart);
+  t.AddWindow(a.counters, a.buckets, 3 * kApart);
   ClientTotals::Snapshot third = t.Snap();
   EXPECT_EQ(third.distribution.get(), first);
   EXPECT_EQ(third.distribution->valid(), 300);
   // Held by a reader, an index is not reused (and not changed).
-  t.AddWindow(b.counters, b.buckets, 4);
-  t.AddWindow(a.counters, a.buckets, 5);
+  t.AddWindow(b.counters, b.buckets, 4 * kApart);
+  t.AddWindow(a.counters, a.buckets, 5 * kApart);
   EXPECT_NE(t.Snap().distribution.get(), third.distribution.get());
   EXPECT_EQ(third.distribution->valid(), 300);
   EXPECT_EQ(t.Snap().distribution->valid(), 500);
@@ -111,10 +115,10 @@ TEST(ClientTotalsTest, OverTheBudgetKeepsCountersDropsTheDistributionAndReleases
     ClientTotals small(budget);
     ClientTotals big(budget);
     const Window w = Make(0, 1, 1000);
-    small.AddWindow(w.counters, w.buckets, 1);
+    small.AddWindow(w.counters, w.buckets, kApart);
     for (int k = 1; k <= 5; ++k) {
       const Window wide = Make(int64_t{k} * 1'000'000, 1, 1000);
-      big.AddWindow(wide.counters, wide.buckets, k);
+      big.AddWindow(wide.counters, wide.buckets, k * kApart);
     }
     EXPECT_NE(small.Snap().distribution, nullptr);
     EXPECT_EQ(big.Snap().distribution, nullptr);     // dropped: not exact
@@ -123,6 +127,89 @@ TEST(ClientTotalsTest, OverTheBudgetKeepsCountersDropsTheDistributionAndReleases
     EXPECT_LE(budget->used(), budget->limit());
   }
   EXPECT_EQ(budget->used(), 0);  // every charge released with its client
+}
+
+// A busy client's windows (less than kRefreshMs after the last merge)
+// wait beside the published row, which stays one consistent cut, and are
+// merged all at once by the first window kRefreshMs after it: the same
+// distribution as merging each, bucket for bucket.
+TEST(ClientTotalsTest, WindowsWithinTheRefreshWaitAndAreMergedTogether) {
+  auto budget = std::make_shared<BreakdownBudget>(1 << 20);
+  ClientTotals t(budget);
+  const Window a = Make(100, 2, 50);
+  const Window b = Make(101, 2, 50);
+  const Window c = Make(100, 3, 40);
+  t.AddWindow(a.counters, a.buckets, 1000);  // the first is merged at once
+  EXPECT_FALSE(t.pending());
+  t.AddWindow(b.counters, b.buckets, 1001);
+  t.AddWindow(c.counters, c.buckets, 1000 + kApart - 1);
+  EXPECT_TRUE(t.pending());
+  ClientTotals::Snapshot s = t.Snap();  // still the cut after `a`
+  EXPECT_EQ(s.reports, 1);
+  EXPECT_EQ(s.counters.records, 100);
+  EXPECT_EQ(s.distribution->valid(), 100);
+  EXPECT_EQ(s.last_report_unix_ms, 1000);
+  EXPECT_GT(budget->used(), 0);
+
+  t.AddWindow(a.counters, a.buckets, 1000 + kApart);  // due: all four merged
+  EXPECT_FALSE(t.pending());
+  s = t.Snap();
+  EXPECT_EQ(s.reports, 4);
+  EXPECT_EQ(s.counters.records, 100 + 100 + 80 + 100);
+  EXPECT_EQ(s.last_report_unix_ms, 1000 + kApart);
+  std::vector<LatencyBucket> want;
+  MergeAscending(a.buckets, &want);
+  MergeAscending(b.buckets, &want);
+  MergeAscending(c.buckets, &want);
+  MergeAscending(a.buckets, &want);
+  EXPECT_EQ(s.distribution->buckets(), want);
+  EXPECT_EQ(s.distribution->valid(), 380);
+}
+
+// Flush (a close, an idle client's reader) merges what waits; a wall clock
+// stepped back does not hold the row back.
+TEST(ClientTotalsTest, FlushAndAClockSteppedBackMergeWhatWaits) {
+  auto budget = std::make_shared<BreakdownBudget>(1 << 20);
+  ClientTotals t(budget);
+  const Window a = Make(10, 1, 30);
+  t.AddWindow(a.counters, a.buckets, 5000);
+  t.AddWindow(a.counters, a.buckets, 5001);
+  ASSERT_TRUE(t.pending());
+  t.Flush(5002);
+  EXPECT_FALSE(t.pending());
+  EXPECT_EQ(t.Snap().reports, 2);
+  EXPECT_EQ(t.Snap().distribution->valid(), 120);
+  t.Flush(5003);  // nothing waits: a no-op
+  EXPECT_EQ(t.Snap().reports, 2);
+
+  t.AddWindow(a.counters, a.buckets, 5004);  // waits (2 ms after the flush)
+  ASSERT_TRUE(t.pending());
+  t.AddWindow(a.counters, a.buckets, 10);  // the clock stepped back: merged
+  EXPECT_FALSE(t.pending());
+  EXPECT_EQ(t.Snap().reports, 4);
+  EXPECT_EQ(t.Snap().distribution->valid(), 240);
+}
+
+// The waiting windows are charged to the budget too: a client whose waiting
+// map does not fit drops its distribution, keeps every counter, and
+// releases everything it was charged.
+TEST(ClientTotalsTest, WaitingWindowsAreChargedAndADropCountsThemAll) {
+  auto budget = std::make_shared<BreakdownBudget>(64 << 10);
+  {
+    ClientTotals t(budget);
+    t.AddWindow(Make(0, 1, 10).counters, Make(0, 1, 10).buckets, 100);
+    for (int k = 1; k <= 4; ++k) {  // 4 x 1,000 new latencies, all waiting
+      const Window w = Make(int64_t{k} * 1'000'000, 1, 1000);
+      t.AddWindow(w.counters, w.buckets, 100 + k);
+    }
+    EXPECT_FALSE(t.pending());
+    EXPECT_EQ(t.Snap().distribution, nullptr);  // dropped: not exact
+    EXPECT_EQ(t.Snap().reports, 5);
+    EXPECT_EQ(t.Snap().counters.records, 20 + 4 * 2000);
+    EXPECT_EQ(budget->drops(), 1u);
+    EXPECT_LE(budget->used(), budget->limit());
+  }
+  EXPECT_EQ(budget->used(), 0);
 }
 
 TEST(ClientTotalsTest, ARawClientCountsRecordsOnly) {

@@ -3,6 +3,7 @@
 // every percentile count and the median, bit for bit, through both the
 // single-record and the batch paths, over repeated extract/reset cycles.
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -398,6 +399,28 @@ TEST(LatencyRecordersTest, MergeOfKWindowsEqualsConcatenatedStream) {
   }
 }
 
+// What a remote client reports for `obs`: its window's counters and
+// buckets, in its hash map's order or, with `ascending`, sorted (as the
+// wire carries them).
+struct RemoteReport {
+  LatencyCounters counters;
+  std::vector<LatencyBucket> buckets;
+};
+RemoteReport ReportOf(const std::vector<Observation>& obs, int64_t lo, int64_t hi, uint64_t seed,
+                      bool ascending) {
+  auto remote = Unwrap(LongHashMapLatencyRecorder::Create(lo, hi, 64));
+  remote->Reset(0);
+  Feed(*remote, obs, true, seed);
+  CollectingSink sink;
+  remote->VisitBuckets(&sink);
+  RemoteReport r{remote->counters(), sink.buckets()};
+  if (ascending) {
+    std::sort(r.buckets.begin(), r.buckets.end(),
+              [](const LatencyBucket& a, const LatencyBucket& b) { return a.latency < b.latency; });
+  }
+  return r;
+}
+
 TEST(LatencyRecordersTest, MergeBucketsFromRemoteReports) {
   const int64_t lo = 0;
   const int64_t hi = 1'000'000;
@@ -408,18 +431,56 @@ TEST(LatencyRecordersTest, MergeBucketsFromRemoteReports) {
     target->Reset(0);
     SortedVectorOracle oracle(lo, hi);
     for (int client = 0; client < 4; ++client) {
-      auto remote = Unwrap(LongHashMapLatencyRecorder::Create(lo, hi, 64));
-      remote->Reset(0);
       const auto obs = RandomStream(3000, lo, hi, 300 + client);
       oracle.Add(obs);
-      Feed(*remote, obs, true, client);
-      CollectingSink sink;
-      remote->VisitBuckets(&sink);
-      ASSERT_TRUE(target->MergeBuckets(remote->counters(), sink.buckets()).ok());
+      const RemoteReport r = ReportOf(obs, lo, hi, static_cast<uint64_t>(client), false);
+      ASSERT_TRUE(target->MergeBuckets(r.counters, r.buckets).ok());
     }
     LatencySnapshot want = oracle.Expect(set);
     want.end_time = 3;
     EXPECT_EQ(Close(*target, set, 3), want);
+  }
+}
+
+// Remote windows as the aggregator merges them -- ascending buckets -- at
+// every density a page can have: a value or two a page (each bucket on a
+// page of its own), a handful (a page's inline entries), tens (its heap
+// array, searched in chunks, and its promotion to a dense page), and runs of
+// windows that reuse the pages of the ones before (stale entries past a
+// page's size must never count). Every period equals the records merged.
+TEST(LatencyRecordersTest, MergeAscendingBucketsAtEveryPageDensity) {
+  const int64_t lo = 0;
+  const int64_t hi = 200'000;
+  const PercentileSet set = WideSet();
+  for (const Spec& spec : AllSpecs()) {
+    SCOPED_TRACE(spec.name);
+    auto target = spec.make(lo, hi);
+    target->Reset(0);
+    std::mt19937_64 rng(17);
+    for (int period = 0; period < 6; ++period) {
+      SortedVectorOracle oracle(lo, hi);
+      for (int window = 0; window < 4; ++window) {
+        const int64_t percent = std::array<int64_t, 6>{1, 3, 8, 15, 40, 90}[rng() % 6];
+        const int64_t from = static_cast<int64_t>(rng() % 150'000);
+        const int64_t to = std::min<int64_t>(hi, from + 1 + static_cast<int64_t>(rng() % 60'000));
+        std::vector<Observation> obs;
+        for (int64_t v = from; v <= to; ++v) {
+          if (static_cast<int64_t>(rng() % 100) < percent) {
+            obs.push_back(Observation{v, static_cast<int32_t>(1 + rng() % 3), 0});
+          }
+        }
+        if (obs.empty()) continue;
+        oracle.Add(obs);
+        const RemoteReport r =
+            ReportOf(obs, lo, hi, static_cast<uint64_t>(period * 4 + window), true);
+        ASSERT_TRUE(target->MergeBuckets(r.counters, r.buckets).ok());
+      }
+      LatencySnapshot want = oracle.Expect(set);
+      want.start_time = 0;
+      want.end_time = period + 1;
+      EXPECT_EQ(Close(*target, set, period + 1), want) << "period " << period;
+      target->Reset(0);
+    }
   }
 }
 

@@ -589,6 +589,37 @@ TEST_F(RunTableTest, ParkedMessagesResumeInOrderAndTheTotalsAreExact) {
 // Takeovers while messages are parked: a replaced stream's parked message
 // is dropped (never applied twice), the new stream resends from its acked
 // sequence, and the total counts every message once.
+// A busy client's windows may wait beside its breakdown row (merged at
+// most every ClientTotals::kRefreshMs): its row is still one moment -- the
+// sequence it names is the last one its totals hold -- and once its stream
+// leaves, the row holds every window it sent.
+TEST_F(RunTableTest, ABusyClientsRowIsOneMomentAndHoldsEverythingOnceItLeaves) {
+  absl::StatusOr<Session> s = table_->Join(Open("x", "a"), &stream_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (uint64_t seq = 1; seq <= 5; ++seq) ASSERT_TRUE(Apply(*table_, *s, seq).ok());
+  const runs::RunId run_id = s->run_id;
+  const PercentileSet set = *PercentileSet::Create({50, 100});
+  absl::StatusOr<std::vector<ClientView>> rows = table_->Clients(run_id, set);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  const ClientView busy = rows->front();
+  ASSERT_GE(busy.acked_sequence, 1u);  // the first window is merged when it comes
+  EXPECT_EQ(busy.reports, static_cast<int64_t>(busy.acked_sequence));
+  EXPECT_EQ(busy.counters.records, 10 * static_cast<int64_t>(busy.acked_sequence));
+  ASSERT_TRUE(busy.exact);
+  EXPECT_EQ(busy.percentiles.values.back(), 100 + static_cast<int64_t>(busy.acked_sequence));
+
+  table_->Leave(*s);  // no close: detached, may come back
+  rows = table_->Clients(run_id, set);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  const ClientView& left = rows->front();
+  EXPECT_STREQ(left.state, "detached");
+  EXPECT_EQ(left.acked_sequence, 5u);
+  EXPECT_EQ(left.reports, 5);
+  EXPECT_EQ(left.counters.records, 50);
+  EXPECT_EQ(left.percentiles.values.back(), 105);  // window 5's latency
+}
+
 TEST_F(RunTableTest, TakeoversWhileParkedApplyEveryMessageOnce) {
   std::mt19937 random(7);
   absl::StatusOr<Session> s;
