@@ -116,7 +116,10 @@ inline void HybridPagedLatencyRecorder::Activate(uint32_t index) {
 }
 
 inline void HybridPagedLatencyRecorder::Add(int64_t latency, int64_t count) {
-  Page& page = PageFor(latency >> page_bits_);
+  AddTo(PageFor(latency >> page_bits_), latency, count);
+}
+
+inline void HybridPagedLatencyRecorder::AddTo(Page& page, int64_t latency, int64_t count) {
   const auto offset = static_cast<uint16_t>(latency & page_mask_);
   if (page.is_dense) {
     page.dense()[offset] += count;
@@ -264,12 +267,7 @@ void HybridPagedLatencyRecorder::ReportBuckets(const LatencyBucket* buckets, siz
       }
       Page& page = pages_[index[j]];
       if (!page.active) Activate(index[j]);
-      const auto offset = static_cast<uint16_t>(latency & page_mask_);
-      if (page.is_dense) {
-        page.dense()[offset] += count;
-      } else {
-        AddSparse(page, offset, count);
-      }
+      AddTo(page, latency, count);
     }
   }
 }

@@ -136,6 +136,8 @@ class HybridPagedLatencyRecorder final : public LatencyRecorder {
                              int page_bits, int sparse_entry_limit, HybridMemoryPolicy policy);
 
   void Add(int64_t latency, int64_t count);
+  // Adds to `page` (the page of `latency`, active): dense or sparse.
+  void AddTo(Page& page, int64_t latency, int64_t count);
   Page& PageFor(int64_t page_id);
   // Points the page cache (cached_id_, cached_index_) at `page_id`'s page,
   // making the page when it is new. Out of line: PageFor's hit stays small.

@@ -79,13 +79,12 @@ void ClientTotals::AddWindow(const LatencyCounters& counters,
     return;
   }
   // (A wall clock stepped back counts as due: the row never stalls.)
-  const bool due = !merged_ || now_unix_ms < last_merge_unix_ms_ ||
-                   now_unix_ms - last_merge_unix_ms_ >= kRefreshMs;
+  const bool due = !last_merge_unix_ms_ || now_unix_ms < *last_merge_unix_ms_ ||
+                   now_unix_ms - *last_merge_unix_ms_ >= kRefreshMs;
   if (due && pending_buckets_.empty()) {
     MergeIntoPublished(ascending);
     PublishPending();
     last_merge_unix_ms_ = now_unix_ms;
-    merged_ = true;
     return;
   }
   for (const LatencyBucket& b : ascending) pending_buckets_.Add(b.latency, b.count);
@@ -120,7 +119,6 @@ void ClientTotals::Flush(int64_t now_unix_ms) {
   }
   PublishPending();
   last_merge_unix_ms_ = now_unix_ms;
-  merged_ = true;
 }
 
 void ClientTotals::MergeIntoPublished(std::span<const LatencyBucket> ascending) {

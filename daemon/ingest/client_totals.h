@@ -37,6 +37,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -149,9 +150,8 @@ class ClientTotals {
   LatencyCounters pending_counters_;
   int64_t pending_reports_ = 0;
   int64_t pending_last_unix_ms_ = 0;
-  int64_t last_merge_unix_ms_ = 0;
-  bool merged_ = false;                     // last_merge_unix_ms_ is set
-  std::vector<LatencyBucket> sort_buffer_;  // the map's buckets, then their order
+  std::optional<int64_t> last_merge_unix_ms_;  // none before the first merge
+  std::vector<LatencyBucket> sort_buffer_;     // the map's buckets, then their order
   std::vector<LatencyBucket> sort_scratch_;
   std::vector<uint32_t> sort_histogram_;
 };
