@@ -156,10 +156,13 @@ absl::Status LatencyRecorder::CheckBuckets(const LatencyCounters& counters,
 }
 
 absl::Status LatencyRecorder::MergeBuckets(const LatencyCounters& counters,
-                                           std::span<const LatencyBucket> buckets) {
-  if (absl::Status s = CheckBuckets(counters, buckets, window_.min_bound(), window_.max_bound());
-      !s.ok()) {
-    return s;
+                                           std::span<const LatencyBucket> buckets,
+                                           CheckedBounds checked) {
+  const bool checked_here =
+      checked.min_bound == window_.min_bound() && checked.max_bound == window_.max_bound();
+  if (!checked_here) {
+    absl::Status s = CheckBuckets(counters, buckets, window_.min_bound(), window_.max_bound());
+    if (!s.ok()) return s;
   }
   window_.mutable_counters().Merge(counters);
   ReportBuckets(buckets.data(), buckets.size());

@@ -53,6 +53,15 @@ struct LatencyBucket {
   bool operator==(const LatencyBucket&) const = default;
 };
 
+// The bounds a window's producer checked its counters and buckets against
+// (LatencyRecorder::CheckBuckets: e.g. an ingest handler decoding a remote
+// window for its run's range). A recorder with the same bounds does not
+// check them a second time. The default is "not checked" (min > max).
+struct CheckedBounds {
+  int64_t min_bound = 1;
+  int64_t max_bound = 0;
+};
+
 // Receives buckets in chunks (e.g. to serialize a window report).
 class LatencyBucketSink {
  public:
@@ -176,9 +185,12 @@ class LatencyRecorder {
   // client's report): `counters` plus its exact buckets, any order. Every
   // bucket is checked first (latency within this recorder's bounds, count
   // >= 1, sum of counts == counters.valid, counters consistent); on error
-  // returns InvalidArgument and changes nothing.
+  // returns InvalidArgument and changes nothing. `checked`: the bounds the
+  // caller already checked them against; when they are this recorder's, the
+  // check (a pass over every bucket) is not repeated.
   [[nodiscard]] absl::Status MergeBuckets(const LatencyCounters& counters,
-                                          std::span<const LatencyBucket> buckets);
+                                          std::span<const LatencyBucket> buckets,
+                                          CheckedBounds checked = {});
   // The checks MergeBuckets makes, for a recorder with bounds
   // [min_bound, max_bound]: OK exactly when MergeBuckets would accept.
   [[nodiscard]] static absl::Status CheckBuckets(const LatencyCounters& counters,

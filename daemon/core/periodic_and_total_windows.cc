@@ -102,8 +102,9 @@ void PeriodicAndTotalWindows::RecordBatch(const TimeStamp* ts, size_t n, int64_t
 
 absl::Status PeriodicAndTotalWindows::MergeWindow(const LatencyCounters& counters,
                                                   std::span<const LatencyBucket> buckets,
-                                                  int64_t now, FullClose full_close) {
-  if (absl::Status s = periodic_->MergeBuckets(counters, buckets); !s.ok()) {
+                                                  int64_t now, FullClose full_close,
+                                                  CheckedBounds checked) {
+  if (absl::Status s = periodic_->MergeBuckets(counters, buckets, checked); !s.ok()) {
     return s;
   }
   if (full_close == FullClose::kSelf && periodic_->IsFull()) {

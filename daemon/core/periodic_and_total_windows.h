@@ -96,11 +96,12 @@ class PeriodicAndTotalWindows {
                    FullClose full_close = FullClose::kSelf);
 
   // Adds an already-aggregated remote window to the periodic window (see
-  // LatencyRecorder::MergeBuckets; nothing changes on error), then applies
-  // the IsFull policy at `now` (kSelf).
+  // LatencyRecorder::MergeBuckets, with its `checked`; nothing changes on
+  // error), then applies the IsFull policy at `now` (kSelf).
   [[nodiscard]] absl::Status MergeWindow(const LatencyCounters& counters,
                                          std::span<const LatencyBucket> buckets, int64_t now,
-                                         FullClose full_close = FullClose::kSelf);
+                                         FullClose full_close = FullClose::kSelf,
+                                         CheckedBounds checked = {});
 
   // The periodic window is over its memory budget (IsFull).
   bool PeriodicFull() const { return periodic_->IsFull(); }

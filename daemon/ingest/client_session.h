@@ -27,7 +27,8 @@
 // client's row may trail its windows by up to ClientTotals::kRefreshMs
 // while it sends (its row still one moment: its acknowledged sequence is
 // the last one the row holds); its close, its stream's leaving and its
-// run's end merge them all (FlushBreakdown).
+// run's end merge them all (FlushBreakdown), and so does the run table's
+// reaper for a client that stays attached but quiet (breakdown_due_ns).
 //
 // Progress: applied, durable (MarkDurable, from a committed checkpoint; or
 // = applied on a run without checkpoints), duplicates, close durable.
@@ -172,8 +173,13 @@ class ClientSession {
   // when the client's distribution is kept. Never takes the apply lock.
   ClientView View(const PercentileSet& set) const;
   // Merges the windows waiting beside the breakdown row into it (the
-  // client went quiet: its stream left, its run ended).
+  // client went quiet: its stream left, its run ended, or it sent nothing
+  // more for a while).
   void FlushBreakdown();
+  // When windows wait beside the row: the CLOCK_MONOTONIC time (ns) by
+  // which a flush should have merged them (ClientTotals::kRefreshMs after
+  // the row first left one out), or 0 when the row holds every window.
+  int64_t breakdown_due_ns() const { return breakdown_due_ns_.load(std::memory_order_acquire); }
 
  private:
   struct Parked {
@@ -253,6 +259,9 @@ class ClientSession {
   std::optional<Parked> parked_ ABSL_GUARDED_BY(apply_mu_);
   int64_t parked_limit_ ABSL_GUARDED_BY(apply_mu_) = 0;  // the parked offer's client limit
   uint64_t room_token_ ABSL_GUARDED_BY(apply_mu_) = 0;   // its retry at the notifier
+
+  // breakdown_due_ns(): written under apply_mu_ as the row is published.
+  std::atomic<int64_t> breakdown_due_ns_{0};
 
   // Held only to copy view_ in or out (ordered after apply_mu_).
   mutable Mutex view_mu_ ABSL_ACQUIRED_AFTER(apply_mu_);

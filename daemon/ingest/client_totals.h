@@ -15,7 +15,8 @@
 // it per window. Its windows meanwhile add up in a hash map (O(1) a pair:
 // a busy client repeats its latencies), and the next window at least
 // kRefreshMs after the last merge -- or Flush(), when the client closes,
-// its stream leaves or its run ends -- sorts them and merges them at once. A
+// its stream leaves, its run ends or it goes quiet (the run table's reaper)
+// -- sorts them and merges them at once. A
 // window that comes later than that after the last merge, with nothing
 // waiting, is merged directly. The published row (Snapshot: counters,
 // reports, distribution) is always one consistent cut -- every window up to

@@ -310,6 +310,8 @@ absl::StatusOr<RunTable::Session> RunTable::Join(const OpenRequest& open, Ingest
     }
   }
   if (ended_lookup) return JoinEnded(open);
+  // The reaper watches an attached windows client's breakdown row.
+  if (session.client->mode() == ClientMode::kWindows) reap_cv_.NotifyAll();
   session.acked_sequence = session.client->TakeOver();
   if (open.durable_sequence > session.acked_sequence) {
     const uint64_t held = session.acked_sequence;
@@ -881,8 +883,15 @@ void RunTable::Reap() {
   MutexLock lock(mu_);
   while (!stopping_) {
     int64_t next = 0;
+    const auto wake_by = [&next](int64_t t) { next = next == 0 ? t : std::min(next, t); };
     std::vector<std::shared_ptr<Run>> ready;
     ready.swap(to_end_);
+    // Attached clients whose breakdown row leaves windows out past their
+    // due time: they went quiet (a busy client's own next window would
+    // have merged them), so the reaper merges them. The run keeps its
+    // sessions alive while the flush runs outside mu_.
+    std::vector<std::pair<std::shared_ptr<Run>, ClientSession*>> quiet;
+    bool windows_attached = false;
     const int64_t now = MonotonicNanos();
     for (auto& [id, run] : active_) {
       if (ReadyToEndLocked(*run, now)) {
@@ -891,14 +900,25 @@ void RunTable::Reap() {
       }
       if (run->stopped.load(std::memory_order_relaxed)) continue;  // ends as its streams leave
       if (run->rejoin_deadline_ns > 0 && run->rejoin_deadline_ns > now) {
-        next = next == 0 ? run->rejoin_deadline_ns : std::min(next, run->rejoin_deadline_ns);
+        wake_by(run->rejoin_deadline_ns);
       }
       for (auto& [cid, m] : run->clients) {
         if (m->gone_deadline_ns > 0 && !m->gone && !m->closed && m->stream == nullptr) {
-          next = next == 0 ? m->gone_deadline_ns : std::min(next, m->gone_deadline_ns);
+          wake_by(m->gone_deadline_ns);
+        }
+        if (m->stream == nullptr || m->session->mode() != ClientMode::kWindows) continue;
+        windows_attached = true;
+        const int64_t due = m->session->breakdown_due_ns();
+        if (due > 0 && due <= now) {
+          quiet.emplace_back(run, m->session.get());
+        } else if (due > 0) {
+          wake_by(due);
         }
       }
     }
+    // A windows client may leave windows out of its row at any message:
+    // look again within ClientTotals::kRefreshMs while one is attached.
+    if (windows_attached) wake_by(now + ClientTotals::kRefreshMs * 1'000'000);
     if (!ready.empty()) {
       lock.Unlock();
       for (const auto& run : ready) End(run);
@@ -913,6 +933,13 @@ void RunTable::Reap() {
       if (hook) {
         for (const Departure& d : departed) hook(d);
       }
+      lock.Lock();
+      continue;
+    }
+    if (!quiet.empty()) {  // a flush takes the client's apply lock: outside mu_
+      lock.Unlock();
+      for (const auto& [run, session] : quiet) session->FlushBreakdown();
+      quiet.clear();
       lock.Lock();
       continue;
     }

@@ -64,6 +64,9 @@ class RoomSignal {
 struct RemoteWindow {
   LatencyCounters counters;
   std::vector<LatencyBucket> buckets;  // ascending, each count >= 1, sum == counters.valid
+  // The bounds `counters` and `buckets` were checked against (CheckWindow):
+  // a recorder with the same bounds merges them without a second check.
+  CheckedBounds checked;
   // A raw client's batch: its timestamps, recorded one by one exactly as a
   // local writer's (RecordBatch); `counters` and `buckets` stay empty.
   std::vector<TimeStamp> timestamps;

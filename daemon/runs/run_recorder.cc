@@ -142,7 +142,8 @@ size_t RunRecorder::DrainInbox() {
       // merge cannot fail; a failure would leave the windows unchanged.
       // With a view, the pair applies the IsFull policy below, together.
       static_cast<void>(windows_.MergeWindow(w.counters, w.buckets, last_tick_ns_ / ns_per_unit_,
-                                             response_ ? FullClose::kCaller : FullClose::kSelf));
+                                             response_ ? FullClose::kCaller : FullClose::kSelf,
+                                             w.checked));
       // A closed-loop client's window waits from its actual starts: it is
       // its response view too.
       if (!w.paced_client) MergeIntoView(w);
@@ -155,7 +156,7 @@ size_t RunRecorder::DrainInbox() {
 void RunRecorder::MergeIntoView(const RemoteWindow& w) {
   if (!response_) return;
   static_cast<void>(response_->windows.MergeWindow(
-      w.counters, w.buckets, last_tick_ns_ / ns_per_unit_, FullClose::kCaller));
+      w.counters, w.buckets, last_tick_ns_ / ns_per_unit_, FullClose::kCaller, w.checked));
   response_->rate.Add(w.client, w.counters.records, w.start_unix_ms, w.end_unix_ms);
 }
 

@@ -157,7 +157,7 @@ absl::Status CheckPairs(uint64_t sequence, int64_t pairs, int64_t max_pairs) {
   return absl::OkStatus();
 }
 
-absl::Status CheckWindow(uint64_t sequence, const runs::RemoteWindow& w, int64_t min_bound,
+absl::Status CheckWindow(uint64_t sequence, runs::RemoteWindow& w, int64_t min_bound,
                          int64_t max_bound) {
   const LatencyCounters& c = w.counters;
   if (c.bytes < 0) {
@@ -170,6 +170,7 @@ absl::Status CheckWindow(uint64_t sequence, const runs::RemoteWindow& w, int64_t
   if (absl::Status s = LatencyRecorder::CheckBuckets(c, w.buckets, min_bound, max_bound); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("window ", sequence, ": ", s.message()));
   }
+  w.checked = {.min_bound = min_bound, .max_bound = max_bound};
   return absl::OkStatus();
 }
 

@@ -47,8 +47,10 @@ absl::StatusOr<runs::RemoteWindow> DecodeWindow(const v1::WindowReport& report, 
 // SBP records): `pairs` <= max_pairs (before decoding anything), then on the
 // built window: bytes >= 0, min <= max when a latency was seen, and
 // LatencyRecorder::CheckBuckets. `sequence` names the window in errors.
+// A window that passes is marked checked for [min_bound, max_bound]
+// (RemoteWindow::checked): the run's recorder does not check it again.
 absl::Status CheckPairs(uint64_t sequence, int64_t pairs, int64_t max_pairs);
-absl::Status CheckWindow(uint64_t sequence, const runs::RemoteWindow& w, int64_t min_bound,
+absl::Status CheckWindow(uint64_t sequence, runs::RemoteWindow& w, int64_t min_bound,
                          int64_t max_bound);
 
 }  // namespace perld::service

@@ -19,6 +19,7 @@
 #include "daemon/common/mutex.h"
 #include "daemon/core/distribution_merge.h"
 #include "daemon/core/run_total.h"
+#include "daemon/core/thread_name.h"
 #include "daemon/state/distribution_codec.h"
 #include "daemon/state/sqlite_db.h"
 #include "daemon/state/state_schema.h"
@@ -808,7 +809,10 @@ StateStore::StateStore(std::string path, std::unique_ptr<DirectoryLock> lock,
       writer_(std::move(writer)),
       max_run_id_(max_run_id),
       log_(std::move(options.log)),
-      thread_([this] { WriterLoop(); }) {}
+      thread_([this] {
+        NameThisThread("perld-state");
+        WriterLoop();
+      }) {}
 
 StateStore::~StateStore() {
   {

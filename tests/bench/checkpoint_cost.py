@@ -11,7 +11,12 @@ latencies, so every checkpoint writes a real distribution), lets them run
 (Control.StartBench: 1 writer, --records exact, ns) on the single recorder
 beside them and reports that run's rate (records / its total window's
 seconds). Trials alternate on, off, on, off, ... in one invocation; the
-table gives each arm's median and the ratio of medians.
+table gives each arm's median and the ratio of medians. Each trial also
+reads every daemon thread's CPU time (/proc/PID/task) before and after the
+bench, and the summary gives the daemon's CPU seconds per million bench
+records (on / off) and what the checkpoints' own threads (perld-dispatch,
+perld-state) used during the bench, on minus off: the cost as CPU, which
+this guest's noise moves far less than a rate.
 
 With --forward the arms are instead: checkpoints on and every run forwarded
 to a root perld (upstream.target; a forwarded run's window messages are
@@ -43,6 +48,9 @@ import perld_it  # noqa: E402
 from perld_it import Daemon, IngestStream  # noqa: E402
 
 TEMPLATES = 20
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+# The threads that do a checkpoint's work (thread_cpu names).
+CHECKPOINT_THREADS = ("perld-dispatch", "perld-state")
 # limits.maxMemoryBytes: the 100 windows-mode ns runs reserve 3 GiB each (SBM's
 # exactLatency* caps) and fill a few KiB: deliberately past the automatic budget.
 MEMORY_BYTES = 1 << 50
@@ -71,6 +79,22 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid):
+    """{thread name without its index (perld-ingest-1 -> perld-ingest): CPU
+    seconds} of the threads process `pid` has now."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                data = f.read()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        name = data[data.index("(") + 1:data.rindex(")")].rstrip("0123456789").rstrip("-")
+        fields = data.rsplit(")", 1)[1].split()
+        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return out
 
 
 def trial(args, pb, ipb, rpc, irpc, checkpoints, templates, tmp, index, root=None):
@@ -120,9 +144,13 @@ def trial(args, pb, ipb, rpc, irpc, checkpoints, templates, tmp, index, root=Non
     time.sleep(args.warmup)
     control = rpc.ControlStub(channel)
     query = rpc.QueryStub(channel)
+    threads_before, t0 = thread_cpu(d.proc.pid), time.monotonic()
+    cpu_before = cpu_seconds(d.proc.pid)  # the process's, with threads that end
     started = control.StartBench(pb.StartBenchRequest(name="bench", options=pb.BenchOptions(
         writers=1, records=args.records, time_unit=pb.TIME_UNIT_NS)))
     got = perld_it.wait_ended(query, pb, started.run_id, 600)
+    threads_after, elapsed = thread_cpu(d.proc.pid), time.monotonic() - t0
+    bench_cpu = cpu_seconds(d.proc.pid) - cpu_before
     rate = got.total.records / got.total.seconds
     metrics = urllib.request.urlopen(f"http://{d.http}/metrics", timeout=10).read().decode()
     written = {line.split()[0].split("{")[0]: float(line.split()[1])
@@ -131,6 +159,13 @@ def trial(args, pb, ipb, rpc, irpc, checkpoints, templates, tmp, index, root=Non
                                    "perld_ingest_checkpoint_pairs_total",
                                    "perld_upstream_reports_acked_total"))}
     written["cpu_seconds"] = cpu_seconds(d.proc.pid)
+    # The daemon's CPU seconds per million bench records while the bench ran
+    # (its worker's, the recorder's, and everything beside them), and each
+    # thread group's share of a core meanwhile (the bench's worker ended:
+    # not among them).
+    written["cpu_per_million"] = bench_cpu / (args.records / 1e6)
+    written["threads"] = {name: (threads_after[name] - threads_before.get(name, 0)) / elapsed
+                          for name in threads_after}
     stop.set()
     for s in streams:
         s.cancel()
@@ -184,12 +219,17 @@ def compare(args, forward, pb, ipb, rpc, irpc, templates, tmp):
     label = "forwarded" if forward else "checkpoints"
     names = {True: "on", False: "off"}
     rates = {True: [], False: []}
+    shares = {True: [], False: []}  # the checkpoint threads' share of a core during the bench
+    cpu = {True: [], False: []}  # daemon CPU s per million bench records
     for i in range(args.rounds):
         for on in (True, False):
             root_cpu = cpu_seconds(root.proc.pid) if root else 0
             rate, written = trial(args, pb, ipb, rpc, irpc, on or forward, templates, tmp,
                                   f"{label[0]}{i}-{int(on)}", root.grpc if root and on else None)
             rates[on].append(rate)
+            share = sum(written["threads"].get(t, 0) for t in CHECKPOINT_THREADS)
+            shares[on].append(share)
+            cpu[on].append(written["cpu_per_million"])
             forwarded = ""
             if root:
                 forwarded = (f", reports acked by the root"
@@ -198,7 +238,11 @@ def compare(args, forward, pb, ipb, rpc, irpc, templates, tmp):
             print(f"round {i + 1} {label} {names[on]:3}: {rate / 1e6:.2f} M records/s"
                   f" (checkpoints committed {written.get('perld_ingest_checkpoints_total', 0):.0f},"
                   f" pairs written {written.get('perld_ingest_checkpoint_pairs_total', 0):.0f},"
-                  f" daemon CPU {written['cpu_seconds']:.1f} s{forwarded})", flush=True)
+                  f" daemon CPU {written['cpu_seconds']:.1f} s{forwarded};"
+                  f" during the bench {written['cpu_per_million']:.4f} CPU s per million records,"
+                  f" % of a core: "
+                  + ", ".join(f"{t} {100 * v:.1f}" for t, v in sorted(written["threads"].items())
+                              if v >= 0.0005) + ")", flush=True)
             committed = written.get("perld_ingest_checkpoints_total", 0) > 0
             acked = written.get("perld_upstream_reports_acked_total", 0) > 0
             if committed != (on or forward) or acked != (forward and on):
@@ -214,6 +258,18 @@ def compare(args, forward, pb, ipb, rpc, irpc, templates, tmp):
         print(f"| {name} | {statistics.median(r) / 1e6:.2f} M records/s "
               f"({min(r) / 1e6:.2f}-{max(r) / 1e6:.2f}) |")
     print(f"\non/off = {on / off:.3f} (cost {100 * (1 - on / off):.1f}%)")
+    # The same cost as CPU, which a shared host's noise moves far less than a
+    # rate: the daemon's CPU per bench record, on / off; and what the threads
+    # that take and store checkpoints (the dispatcher copies each run's
+    # total; the state store's writer encodes and commits) used while the
+    # bench ran, on minus off, in % of a core.
+    cpu_on, cpu_off = statistics.median(cpu[True]), statistics.median(cpu[False])
+    print(f"daemon CPU s per million bench records (medians): on {cpu_on:.4f}, off {cpu_off:.4f}:"
+          f" on/off = {cpu_on / cpu_off:.3f}")
+    on_share, off_share = statistics.median(shares[True]), statistics.median(shares[False])
+    print(f"{' + '.join(CHECKPOINT_THREADS)} during the bench (medians): on "
+          f"{100 * on_share:.2f}% of a core, off {100 * off_share:.2f}%: "
+          f"{100 * (on_share - off_share):+.2f}% of a core")
     return ok
 
 

@@ -434,7 +434,10 @@ TEST(LatencyRecordersTest, MergeBucketsFromRemoteReports) {
       const auto obs = RandomStream(3000, lo, hi, 300 + client);
       oracle.Add(obs);
       const RemoteReport r = ReportOf(obs, lo, hi, static_cast<uint64_t>(client), false);
-      ASSERT_TRUE(target->MergeBuckets(r.counters, r.buckets).ok());
+      // Half of them checked by their producer for these bounds already.
+      const CheckedBounds checked =
+          client % 2 == 1 ? CheckedBounds{.min_bound = lo, .max_bound = hi} : CheckedBounds{};
+      ASSERT_TRUE(target->MergeBuckets(r.counters, r.buckets, checked).ok());
     }
     LatencySnapshot want = oracle.Expect(set);
     want.end_time = 3;
@@ -510,6 +513,11 @@ TEST(LatencyRecordersTest, MergeBucketsRejectsBadInputWithoutChange) {
     contradicting.min_latency = 13;
     const std::vector<LatencyBucket> one = {{12, 1}};
     EXPECT_EQ(r->MergeBuckets(contradicting, one).code(), absl::StatusCode::kInvalidArgument);
+    // Checked by the caller against other bounds: still checked here.
+    EXPECT_EQ(r->MergeBuckets(c, above, CheckedBounds{.min_bound = 10, .max_bound = 21}).code(),
+              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(r->MergeBuckets(c, below, CheckedBounds{.min_bound = 9, .max_bound = 20}).code(),
+              absl::StatusCode::kInvalidArgument);
     // Nothing changed.
     const LatencySnapshot s = Close(*r, PercentileSet::Default(), 1);
     EXPECT_EQ(s.records, 1);

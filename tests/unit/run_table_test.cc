@@ -620,6 +620,34 @@ TEST_F(RunTableTest, ABusyClientsRowIsOneMomentAndHoldsEverythingOnceItLeaves) {
   EXPECT_EQ(left.percentiles.values.back(), 105);  // window 5's latency
 }
 
+// A client that sends a burst of windows and then stays attached and
+// silent: the windows its row left out (merged at most every
+// ClientTotals::kRefreshMs) reach the row without another message -- the
+// reaper merges them -- instead of waiting for its next window or its close.
+TEST_F(RunTableTest, AQuietClientsRowCatchesUpWithoutAnotherMessage) {
+  absl::StatusOr<Session> s = table_->Join(Open("x", "a"), &stream_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (uint64_t seq = 1; seq <= 5; ++seq) ASSERT_TRUE(Apply(*table_, *s, seq).ok());
+  const PercentileSet set = *PercentileSet::Create({50, 100});
+  ClientView row;
+  // Bounded: the reaper looks every 100 ms; 10 s is far beyond it.
+  for (int i = 0; i < 1000; ++i) {
+    absl::StatusOr<std::vector<ClientView>> rows = table_->Clients(s->run_id, set);
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    ASSERT_EQ(rows->size(), 1u);
+    row = rows->front();
+    if (row.acked_sequence == 5) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_STREQ(row.state, "streaming");
+  EXPECT_EQ(row.acked_sequence, 5u);
+  EXPECT_EQ(row.reports, 5);
+  EXPECT_EQ(row.counters.records, 50);
+  ASSERT_TRUE(row.exact);
+  EXPECT_EQ(row.percentiles.values.back(), 105);  // window 5's latency
+  table_->Leave(*s);
+}
+
 TEST_F(RunTableTest, TakeoversWhileParkedApplyEveryMessageOnce) {
   std::mt19937 random(7);
   absl::StatusOr<Session> s;
