@@ -59,6 +59,7 @@
 #include "daemon/core/latency_bucket_sort.h"
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/long_hash_map_latency_recorder.h"
+#include "daemon/core/run_total.h"
 #include "tests/bench/alloc_counter.h"
 
 namespace perld {
@@ -342,6 +343,38 @@ void BM_MergeWindowsSpread(benchmark::State& state, Kind kind) {
   state.SetItemsProcessed(pairs);
 }
 
+// A live run total (RunTotal, the registry's per-run total on the
+// dispatcher thread) of `range` distinct latencies taking one closed window
+// of 4,096 pairs after another, each of latencies it mostly holds already.
+void BM_RunTotalAddWindow(benchmark::State& state) {
+  const int64_t range = state.range(0);
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int64_t> latency(0, range - 1);
+  std::vector<std::vector<LatencyBucket>> windows(16);
+  for (std::vector<LatencyBucket>& w : windows) {
+    std::vector<int64_t> values;
+    for (int i = 0; i < 4096; ++i) values.push_back(latency(rng) * 10);
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    for (int64_t v : values) w.push_back({v, 2});
+  }
+  RunTotal total(size_t{1} << 40);
+  std::vector<LatencyBucket> all;
+  for (int64_t i = 0; i < range; ++i) all.push_back({i * 10, 1});
+  LatencyCounters seed;
+  seed.records = seed.valid = range;
+  total.Add(seed, all);
+  int64_t added = 0;
+  for (auto _ : state) {
+    const std::vector<LatencyBucket>& w = windows[static_cast<size_t>(added++ % 16)];
+    LatencyCounters c;
+    c.records = c.valid = 2 * static_cast<int64_t>(w.size());
+    total.Add(c, w);
+  }
+  benchmark::DoNotOptimize(total.windows());
+  state.SetItemsProcessed(added);
+}
+
 // --- 65,536-key extraction (seed 6.3) ---------------------------------------
 
 constexpr int64_t kExtractKeys = 65536;
@@ -514,6 +547,11 @@ void RegisterAll() {
                                  kind)
         ->Unit(benchmark::kMicrosecond);
   }
+  benchmark::RegisterBenchmark("RunTotalAddWindow", BM_RunTotalAddWindow)
+      ->Arg(10'000)
+      ->Arg(200'000)
+      ->Arg(2'000'000)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("Extract65536/AllocatingKeys", BM_Extract65536_AllocatingKeys)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("Extract65536/ReusableKeys", BM_Extract65536_ReusableKeys)

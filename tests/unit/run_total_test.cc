@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -125,7 +126,7 @@ TEST(RunTotalTest, MergeAscendingEqualsAMapOfTheSums) {
     SCOPED_TRACE(round);
     std::vector<LatencyBucket> into = RandomAscending(rng, 100, 400, 1 + round % 50);
     std::vector<LatencyBucket> add;
-    switch (round % 4) {
+    switch (round % 5) {
       case 0:  // a subset of into's latencies
         for (const LatencyBucket& b : into) {
           if (rng() % 3 == 0) add.push_back(LatencyBucket{b.latency, 1 + int64_t(rng() % 7)});
@@ -137,8 +138,11 @@ TEST(RunTotalTest, MergeAscendingEqualsAMapOfTheSums) {
       case 2:  // inside into's span
         add = RandomAscending(rng, 150, 350, 1 + round % 30);
         break;
-      default:  // from into's last latency on
+      case 3:  // from into's last latency on
         add = RandomAscending(rng, into.back().latency, 600, 1 + round % 10);
+        break;
+      default:  // below into's first latency, or up to it
+        add = RandomAscending(rng, 0, into.front().latency, 1 + round % 20);
         break;
     }
     std::map<int64_t, int64_t> want;
@@ -169,9 +173,11 @@ TEST(PercentileIndexTest, MergedWindowByWindowAnswersAsTheConcatenation) {
   PercentileIndex merged;
   std::map<int64_t, int64_t> all;
   for (int w = 0; w < 200; ++w) {
-    // Mostly known latencies, sometimes new ones, sometimes only high ones.
+    // Mostly known latencies, sometimes new ones, sometimes only high ones,
+    // sometimes only low ones.
     const int64_t lo = w % 5 == 0 ? 900 : 0;
-    const std::vector<LatencyBucket> window = RandomAscending(rng, lo, 1'000 + w, 30);
+    const int64_t hi = w % 7 == 3 ? 50 : 1'000 + w;
+    const std::vector<LatencyBucket> window = RandomAscending(rng, lo, std::max(lo, hi), 30);
     merged.Merge(window);
     for (const LatencyBucket& b : window) all[b.latency] += b.count;
     std::vector<LatencyBucket> buckets;
