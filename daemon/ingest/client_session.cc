@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "daemon/common/mutex.h"
-#include "daemon/core/clock.h"
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/run_total.h"
 #include "daemon/ingest/refusals.h"
@@ -72,10 +71,16 @@ void ClientSession::Detach(uint64_t generation) {
 
 void ClientSession::FlushBreakdown() {
   MutexLock lock(apply_mu_);
-  if (!totals_.pending()) {
-    breakdown_due_ns_.store(0, std::memory_order_release);
-    return;
-  }
+  FlushBreakdownLocked();
+}
+
+void ClientSession::FlushBreakdownIfDue() {
+  MutexLock lock(apply_mu_);
+  if (totals_.Due(NowUnixMs())) FlushBreakdownLocked();
+}
+
+void ClientSession::FlushBreakdownLocked() {
+  if (!totals_.pending()) return;
   totals_.Flush(NowUnixMs());
   PublishViewLocked();
 }
@@ -281,13 +286,8 @@ void ClientSession::Push(Parked& p) {
 
 void ClientSession::PublishViewLocked() {
   // The row names the last sequence its totals hold: a row is one moment.
-  if (!totals_.pending()) {
-    row_applied_ = applied_;
-    breakdown_due_ns_.store(0, std::memory_order_release);
-  } else if (breakdown_due_ns_.load(std::memory_order_relaxed) == 0) {
-    breakdown_due_ns_.store(MonotonicNanos() + ClientTotals::kRefreshMs * 1'000'000,
-                            std::memory_order_release);
-  }
+  if (!totals_.pending()) row_applied_ = applied_;
+  breakdown_pending_.store(totals_.pending(), std::memory_order_relaxed);
   PublishedView v{row_applied_, duplicates_, totals_.Snap()};
   MutexLock lock(view_mu_);
   view_ = std::move(v);

@@ -27,8 +27,9 @@
 // client's row may trail its windows by up to ClientTotals::kRefreshMs
 // while it sends (its row still one moment: its acknowledged sequence is
 // the last one the row holds); its close, its stream's leaving and its
-// run's end merge them all (FlushBreakdown), and so does the run table's
-// reaper for a client that stays attached but quiet (breakdown_due_ns).
+// run's end merge them all (FlushBreakdown), and the run table's reaper
+// merges them once due for a client that stays attached but quiet
+// (breakdown_pending, FlushBreakdownIfDue).
 //
 // Progress: applied, durable (MarkDurable, from a committed checkpoint; or
 // = applied on a run without checkpoints), duplicates, close durable.
@@ -176,10 +177,11 @@ class ClientSession {
   // client went quiet: its stream left, its run ended, or it sent nothing
   // more for a while).
   void FlushBreakdown();
-  // When windows wait beside the row: the CLOCK_MONOTONIC time (ns) by
-  // which a flush should have merged them (ClientTotals::kRefreshMs after
-  // the row first left one out), or 0 when the row holds every window.
-  int64_t breakdown_due_ns() const { return breakdown_due_ns_.load(std::memory_order_acquire); }
+  // The same, only when the row is due (ClientTotals::Due): what a client
+  // that went quiet while attached left waiting.
+  void FlushBreakdownIfDue();
+  // Windows wait beside the row (as of the last message applied).
+  bool breakdown_pending() const { return breakdown_pending_.load(std::memory_order_relaxed); }
 
  private:
   struct Parked {
@@ -227,6 +229,7 @@ class ClientSession {
   void Advanced(const Applied& a);
   // Copies what View reports to view_ (after every change under apply_mu_).
   void PublishViewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  void FlushBreakdownLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
 
   // What View reports, published by the applier: View never takes
   // apply_mu_, so a query never waits behind a message being decoded or
@@ -260,8 +263,8 @@ class ClientSession {
   int64_t parked_limit_ ABSL_GUARDED_BY(apply_mu_) = 0;  // the parked offer's client limit
   uint64_t room_token_ ABSL_GUARDED_BY(apply_mu_) = 0;   // its retry at the notifier
 
-  // breakdown_due_ns(): written under apply_mu_ as the row is published.
-  std::atomic<int64_t> breakdown_due_ns_{0};
+  // breakdown_pending(): written under apply_mu_ as the row is published.
+  std::atomic<bool> breakdown_pending_{false};
 
   // Held only to copy view_ in or out (ordered after apply_mu_).
   mutable Mutex view_mu_ ABSL_ACQUIRED_AFTER(apply_mu_);

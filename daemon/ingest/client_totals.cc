@@ -78,9 +78,7 @@ void ClientTotals::AddWindow(const LatencyCounters& counters,
     PublishPending();
     return;
   }
-  // (A wall clock stepped back counts as due: the row never stalls.)
-  const bool due = !last_merge_unix_ms_ || now_unix_ms < *last_merge_unix_ms_ ||
-                   now_unix_ms - *last_merge_unix_ms_ >= kRefreshMs;
+  const bool due = Due(now_unix_ms);
   if (due && pending_buckets_.empty()) {
     MergeIntoPublished(ascending);
     PublishPending();

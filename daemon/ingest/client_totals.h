@@ -108,6 +108,12 @@ class ClientTotals {
   void AddBatch(int64_t timestamps, int64_t records, int64_t now_unix_ms);
   // Merges every waiting window into the published row.
   void Flush(int64_t now_unix_ms);
+  // The row is due for a merge: kRefreshMs or more after the last one, or
+  // none yet (a wall clock stepped back counts as due: the row never stalls).
+  bool Due(int64_t now_unix_ms) const {
+    return !last_merge_unix_ms_ || now_unix_ms < *last_merge_unix_ms_ ||
+           now_unix_ms - *last_merge_unix_ms_ >= kRefreshMs;
+  }
   // Windows wait that the published row does not hold yet.
   bool pending() const { return pending_reports_ > 0; }
 

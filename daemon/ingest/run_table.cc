@@ -886,11 +886,11 @@ void RunTable::Reap() {
     const auto wake_by = [&next](int64_t t) { next = next == 0 ? t : std::min(next, t); };
     std::vector<std::shared_ptr<Run>> ready;
     ready.swap(to_end_);
-    // Attached clients whose breakdown row leaves windows out past their
-    // due time: they went quiet (a busy client's own next window would
-    // have merged them), so the reaper merges them. The run keeps its
-    // sessions alive while the flush runs outside mu_.
-    std::vector<std::pair<std::shared_ptr<Run>, ClientSession*>> quiet;
+    // Attached windows clients whose breakdown row leaves windows out: a
+    // busy one merges them with its next window once due, a quiet one never
+    // would, so the reaper merges them once due (FlushBreakdownIfDue). The
+    // run keeps its sessions alive while that runs outside mu_.
+    std::vector<std::pair<std::shared_ptr<Run>, ClientSession*>> waiting;
     bool windows_attached = false;
     const int64_t now = MonotonicNanos();
     for (auto& [id, run] : active_) {
@@ -908,16 +908,12 @@ void RunTable::Reap() {
         }
         if (m->stream == nullptr || m->session->mode() != ClientMode::kWindows) continue;
         windows_attached = true;
-        const int64_t due = m->session->breakdown_due_ns();
-        if (due > 0 && due <= now) {
-          quiet.emplace_back(run, m->session.get());
-        } else if (due > 0) {
-          wake_by(due);
-        }
+        if (m->session->breakdown_pending()) waiting.emplace_back(run, m->session.get());
       }
     }
     // A windows client may leave windows out of its row at any message:
-    // look again within ClientTotals::kRefreshMs while one is attached.
+    // look again every ClientTotals::kRefreshMs while one is attached (a
+    // row trails a quiet client by at most two of them).
     if (windows_attached) wake_by(now + ClientTotals::kRefreshMs * 1'000'000);
     if (!ready.empty()) {
       lock.Unlock();
@@ -936,12 +932,14 @@ void RunTable::Reap() {
       lock.Lock();
       continue;
     }
-    if (!quiet.empty()) {  // a flush takes the client's apply lock: outside mu_
+    if (!waiting.empty()) {  // a flush takes the client's apply lock: outside mu_
       lock.Unlock();
-      for (const auto& [run, session] : quiet) session->FlushBreakdown();
-      quiet.clear();
+      for (const auto& [run, session] : waiting) session->FlushBreakdownIfDue();
+      waiting.clear();
       lock.Lock();
-      continue;
+      if (stopping_) break;
+      // Ends and departures queued meanwhile: their notice came unlocked.
+      if (!to_end_.empty() || !departures_.empty()) continue;
     }
     if (next == 0) {
       reap_cv_.Wait(mu_);

@@ -43,8 +43,8 @@
 //
 // Threads: every public method is thread-safe and never waits for the
 // recorder (a reaper thread times out gone clients, ends runs, and merges
-// the windows a quiet windows client's breakdown row left out: it looks
-// every ClientTotals::kRefreshMs while such a client is attached); the RoomNotifier's thread
+// the windows a quiet windows client's breakdown row left out once due: it
+// looks every ClientTotals::kRefreshMs while such a client is attached); the RoomNotifier's thread
 // resumes parked messages. Locks: `mu_` (runs, clients' attachment) is never held while a
 // ClientSession lock is taken, except ClientSession's progress and
 // listeners locks (MarkDurable, rows); never while waiting for anything.

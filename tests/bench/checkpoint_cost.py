@@ -74,11 +74,17 @@ def window_templates(ipb, pairs, seed):
     return out
 
 
+def stat_cpu(path):
+    """(name, user + system CPU seconds) of a /proc .../stat file."""
+    with open(path) as f:
+        data = f.read()
+    fields = data.rsplit(")", 1)[1].split()
+    return data[data.index("(") + 1:data.rindex(")")], (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 def cpu_seconds(pid):
     """User + system CPU time of process `pid` so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat_cpu(f"/proc/{pid}/stat")[1]
 
 
 def thread_cpu(pid):
@@ -87,13 +93,11 @@ def thread_cpu(pid):
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                data = f.read()
+            name, seconds = stat_cpu(f"/proc/{pid}/task/{tid}/stat")
         except FileNotFoundError:  # the thread ended meanwhile
             continue
-        name = data[data.index("(") + 1:data.rindex(")")].rstrip("0123456789").rstrip("-")
-        fields = data.rsplit(")", 1)[1].split()
-        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+        name = name.rstrip("0123456789").rstrip("-")
+        out[name] = out.get(name, 0) + seconds
     return out
 
 
