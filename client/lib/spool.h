@@ -30,7 +30,12 @@
 // writes (the flusher, a committing or WriteThrough caller, an appender
 // when no block is free) holds io_mu_, takes the queued blocks in order,
 // waits until every reservation in one is filled, and writes it: the files
-// hold the records in key order, each block after the previous one.
+// hold the records in key order, each block after the previous one. In a
+// batched spool each block written is handed to the device at once
+// (sync_file_range WRITE, which does not wait), so the device works while
+// the next blocks are copied into the page cache, and a commit's fdatasync
+// waits only for what it has not taken yet (tests/bench/SPOOL.md, "The
+// device is the bound").
 //
 // Recovery (Open): every segment is read; the first record whose header is
 // incomplete, whose length is impossible, whose CRC fails or whose key does

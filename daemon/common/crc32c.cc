@@ -1,6 +1,7 @@
 #include "daemon/common/crc32c.h"
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 
@@ -41,9 +42,84 @@ uint64_t LoadLittleEndian64(const unsigned char* p) {
 }
 
 #if defined(__x86_64__)
+// Running a CRC register through zero bytes is linear over GF(2), so the
+// register `x` becomes after `bytes` zero bytes is the XOR of four lookups,
+// one per byte of x: MakeShift(bytes)[k][b] is what b << 8k becomes. This
+// is what joins three CRCs computed side by side into the CRC of their
+// concatenation (Mark Adler's crc32c.c does the same).
+using ShiftTable = std::array<std::array<uint32_t, 256>, 4>;
+using BitImages = std::array<uint32_t, 32>;  // what each register bit becomes
+constexpr uint32_t Apply(const BitImages& images, uint32_t x) {
+  uint32_t y = 0;
+  for (size_t i = 0; i < 32; ++i) {
+    if (((x >> i) & 1) != 0) y ^= images[i];
+  }
+  return y;
+}
+// The images after `bytes` zero bytes, a power of two: one byte's images,
+// then squared (through 2n bytes = through n bytes twice). Cheap enough for
+// any compiler's constant-evaluation limits.
+constexpr BitImages ZeroBytesImages(size_t bytes) {
+  BitImages images{};
+  for (size_t i = 0; i < 32; ++i) {
+    const uint32_t bit = uint32_t{1} << i;
+    images[i] = (bit >> 8) ^ kTables[0][bit & 0xFF];
+  }
+  for (size_t n = 1; n < bytes; n *= 2) {
+    BitImages twice{};
+    for (size_t i = 0; i < 32; ++i) twice[i] = Apply(images, images[i]);
+    images = twice;
+  }
+  return images;
+}
+constexpr ShiftTable MakeShift(size_t bytes) {
+  const BitImages images = ZeroBytesImages(bytes);
+  ShiftTable t{};
+  for (size_t k = 0; k < 4; ++k) {
+    for (uint32_t b = 0; b < 256; ++b) t[k][b] = Apply(images, b << (8 * k));
+  }
+  return t;
+}
+inline uint32_t Shift(const ShiftTable& t, uint32_t crc) {
+  return t[0][crc & 0xFF] ^ t[1][(crc >> 8) & 0xFF] ^ t[2][(crc >> 16) & 0xFF] ^ t[3][crc >> 24];
+}
+
+// Three independent streams of `Stride` bytes each, then joined: the CRC32
+// instruction's latency is 3 cycles and its throughput one a cycle, so three
+// chains run in about the time of one (crc32c_bench: a 512-byte spool
+// payload 2.1x, 256 KiB 2.8x faster than one chain).
+template <size_t Stride>
+__attribute__((target("sse4.2"))) inline uint64_t ThreeWay(uint64_t c0, const unsigned char* p,
+                                                           const ShiftTable& by_one,
+                                                           const ShiftTable& by_two) {
+  uint64_t c1 = 0;
+  uint64_t c2 = 0;
+  for (size_t i = 0; i < Stride; i += 8) {
+    c0 = _mm_crc32_u64(c0, LoadLittleEndian64(p + i));
+    c1 = _mm_crc32_u64(c1, LoadLittleEndian64(p + Stride + i));
+    c2 = _mm_crc32_u64(c2, LoadLittleEndian64(p + 2 * Stride + i));
+  }
+  return Shift(by_two, static_cast<uint32_t>(c0)) ^ Shift(by_one, static_cast<uint32_t>(c1)) ^ c2;
+}
+
+constexpr size_t kLongStride = 2048;  // state-store blobs and large records
+constexpr size_t kShortStride = 128;  // a 512-byte spool record: one round
+static_assert(std::has_single_bit(kLongStride) && std::has_single_bit(kShortStride),
+              "MakeShift squares its way to a power of two");
+constexpr ShiftTable kShiftLong1 = MakeShift(kLongStride);
+constexpr ShiftTable kShiftLong2 = MakeShift(2 * kLongStride);
+constexpr ShiftTable kShiftShort1 = MakeShift(kShortStride);
+constexpr ShiftTable kShiftShort2 = MakeShift(2 * kShortStride);
+
 __attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t crc, const unsigned char* p,
                                                        size_t n) {
   uint64_t c = ~crc;
+  for (; n >= 3 * kLongStride; n -= 3 * kLongStride, p += 3 * kLongStride) {
+    c = ThreeWay<kLongStride>(c, p, kShiftLong1, kShiftLong2);
+  }
+  for (; n >= 3 * kShortStride; n -= 3 * kShortStride, p += 3 * kShortStride) {
+    c = ThreeWay<kShortStride>(c, p, kShiftShort1, kShiftShort2);
+  }
   for (; n >= 8; n -= 8, p += 8) {
     c = _mm_crc32_u64(c, LoadLittleEndian64(p));
   }

@@ -2,8 +2,9 @@
 tiny sizes, for CI. Nothing is timed or judged; a binary fails the smoke when
 it exits non-zero, prints nothing, or reports an error.
 
-  Google Benchmark binaries (clock_bench, queue_bench, recorder_bench, response_view_bench,
-  decode_batch_bench, channel_sides_bench, client_record_bench, metrics_bench):
+  Google Benchmark binaries (clock_bench, crc32c_bench, queue_bench, recorder_bench,
+  response_view_bench, decode_batch_bench, channel_sides_bench, client_record_bench,
+  metrics_bench):
   --benchmark_min_time=0.01, and where the whole set is slow a filter that
   still runs every benchmark family once; each must report at least one
   benchmark and no error (BM_ClockTsc may skip: whether the kernel trusts the
@@ -40,6 +41,7 @@ from perld_it import Daemon  # noqa: E402
 # Google Benchmark binary -> the filter of its smoke run (None: all of them).
 GBENCH = {
     "clock_bench": None,
+    "crc32c_bench": None,
     # Throughput runs a fixed 20 x 200,000 items per producer: one producer
     # of each implementation.
     "queue_bench": "^RoundTrip/|/producers:1/",

@@ -4,8 +4,16 @@
 //   1. the device's fdatasync rate (a plain write + fdatasync loop, 512 B);
 //   2. write ops/s with 1, 2 and 8 threads, batched (group commit every
 //      10,000 appends, the seed's batchSize, or 10 ms) and synced, 512-byte
-//      records (the seed's payload); each thread releases what is durable every 4096 appends (an
-//      acknowledging daemon), so segments are deleted as in real use;
+//      records (the seed's payload); each thread releases what is durable
+//      every 4096 appends (an acknowledging daemon), so segments are deleted
+//      as in real use. Each batched cell is preceded by a probe of the
+//      device's synced write bandwidth at the batched spool's own cadence
+//      (4 MiB writes into a file overwritten in place, each started on the
+//      device at once, an fdatasync after every 10,000 records' bytes). A
+//      batched spool writes and syncs every byte it takes, so that bandwidth
+//      over a record's size on disk is about the most a spool syncing at
+//      this cadence can take on this device; the cell's "of the device"
+//      column is how close the spool comes to it;
 //   3. iteration of 1,000,000 records of 512 bytes: reopening the spool
 //      (recovery reads and checks every record) and a ForEach over it, warm
 //      and -- when run as root -- after dropping the page cache;
@@ -72,6 +80,45 @@ double FsyncRate(const std::string& dir, double seconds) {
     ++n;
   }
   const double rate = static_cast<double>(n) / Seconds(start, Clock::now());
+  close(fd);
+  unlink(path.c_str());
+  return rate;
+}
+
+// Bytes per second written and synced the way a batched spool does it:
+// 4 MiB pwrites cycling over a 64 MiB file whose blocks are allocated and
+// cached (as a recycled segment), each handed to the device at once
+// (sync_file_range), an fdatasync after every `sync_bytes`.
+double SyncedWriteBandwidth(const std::string& dir, double seconds, int64_t sync_bytes) {
+  const std::string path = dir + "/bandwidth-probe";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) Die("cannot create " + path);
+  constexpr int64_t kBlock = int64_t{4} << 20;
+  constexpr int64_t kFile = int64_t{64} << 20;
+  const std::string block(static_cast<size_t>(kBlock), 'b');
+  auto put = [&](int64_t offset) {
+    if (pwrite(fd, block.data(), block.size(), offset) != static_cast<ssize_t>(block.size())) {
+      Die("write " + path);
+    }
+  };
+  for (int64_t offset = 0; offset < kFile; offset += kBlock) put(offset);
+  if (fdatasync(fd) != 0) Die("fdatasync");
+  int64_t written = 0;
+  int64_t unsynced = 0;
+  const auto start = Clock::now();
+  while (Seconds(start, Clock::now()) < seconds) {
+    put(written % kFile);
+    // As the spool does: start the device on each block at once.
+    sync_file_range(fd, written % kFile, kBlock, SYNC_FILE_RANGE_WRITE);
+    written += kBlock;
+    unsynced += kBlock;
+    if (unsynced >= sync_bytes) {
+      if (fdatasync(fd) != 0) Die("fdatasync");
+      unsynced = 0;
+    }
+  }
+  if (fdatasync(fd) != 0) Die("fdatasync");
+  const double rate = static_cast<double>(written) / Seconds(start, Clock::now());
   close(fd);
   unlink(path.c_str());
   return rate;
@@ -230,12 +277,27 @@ int main(int argc, char** argv) {
   const double fsync_rate = FsyncRate(work, std::min(2.0, seconds));
   std::printf("device: %.0f fdatasync/s (512-byte write + fdatasync loop)\n\n", fsync_rate);
 
-  std::printf("| write, %zu-byte records | threads | ops/s | vs fdatasync rate |\n", size);
-  std::printf("|---|---:|---:|---:|\n");
+  std::printf(
+      "| write, %zu-byte records | threads | ops/s | vs fdatasync rate | device MB/s synced | "
+      "of the device |\n",
+      size);
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  const double record_bytes = static_cast<double>(Spool::kHeaderBytes + size);
   for (SpoolMode mode : {SpoolMode::kBatched, SpoolMode::kSynced}) {
     for (int threads : {1, 2, 8}) {
+      double bandwidth = 0;  // batched cells only: the device's ceiling just before
+      if (mode == SpoolMode::kBatched) {
+        bandwidth = SyncedWriteBandwidth(work, std::min(2.0, seconds),
+                                         static_cast<int64_t>(10'000 * record_bytes));
+      }
       const double rate = WriteRate(spool_dir, mode, threads, seconds, size);
-      std::printf("| %s | %d | %.0f | %.2fx |\n", Name(mode), threads, rate, rate / fsync_rate);
+      if (bandwidth > 0) {
+        std::printf("| %s | %d | %.0f | %.2fx | %.0f | %.2f |\n", Name(mode), threads, rate,
+                    rate / fsync_rate, bandwidth / 1e6, rate * record_bytes / bandwidth);
+      } else {
+        std::printf("| %s | %d | %.0f | %.2fx | | |\n", Name(mode), threads, rate,
+                    rate / fsync_rate);
+      }
       std::fflush(stdout);
     }
   }

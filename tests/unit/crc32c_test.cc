@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -58,6 +59,38 @@ TEST(Crc32cTest, HardwareEqualsSoftwareOnRandomData) {
   for (size_t length : {1024u, 4095u, 4096u}) {
     const std::string_view data(buffer.data() + 3, length);
     EXPECT_EQ(internal::Crc32cExtendHardware(0, data), internal::Crc32cExtendSoftware(0, data));
+  }
+}
+
+// The hardware path runs three streams side by side in rounds of 3 x 128
+// and 3 x 2,048 bytes and joins them: every length around and between those
+// round sizes (a spool record is 528 bytes), at two alignments.
+TEST(Crc32cTest, HardwareEqualsSoftwareAcrossThreeWayRounds) {
+  if (!internal::Crc32cHardwareAvailable()) {
+    GTEST_SKIP() << "no SSE4.2 on this CPU";
+  }
+  std::mt19937_64 rng(7);
+  std::string buffer(3 * 3 * 2048 + 64, '\0');
+  for (char& c : buffer) {
+    c = static_cast<char>(rng());
+  }
+  std::vector<size_t> lengths;
+  for (size_t length = 300; length <= 1200; ++length) lengths.push_back(length);
+  for (size_t round : {size_t{6144}, size_t{12288}}) {  // one and two rounds of 3 x 2,048
+    for (size_t delta = 0; delta <= 3 * 128 + 9; ++delta) {
+      lengths.push_back(round + delta);
+      lengths.push_back(round - 1 - delta);
+    }
+  }
+  lengths.push_back(buffer.size() - 8);
+  for (size_t offset : {size_t{0}, size_t{5}}) {
+    for (size_t length : lengths) {
+      const std::string_view data(buffer.data() + offset, length);
+      const auto seed = static_cast<uint32_t>(rng());
+      ASSERT_EQ(internal::Crc32cExtendHardware(seed, data),
+                internal::Crc32cExtendSoftware(seed, data))
+          << "offset " << offset << " length " << length;
+    }
   }
 }
 
