@@ -121,12 +121,29 @@ async def parked_clients(target, ipb, n, windows, body, measure):
     return result, sum(sent)
 
 
-def normal_priority():
+def set_slice(tid, slice_ns, policy=0):
+    """Experiment: EEVDF's custom slice (Linux 6.12+: sched_attr.sched_runtime
+    of a SCHED_OTHER thread, 0.1-100 ms). A shorter slice gives a waking
+    thread an earlier deadline, so it preempts the running one sooner."""
+    import ctypes
+    import struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    nice = os.getpriority(os.PRIO_PROCESS, tid)
+    # struct sched_attr (VER0, 48 bytes): size, policy, flags, nice, priority,
+    # runtime, deadline, period.
+    attr = ctypes.create_string_buffer(struct.pack("<IIQiIQQQ", 48, policy, 0, nice, 0, slice_ns, 0, 0))
+    if libc.syscall(314, tid, attr, 0) != 0:  # SYS_sched_setattr on x86-64
+        raise OSError(ctypes.get_errno(), f"sched_setattr of thread {tid}")
+
+
+def normal_priority(slice_ns=0):
     """Back to nice 0 (the daemon's) in a child of the niced client process."""
     try:
         os.nice(-os.nice(0))
     except PermissionError:
         pass
+    if slice_ns:
+        set_slice(0, slice_ns)
 
 
 def probe_clients(target, calls, percentiles):
@@ -176,6 +193,14 @@ def main():
     ap.add_argument("--renice", action="append", default=[], metavar="PREFIX=NICE",
                     help="experiment: set the niceness of the daemon's threads whose name "
                          "starts with PREFIX before the clients start (repeatable)")
+    ap.add_argument("--slice", action="append", default=[], metavar="PREFIX=NS",
+                    help="experiment: give the daemon's threads whose name starts with PREFIX "
+                         "EEVDF's custom slice of NS ns (Linux 6.12+) before the clients start")
+    ap.add_argument("--sched-idle", action="append", default=[], metavar="PREFIX",
+                    help="experiment: run the daemon's threads whose name starts with PREFIX "
+                         "under SCHED_IDLE (they get only what no other thread wants)")
+    ap.add_argument("--probe-slice", type=int, default=0, metavar="NS",
+                    help="experiment: the same for the GetClients probe's process")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: the script still works")
     ap.add_argument("--probe-clients", metavar="TARGET", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -209,6 +234,15 @@ def main():
         for tid, (name, _) in thread_cpu(d.proc.pid).items():
             if name.startswith(prefix):
                 os.setpriority(os.PRIO_PROCESS, int(tid), int(nice))
+    for prefix in args.sched_idle:
+        for tid, (name, _) in thread_cpu(d.proc.pid).items():
+            if name.startswith(prefix):
+                set_slice(int(tid), 0, policy=5)  # SCHED_IDLE
+    for spec in args.slice:
+        prefix, _, slice_ns = spec.partition("=")
+        for tid, (name, _) in thread_cpu(d.proc.pid).items():
+            if name.startswith(prefix):
+                set_slice(int(tid), int(slice_ns))
     # The clients stand in for other machines: on this host they run below
     # the daemon and the GetClients probe (nice 10 vs 0), so the probe
     # measures the daemon, not two cores shared with the load generator.
@@ -253,7 +287,7 @@ def main():
                        "--calls", str(args.calls)] + \
                       (["--percentiles", asked] if args.percentiles else [])
         probe = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
-                                 preexec_fn=normal_priority)
+                                 preexec_fn=lambda: normal_priority(args.probe_slice))
         while probe.poll() is None:
             parked_seen.append(d.parked())
             time.sleep(0.05)
