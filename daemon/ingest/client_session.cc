@@ -71,15 +71,6 @@ void ClientSession::Detach(uint64_t generation) {
 
 void ClientSession::FlushBreakdown() {
   MutexLock lock(apply_mu_);
-  FlushBreakdownLocked();
-}
-
-void ClientSession::FlushBreakdownIfDue() {
-  MutexLock lock(apply_mu_);
-  if (totals_.Due(NowUnixMs())) FlushBreakdownLocked();
-}
-
-void ClientSession::FlushBreakdownLocked() {
   if (!totals_.pending()) return;
   totals_.Flush(NowUnixMs());
   PublishViewLocked();
@@ -287,7 +278,8 @@ void ClientSession::Push(Parked& p) {
 void ClientSession::PublishViewLocked() {
   // The row names the last sequence its totals hold: a row is one moment.
   if (!totals_.pending()) row_applied_ = applied_;
-  breakdown_pending_.store(totals_.pending(), std::memory_order_relaxed);
+  windows_waiting_since_ms_.store(totals_.pending() ? totals_.pending_last_unix_ms() : 0,
+                                  std::memory_order_relaxed);
   PublishedView v{row_applied_, duplicates_, totals_.Snap()};
   MutexLock lock(view_mu_);
   view_ = std::move(v);

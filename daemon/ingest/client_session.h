@@ -27,9 +27,10 @@
 // client's row may trail its windows by up to ClientTotals::kRefreshMs
 // while it sends (its row still one moment: its acknowledged sequence is
 // the last one the row holds); its close, its stream's leaving and its
-// run's end merge them all (FlushBreakdown), and the run table's reaper
-// merges them once due for a client that stays attached but quiet
-// (breakdown_pending, FlushBreakdownIfDue).
+// run's end merge them all (FlushBreakdown), and so does the run table's
+// reaper for a client that stays attached but sends nothing for
+// ClientTotals::kRefreshMs (QuietWithWindowsWaiting): a busy client's next
+// window merges them itself, so the reaper never takes its apply lock.
 //
 // Progress: applied, durable (MarkDurable, from a committed checkpoint; or
 // = applied on a run without checkpoints), duplicates, close durable.
@@ -177,11 +178,13 @@ class ClientSession {
   // client went quiet: its stream left, its run ended, or it sent nothing
   // more for a while).
   void FlushBreakdown();
-  // The same, only when the row is due (ClientTotals::Due): what a client
-  // that went quiet while attached left waiting.
-  void FlushBreakdownIfDue();
-  // Windows wait beside the row (as of the last message applied).
-  bool breakdown_pending() const { return breakdown_pending_.load(std::memory_order_relaxed); }
+  // Windows wait beside the row and the newest came kRefreshMs or more
+  // before `now_unix_ms` (as of the last message applied): the reaper's cue
+  // to FlushBreakdown. Never takes a lock.
+  bool QuietWithWindowsWaiting(int64_t now_unix_ms) const {
+    const int64_t since = windows_waiting_since_ms_.load(std::memory_order_relaxed);
+    return since > 0 && ClientTotals::RefreshPassed(since, now_unix_ms);
+  }
 
  private:
   struct Parked {
@@ -229,7 +232,6 @@ class ClientSession {
   void Advanced(const Applied& a);
   // Copies what View reports to view_ (after every change under apply_mu_).
   void PublishViewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
-  void FlushBreakdownLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
 
   // What View reports, published by the applier: View never takes
   // apply_mu_, so a query never waits behind a message being decoded or
@@ -263,8 +265,9 @@ class ClientSession {
   int64_t parked_limit_ ABSL_GUARDED_BY(apply_mu_) = 0;  // the parked offer's client limit
   uint64_t room_token_ ABSL_GUARDED_BY(apply_mu_) = 0;   // its retry at the notifier
 
-  // breakdown_pending(): written under apply_mu_ as the row is published.
-  std::atomic<bool> breakdown_pending_{false};
+  // ClientTotals::pending_last_unix_ms() while windows wait beside the row,
+  // else 0; written under apply_mu_ as the row is published.
+  std::atomic<int64_t> windows_waiting_since_ms_{0};
 
   // Held only to copy view_ in or out (ordered after apply_mu_).
   mutable Mutex view_mu_ ABSL_ACQUIRED_AFTER(apply_mu_);

@@ -108,14 +108,19 @@ class ClientTotals {
   void AddBatch(int64_t timestamps, int64_t records, int64_t now_unix_ms);
   // Merges every waiting window into the published row.
   void Flush(int64_t now_unix_ms);
-  // The row is due for a merge: kRefreshMs or more after the last one, or
-  // none yet (a wall clock stepped back counts as due: the row never stalls).
+  // kRefreshMs or more passed from `since` to `now` (a wall clock stepped
+  // back counts as passed: nothing waits for it to catch up).
+  static bool RefreshPassed(int64_t since_unix_ms, int64_t now_unix_ms) {
+    return now_unix_ms < since_unix_ms || now_unix_ms - since_unix_ms >= kRefreshMs;
+  }
+  // The row is due for a merge: kRefreshMs after the last one, or none yet.
   bool Due(int64_t now_unix_ms) const {
-    return !last_merge_unix_ms_ || now_unix_ms < *last_merge_unix_ms_ ||
-           now_unix_ms - *last_merge_unix_ms_ >= kRefreshMs;
+    return !last_merge_unix_ms_ || RefreshPassed(*last_merge_unix_ms_, now_unix_ms);
   }
   // Windows wait that the published row does not hold yet.
   bool pending() const { return pending_reports_ > 0; }
+  // When the newest of them came (unix ms); meaningful while pending().
+  int64_t pending_last_unix_ms() const { return pending_last_unix_ms_; }
 
   // What the client has sent up to the last merge, as a value.
   struct Snapshot {

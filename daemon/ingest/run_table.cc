@@ -7,6 +7,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "daemon/common/log.h"
 #include "daemon/common/mutex.h"
 #include "daemon/config/input_limits.h"
@@ -888,11 +890,12 @@ void RunTable::Reap() {
     ready.swap(to_end_);
     // Attached windows clients whose breakdown row leaves windows out: a
     // busy one merges them with its next window once due, a quiet one never
-    // would, so the reaper merges them once due (FlushBreakdownIfDue). The
-    // run keeps its sessions alive while that runs outside mu_.
-    std::vector<std::pair<std::shared_ptr<Run>, ClientSession*>> waiting;
+    // would, so the reaper merges them (FlushBreakdown). The run keeps its
+    // sessions alive while that runs outside mu_.
+    std::vector<std::pair<std::shared_ptr<Run>, ClientSession*>> quiet;
     bool windows_attached = false;
     const int64_t now = MonotonicNanos();
+    const int64_t now_unix_ms = absl::ToUnixMillis(absl::Now());
     for (auto& [id, run] : active_) {
       if (ReadyToEndLocked(*run, now)) {
         ready.push_back(run);
@@ -908,12 +911,14 @@ void RunTable::Reap() {
         }
         if (m->stream == nullptr || m->session->mode() != ClientMode::kWindows) continue;
         windows_attached = true;
-        if (m->session->breakdown_pending()) waiting.emplace_back(run, m->session.get());
+        if (m->session->QuietWithWindowsWaiting(now_unix_ms)) {
+          quiet.emplace_back(run, m->session.get());
+        }
       }
     }
     // A windows client may leave windows out of its row at any message:
     // look again every ClientTotals::kRefreshMs while one is attached (a
-    // row trails a quiet client by at most two of them).
+    // row takes a quiet client's last window at most two of them after it).
     if (windows_attached) wake_by(now + ClientTotals::kRefreshMs * 1'000'000);
     if (!ready.empty()) {
       lock.Unlock();
@@ -932,10 +937,10 @@ void RunTable::Reap() {
       lock.Lock();
       continue;
     }
-    if (!waiting.empty()) {  // a flush takes the client's apply lock: outside mu_
+    if (!quiet.empty()) {  // a flush takes the client's apply lock: outside mu_
       lock.Unlock();
-      for (const auto& [run, session] : waiting) session->FlushBreakdownIfDue();
-      waiting.clear();
+      for (const auto& [run, session] : quiet) session->FlushBreakdown();
+      quiet.clear();
       lock.Lock();
       if (stopping_) break;
       // Ends and departures queued meanwhile: their notice came unlocked.

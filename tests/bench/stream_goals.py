@@ -229,20 +229,21 @@ def main():
                 f"  maxMemoryBytes: {max(1 << 20, window_bytes_estimate * 4)}\n")
     d = Daemon(args.perld, os.path.join(tmp, "state"), config)
     base_threads = d.threads()
+    def threads_named(prefix):
+        return [int(tid) for tid, (name, _) in thread_cpu(d.proc.pid).items()
+                if name.startswith(prefix)]
+
     for spec in args.renice:
         prefix, _, nice = spec.partition("=")
-        for tid, (name, _) in thread_cpu(d.proc.pid).items():
-            if name.startswith(prefix):
-                os.setpriority(os.PRIO_PROCESS, int(tid), int(nice))
+        for tid in threads_named(prefix):
+            os.setpriority(os.PRIO_PROCESS, tid, int(nice))
     for prefix in args.sched_idle:
-        for tid, (name, _) in thread_cpu(d.proc.pid).items():
-            if name.startswith(prefix):
-                set_slice(int(tid), 0, policy=5)  # SCHED_IDLE
+        for tid in threads_named(prefix):
+            set_slice(tid, 0, policy=5)  # SCHED_IDLE
     for spec in args.slice:
         prefix, _, slice_ns = spec.partition("=")
-        for tid, (name, _) in thread_cpu(d.proc.pid).items():
-            if name.startswith(prefix):
-                set_slice(int(tid), int(slice_ns))
+        for tid in threads_named(prefix):
+            set_slice(tid, int(slice_ns))
     # The clients stand in for other machines: on this host they run below
     # the daemon and the GetClients probe (nice 10 vs 0), so the probe
     # measures the daemon, not two cores shared with the load generator.

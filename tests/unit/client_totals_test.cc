@@ -190,6 +190,22 @@ TEST(ClientTotalsTest, FlushAndAClockSteppedBackMergeWhatWaits) {
   EXPECT_EQ(t.Snap().distribution->valid(), 240);
 }
 
+// The reaper's cue for a quiet client: when the newest waiting window came,
+// and the refresh rule it is judged by (a clock stepped back counts).
+TEST(ClientTotalsTest, TheNewestWaitingWindowsTimeAndTheRefreshRule) {
+  auto budget = std::make_shared<BreakdownBudget>(1 << 20);
+  ClientTotals t(budget);
+  const Window a = Make(10, 1, 30);
+  t.AddWindow(a.counters, a.buckets, 7000);  // merged at once
+  t.AddWindow(a.counters, a.buckets, 7010);
+  t.AddWindow(a.counters, a.buckets, 7020);
+  ASSERT_TRUE(t.pending());
+  EXPECT_EQ(t.pending_last_unix_ms(), 7020);
+  EXPECT_FALSE(ClientTotals::RefreshPassed(7020, 7020 + kApart - 1));
+  EXPECT_TRUE(ClientTotals::RefreshPassed(7020, 7020 + kApart));
+  EXPECT_TRUE(ClientTotals::RefreshPassed(7020, 7019));
+}
+
 // The waiting windows are charged to the budget too: a client whose waiting
 // map does not fit drops its distribution, keeps every counter, and
 // releases everything it was charged.
