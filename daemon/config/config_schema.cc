@@ -412,6 +412,8 @@ std::vector<ConfigKey> BuildKeys() {
       [](auto& c) -> auto& { return c.grpc.max_threads; }));
   // ingest:
   keys.push_back(IntKey(
+      "ingest.workers", kRestart, 0, 256, [](auto& c) -> auto& { return c.ingest.workers; }));
+  keys.push_back(IntKey(
       "ingest.maxBatchLength", kLive, 1, 1 << 24,
       [](auto& c) -> auto& { return c.ingest.max_batch_length; }));
   keys.push_back(IntKey(

@@ -92,6 +92,9 @@ struct GrpcConfig {
 
 // Remote clients streaming into runs (perld.v1.Ingest).
 struct IngestConfig {
+  // key ingest.workers: threads that parse and decode Ingest messages
+  // (perld-ingest-N); 0: IngestWorkers::ThreadsFor's default.
+  int64_t workers = 0;
   int64_t max_batch_length = 65'536;  // key ingest.maxBatchLength: timestamps per TimestampBatch
   int64_t max_pairs_per_report = 1 << 20;  // key ingest.maxPairsPerReport: pairs per WindowReport
   int64_t max_clients_per_run = 64;        // key ingest.maxClientsPerRun

@@ -27,9 +27,10 @@ IngestWorkers::~IngestWorkers() {
   for (std::thread& t : threads_) t.join();
 }
 
-int IngestWorkers::DefaultThreads() {
-  const unsigned hw = std::thread::hardware_concurrency();
-  return static_cast<int>(std::clamp(hw, 1u, 4u));
+int IngestWorkers::ThreadsFor(int64_t configured) {
+  if (configured > 0) return static_cast<int>(configured);
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(hw - 1, 1, 4);
 }
 
 void IngestWorkers::Post(std::function<void()> task) {

@@ -33,9 +33,14 @@ class IngestWorkers {
 
   void Post(std::function<void()> task);
 
-  // min(hardware threads, 4), at least 1: the decode keeps pace with the
-  // single recorder thread, which merges what it produces.
-  static int DefaultThreads();
+  // `configured` (ingest.workers) when > 0; else one fewer than the
+  // hardware threads, 1 to 4: the decode keeps pace with the single
+  // recorder thread, which merges what it produces, and leaves that thread
+  // a core of its own. On 2 cores that is one worker: two made a query's
+  // tail under a flood of clients ~1.5x longer for 5-8% more peak throughput
+  // (tests/bench/DAEMON.md, "One ingest worker on 2 cores").
+  static int ThreadsFor(int64_t configured);
+  static int DefaultThreads() { return ThreadsFor(0); }
 
  private:
   void Loop();

@@ -31,6 +31,7 @@
 #include "daemon/http/live_api.h"
 #include "daemon/http/openmetrics.h"
 #include "daemon/ingest/ingest_checkpointer.h"
+#include "daemon/ingest/ingest_workers.h"
 #include "daemon/ingest/run_table.h"
 #include "daemon/jobs/bench_jobs.h"
 #include "daemon/remote_write/remote_writer.h"
@@ -379,8 +380,9 @@ absl::Status BuildServices(Parts* p) {
                                                      p->ingest_runs.get(), &p->history->store());
   p->control = std::make_unique<service::ControlService>(*p->manager, *p->jobs, *p->ingest_runs,
                                                          p->current, *p->auth);
-  p->ingest = std::make_unique<service::IngestService>(*p->ingest_runs, p->ingest_stats, p->current,
-                                                       *p->auth);
+  p->ingest = std::make_unique<service::IngestService>(
+      *p->ingest_runs, p->ingest_stats, p->current, *p->auth,
+      ingest::IngestWorkers::ThreadsFor(p->current.Get()->ingest.workers));
   p->sbp =
       std::make_unique<service::SbpService>(*p->ingest_runs, p->ingest_stats, p->current, *p->auth);
   p->ingest_runs->SetDepartureHook(p->sbp->DepartureHook());

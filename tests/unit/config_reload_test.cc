@@ -85,9 +85,9 @@ TEST(ConfigReloadTest, ClassifiesEveryKey) {
                   "limits.maxMessageBytes", "grpc.maxConcurrentStreams",
                   "grpc.keepaliveMinPingIntervalMs", "grpc.keepaliveMaxPingStrikes",
                   "grpc.maxConnectionAgeMs", "grpc.maxConnectionAgeGraceMs", "grpc.maxThreads",
-                  "http.maxConnections", "http.handlerThreads", "http.maxQueuedRequests",
-                  "http.headerTimeoutMs", "upstream.target", "upstream.nodeId",
-                  "upstream.maxPairsPerReport", "upstream.maxQueuedWindows",
+                  "ingest.workers", "http.maxConnections", "http.handlerThreads",
+                  "http.maxQueuedRequests", "http.headerTimeoutMs", "upstream.target",
+                  "upstream.nodeId", "upstream.maxPairsPerReport", "upstream.maxQueuedWindows",
                   "upstream.closeTimeoutMs", "upstream.tls", "upstream.caFile", "upstream.certFile",
                   "upstream.keyFile", "upstream.tokenFile", "auth.ingestTokenFile",
                   "auth.queryTokenFile", "auth.metricsOpen", "auth.sbpOpen", "tls.certFile",
@@ -103,6 +103,7 @@ TEST(ConfigReloadTest, ClassifiesEveryKey) {
   expected.state_dir = defaults.state_dir;
   expected.idle_ns = defaults.idle_ns;
   expected.limits.max_message_bytes = defaults.limits.max_message_bytes;
+  expected.ingest.workers = defaults.ingest.workers;
   expected.http = defaults.http;
   expected.grpc = defaults.grpc;
   expected.upstream = defaults.upstream;

@@ -61,6 +61,7 @@ grpc:
   maxConnectionAgeGraceMs: 60000
   maxThreads: 300
 ingest:
+  workers: 3
   maxBatchLength: 512
   maxPairsPerReport: 2048
   maxClientsPerRun: 5
@@ -171,6 +172,7 @@ inline DaemonConfig EveryKeyConfig() {
   c.grpc.max_connection_age_grace_ms = 60'000;
   c.grpc.max_threads = 300;
   c.grpc_unix = "/run/perld-test/perld.sock";
+  c.ingest.workers = 3;
   c.ingest.max_batch_length = 512;
   c.ingest.max_pairs_per_report = 2048;
   c.ingest.max_clients_per_run = 5;

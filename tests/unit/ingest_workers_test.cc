@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <thread>
@@ -68,9 +69,14 @@ TEST(IngestWorkersTest, AChainOfPostsRunsInOrderOneAtATime) {
   }
 }
 
-TEST(IngestWorkersTest, DefaultThreadsIsBetweenOneAndFour) {
-  EXPECT_GE(IngestWorkers::DefaultThreads(), 1);
-  EXPECT_LE(IngestWorkers::DefaultThreads(), 4);
+// ingest.workers when set; else one fewer than the hardware threads, 1 to 4
+// (the recorder keeps a core).
+TEST(IngestWorkersTest, ThreadsForTakesTheConfiguredCountElseLeavesTheRecorderACore) {
+  EXPECT_EQ(IngestWorkers::ThreadsFor(1), 1);
+  EXPECT_EQ(IngestWorkers::ThreadsFor(7), 7);
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  EXPECT_EQ(IngestWorkers::ThreadsFor(0), std::clamp(hw - 1, 1, 4));
+  EXPECT_EQ(IngestWorkers::DefaultThreads(), IngestWorkers::ThreadsFor(0));
 }
 
 }  // namespace
