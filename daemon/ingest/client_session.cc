@@ -413,8 +413,28 @@ ClientView ClientSession::View(const PercentileSet& set) const {
   v.counters = t.counters;
   v.exact = t.distribution != nullptr;
   v.last_report_unix_ms = t.last_report_unix_ms;
-  if (v.exact) t.distribution->Fill(set, &v.percentiles);  // no lock held
+  if (v.exact) FillPercentiles(t, set, &v.percentiles);
   return v;
+}
+
+void ClientSession::FillPercentiles(const ClientTotals::Snapshot& totals, const PercentileSet& set,
+                                    LatencySnapshot* out) const {
+  {
+    MutexLock lock(memo_mu_);
+    if (memo_.distribution_version == totals.distribution_version && memo_.method == set.method() &&
+        memo_.percents == set.percents()) {
+      *out = memo_.percentiles;
+      return;
+    }
+  }
+  totals.distribution->Fill(set, out);  // no lock held
+  MutexLock lock(memo_mu_);
+  // A concurrent View may have stored a newer distribution's: keep the newest.
+  if (totals.distribution_version < memo_.distribution_version) return;
+  memo_.distribution_version = totals.distribution_version;
+  memo_.percents = set.percents();
+  memo_.method = set.method();
+  memo_.percentiles = *out;
 }
 
 }  // namespace perld::ingest

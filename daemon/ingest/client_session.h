@@ -61,6 +61,7 @@
 #include "daemon/common/mutex.h"
 #include "daemon/config/current_config.h"
 #include "daemon/core/latency_percentiles.h"
+#include "daemon/core/latency_snapshot.h"
 #include "daemon/core/time_stamp.h"
 #include "daemon/ingest/client_totals.h"
 #include "daemon/ingest/ingest_stats.h"
@@ -272,6 +273,26 @@ class ClientSession {
   // Held only to copy view_ in or out (ordered after apply_mu_).
   mutable Mutex view_mu_ ABSL_ACQUIRED_AFTER(apply_mu_);
   PublishedView view_ ABSL_GUARDED_BY(view_mu_);
+
+  // The percentiles View filled last and what they came from: a client's
+  // distribution changes at most every ClientTotals::kRefreshMs while a
+  // dashboard or a CI gate may ask for the same set many times in between,
+  // and the searches were most of a GetClients answer's CPU
+  // (tests/bench/DAEMON.md, "GetClients' percentiles once per
+  // distribution"). The same distribution and set give the same values.
+  struct PercentileMemo {
+    uint64_t distribution_version = 0;  // 0: none yet
+    std::vector<double> percents;
+    PercentileMethod method = PercentileMethod::kSbk;
+    LatencySnapshot percentiles;
+  };
+  // View's percentiles of `totals`' distribution for `set`, from memo_ when
+  // it holds them.
+  void FillPercentiles(const ClientTotals::Snapshot& totals, const PercentileSet& set,
+                       LatencySnapshot* out) const;
+  // Held only to compare or copy memo_ (never while searching).
+  mutable Mutex memo_mu_;
+  mutable PercentileMemo memo_ ABSL_GUARDED_BY(memo_mu_);
 
   mutable Mutex listeners_mu_;  // held while listeners run
   std::map<uint64_t, std::function<void()>> listeners_ ABSL_GUARDED_BY(listeners_mu_);

@@ -133,6 +133,7 @@ void ClientTotals::MergeIntoPublished(std::span<const LatencyBucket> ascending) 
   next->AssignMerged(*distribution_, ascending);
   // The one replaced becomes the spare once no reader holds it.
   distribution_ = IndexRecycler::Share(recycler_, std::move(next));
+  ++distribution_version_;
   budget_->Release(worst + charged_);
   charged_ = 0;
   if (!budget_->TryCharge(Charged())) {
@@ -156,7 +157,10 @@ ClientTotals::Snapshot ClientTotals::Snap() const {
   s.reports = reports_;
   s.timestamps = timestamps_;
   s.counters = counters_;
-  if (exact_) s.distribution = distribution_;
+  if (exact_) {
+    s.distribution = distribution_;
+    s.distribution_version = distribution_version_;
+  }
   s.last_report_unix_ms = last_report_unix_ms_;
   return s;
 }

@@ -130,6 +130,9 @@ class ClientTotals {
     // Covers every window counted when set; null when not kept (a raw
     // client, or one whose distribution the budget dropped).
     std::shared_ptr<const PercentileIndex> distribution;
+    // Names `distribution`: a new value (from 1) each time a merge replaces
+    // it, so a reader can tell it computed from this one before.
+    uint64_t distribution_version = 0;
     int64_t last_report_unix_ms = 0;
   };
   Snapshot Snap() const;
@@ -150,7 +153,8 @@ class ClientTotals {
   // Never null while exact_; replaced, never written, by each merge.
   std::shared_ptr<const PercentileIndex> distribution_ =
       IndexRecycler::Share(recycler_, std::make_unique<PercentileIndex>());
-  int64_t charged_ = 0;  // bytes charged to budget_ for the distribution
+  uint64_t distribution_version_ = 1;  // distribution_'s (Snapshot)
+  int64_t charged_ = 0;                // bytes charged to budget_ for the distribution
   int64_t reports_ = 0;
   int64_t timestamps_ = 0;
   int64_t last_report_unix_ms_ = 0;

@@ -113,7 +113,7 @@ async def parked_clients(target, ipb, n, windows, body, measure):
 
     loop = asyncio.get_running_loop()
     sent = [0] * n
-    measured = loop.run_in_executor(None, measure)
+    measured = loop.run_in_executor(None, measure, max(1, n // 2))
     await asyncio.gather(*(client(i) for i in range(n)))
     result = await measured
     for ch in channels:
@@ -272,11 +272,17 @@ def main():
     parked_seen = []
     cpu_split = []  # the daemon's CPU by thread name while the last probe ran
 
-    def measure():
+    def measure(wait_parked=0):
         # The calls come from a process of their own: in this one they would
         # wait for the GIL behind the event loop driving the clients (Python
         # switches threads every 5 ms), which is the client's latency, not
         # the daemon's.
+        # Under the flood, first until at least `wait_parked` clients are
+        # parked (bounded: 10 s): a fast probe could otherwise finish while
+        # the clients are still ramping up.
+        deadline = time.monotonic() + 10
+        while wait_parked and d.parked() < wait_parked and time.monotonic() < deadline:
+            time.sleep(0.01)
         cpu_before, t0 = thread_cpu(d.proc.pid), time.monotonic()
         asked = ",".join(map(str, args.percentiles))
         if args.probe:  # query_latency: a native client, no Python parse in the time

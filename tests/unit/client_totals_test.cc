@@ -145,15 +145,19 @@ TEST(ClientTotalsTest, WindowsWithinTheRefreshWaitAndAreMergedTogether) {
   t.AddWindow(c.counters, c.buckets, 1000 + kApart - 1);
   EXPECT_TRUE(t.pending());
   ClientTotals::Snapshot s = t.Snap();  // still the cut after `a`
+  const uint64_t after_a = s.distribution_version;
+  EXPECT_GT(after_a, 0u);
   EXPECT_EQ(s.reports, 1);
   EXPECT_EQ(s.counters.records, 100);
   EXPECT_EQ(s.distribution->valid(), 100);
   EXPECT_EQ(s.last_report_unix_ms, 1000);
   EXPECT_GT(budget->used(), 0);
 
+  EXPECT_EQ(t.Snap().distribution_version, after_a);  // waiting windows: the same distribution
   t.AddWindow(a.counters, a.buckets, 1000 + kApart);  // due: all four merged
   EXPECT_FALSE(t.pending());
   s = t.Snap();
+  EXPECT_GT(s.distribution_version, after_a);  // a new distribution, a new name
   EXPECT_EQ(s.reports, 4);
   EXPECT_EQ(s.counters.records, 100 + 100 + 80 + 100);
   EXPECT_EQ(s.last_report_unix_ms, 1000 + kApart);

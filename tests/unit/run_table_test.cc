@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/percentile_index.h"
 #include "daemon/runs/run_manager.h"
 #include "daemon/state/run_history.h"
 #include "gmock/gmock.h"
@@ -618,6 +619,35 @@ TEST_F(RunTableTest, ABusyClientsRowIsOneMomentAndHoldsEverythingOnceItLeaves) {
   EXPECT_EQ(left.reports, 5);
   EXPECT_EQ(left.counters.records, 50);
   EXPECT_EQ(left.percentiles.values.back(), 105);  // window 5's latency
+}
+
+// A client's percentiles are those of the set asked, whichever set was
+// asked before of the same distribution (View keeps its last answer).
+TEST_F(RunTableTest, EachPercentileSetOfOneDistributionIsAnsweredExactly) {
+  absl::StatusOr<Session> s = table_->Join(Open("x", "a"), &stream_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (uint64_t seq = 1; seq <= 5; ++seq) ASSERT_TRUE(Apply(*table_, *s, seq).ok());
+  table_->Leave(*s);  // merged: 10 records each of 101 ... 105
+  const PercentileIndex merged(
+      std::vector<LatencyBucket>{{101, 10}, {102, 10}, {103, 10}, {104, 10}, {105, 10}});
+  const std::vector<PercentileSet> sets = {
+      *PercentileSet::Create({50, 100}), *PercentileSet::Create({0, 20, 40}),
+      *PercentileSet::Create({0, 20, 40}, PercentileMethod::kNearestRank)};
+  std::vector<LatencySnapshot> want(sets.size());
+  for (size_t i = 0; i < sets.size(); ++i) merged.Fill(sets[i], &want[i]);
+  ASSERT_NE(want[1].values, want[2].values);  // the two rules differ here
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < sets.size(); ++i) {
+      absl::StatusOr<std::vector<ClientView>> rows = table_->Clients(s->run_id, sets[i]);
+      ASSERT_TRUE(rows.ok()) << rows.status();
+      ASSERT_EQ(rows->size(), 1u);
+      const LatencySnapshot& got = rows->front().percentiles;
+      EXPECT_EQ(got.percents, sets[i].percents()) << i;
+      EXPECT_EQ(got.values, want[i].values) << i;
+      EXPECT_EQ(got.counts, want[i].counts) << i;
+      EXPECT_EQ(got.median, want[i].median) << i;
+    }
+  }
 }
 
 // A client that sends a burst of windows and then stays attached and
