@@ -277,7 +277,7 @@ class ClientSession {
   // The percentiles View filled last and what they came from: a client's
   // distribution changes at most every ClientTotals::kRefreshMs while a
   // dashboard or a CI gate may ask for the same set many times in between,
-  // and the searches were most of a GetClients answer's CPU
+  // and the searches were a GetClients answer's largest single cost
   // (tests/bench/DAEMON.md, "GetClients' percentiles once per
   // distribution"). The same distribution and set give the same values.
   struct PercentileMemo {
