@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "daemon/common/mutex.h"
 #include "daemon/core/latency_percentiles.h"
 #include "daemon/core/run_total.h"
@@ -11,8 +10,6 @@
 
 namespace perld::ingest {
 namespace {
-
-int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
 constexpr char kTookOver[] = "a newer stream of this client took over";
 
@@ -72,7 +69,7 @@ void ClientSession::Detach(uint64_t generation) {
 void ClientSession::FlushBreakdown() {
   MutexLock lock(apply_mu_);
   if (!totals_.pending()) return;
-  totals_.Flush(NowUnixMs());
+  totals_.Flush(ClientTotals::NowUnixMs());
   PublishViewLocked();
 }
 
@@ -259,14 +256,14 @@ void ClientSession::Push(Parked& p) {
   // Counted in the breakdown only now: a refused or dropped message is
   // resent and must not count twice.
   if (w.raw) {
-    totals_.AddBatch(p.timestamps, p.records, NowUnixMs());
+    totals_.AddBatch(p.timestamps, p.records, ClientTotals::NowUnixMs());
     shared_.stats.batches.fetch_add(1, std::memory_order_relaxed);
     shared_.stats.timestamps.fetch_add(static_cast<uint64_t>(p.timestamps),
                                        std::memory_order_relaxed);
   } else {
     // A response window counts the service window's records again: the
     // breakdown (service time) has them already.
-    if (!w.response) totals_.AddWindow(w.counters, w.buckets, NowUnixMs());
+    if (!w.response) totals_.AddWindow(w.counters, w.buckets, ClientTotals::NowUnixMs());
     shared_.stats.windows.fetch_add(1, std::memory_order_relaxed);
     shared_.stats.pairs.fetch_add(static_cast<uint64_t>(p.pairs), std::memory_order_relaxed);
   }
@@ -322,7 +319,7 @@ absl::StatusOr<Applied> ClientSession::Close(uint64_t generation, uint64_t last_
                                                      " but ", applied_, " is applied")));
   }
   closed_ = true;
-  totals_.Flush(NowUnixMs());  // the row holds every window from now on
+  totals_.Flush(ClientTotals::NowUnixMs());  // the row holds every window from now on
   PublishViewLocked();
   return AppliedLocked();
 }

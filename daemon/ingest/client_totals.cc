@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "daemon/core/latency_bucket_sort.h"
 
 namespace perld::ingest {
@@ -68,6 +70,8 @@ void ClientTotals::Drop() {
   exact_ = false;
   budget_->CountDrop();
 }
+
+int64_t ClientTotals::NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
 void ClientTotals::AddWindow(const LatencyCounters& counters,
                              std::span<const LatencyBucket> ascending, int64_t now_unix_ms) {

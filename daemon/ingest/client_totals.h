@@ -108,6 +108,9 @@ class ClientTotals {
   void AddBatch(int64_t timestamps, int64_t records, int64_t now_unix_ms);
   // Merges every waiting window into the published row.
   void Flush(int64_t now_unix_ms);
+  // The wall clock, in unix ms, that the times given to and kept by a
+  // ClientTotals are read from (every caller's `now_unix_ms`).
+  static int64_t NowUnixMs();
   // kRefreshMs or more passed from `since` to `now` (a wall clock stepped
   // back counts as passed: nothing waits for it to catch up).
   static bool RefreshPassed(int64_t since_unix_ms, int64_t now_unix_ms) {

@@ -7,8 +7,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "daemon/common/log.h"
 #include "daemon/common/mutex.h"
 #include "daemon/config/input_limits.h"
@@ -895,7 +893,7 @@ void RunTable::Reap() {
     std::vector<std::pair<std::shared_ptr<Run>, ClientSession*>> quiet;
     bool windows_attached = false;
     const int64_t now = MonotonicNanos();
-    const int64_t now_unix_ms = absl::ToUnixMillis(absl::Now());
+    const int64_t now_unix_ms = ClientTotals::NowUnixMs();
     for (auto& [id, run] : active_) {
       if (ReadyToEndLocked(*run, now)) {
         ready.push_back(run);
