@@ -104,7 +104,8 @@ QUERY_PERCENTS = [0] + PERCENTS[:-1] + [99.999, 100]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CSV_FIELDS = ["elapsed_s", "unix_time", "rss_kib", "hwm_kib", "threads", "fds", "cpu_s",
               "cpu_pct", "clients_cpu_s", "load1", "scrapes", "scrape_failures", "hups",
-              "data_kib", "other_kib"]
+              "data_kib", "other_kib", "recorders_kib", "snapshot_store_kib", "breakdown_kib",
+              "sqlite_kib"]
 # What perld accounts as held data: every run's recorders (the exact
 # distributions: each new distinct latency costs memory, by design), the
 # snapshot store (with every run's live total), the windows clients' own
@@ -112,6 +113,11 @@ CSV_FIELDS = ["elapsed_s", "unix_time", "rss_kib", "hwm_kib", "threads", "fds", 
 # stacks, buffers, the allocator's free pages) is where a leak would show.
 DATA_METRICS = ("perld_run_recorder_memory_bytes", "perld_snapshot_store_bytes",
                 "perld_ingest_breakdown_bytes", "perld_state_sqlite_memory_bytes")
+# Each data metric's own CSV column (KiB), so a soak says which part grew.
+COLUMN = {"perld_run_recorder_memory_bytes": "recorders_kib",
+          "perld_snapshot_store_bytes": "snapshot_store_kib",
+          "perld_ingest_breakdown_bytes": "breakdown_kib",
+          "perld_state_sqlite_memory_bytes": "sqlite_kib"}
 
 CONFIG = """\
 # tests/bench/soak.py's daemon (written at every SIGHUP; drainTimeoutMs alternates)
@@ -267,13 +273,13 @@ def daemon_distribution(query, pb, run_id):
 
 
 def data_bytes(text):
-    """The sum of DATA_METRICS' samples (every label set) in an exposition text."""
-    total = 0.0
+    """{metric: the sum of its samples (every label set)} of DATA_METRICS in an exposition text."""
+    totals = dict.fromkeys(DATA_METRICS, 0.0)
     for line in text.splitlines():
         name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name in DATA_METRICS:
-            total += float(line.rsplit(" ", 1)[1])
-    return int(total)
+        if name in totals:
+            totals[name] += float(line.rsplit(" ", 1)[1])
+    return {name: int(value) for name, value in totals.items()}
 
 
 def metric_values(text, names):
@@ -457,6 +463,8 @@ def summarize(samples, seconds, warmup, args):
           f"{warm['data_kib'] / 1024:.2f} MiB, end {end['data_kib'] / 1024:.2f} MiB; the rest of "
           f"RSS {warm['other_kib'] / 1024:.2f} -> {end['other_kib'] / 1024:.2f} MiB: growth "
           f"{other:+.2f}% (goal < 2%: {'met' if other < 2 else 'MISSED'})")
+    print("  the data by part, after warm-up -> end (KiB): " + ", ".join(
+        f"{COLUMN[m][:-4]} {warm[COLUMN[m]]} -> {end[COLUMN[m]]}" for m in DATA_METRICS))
     # The floor and peak of each tenth of the loaded time after warm-up: a
     # leak raises the floors to the end; a bound being filled raises them
     # and levels off; the trims (mallocTrimIntervalMs) make the gap between.
@@ -562,7 +570,7 @@ def main():
     if writer:
         writer.writeheader()
     samples, scrape_ms = [], []
-    last_data_kib = 0  # data_bytes() of the latest scrape
+    last_data_kib = dict.fromkeys(DATA_METRICS, 0)  # data_bytes() of the latest scrape, KiB
     scrapes = scrape_failures = hups = 0
     died = False
     threads_warm = threads_end = None  # (elapsed, thread_cpu()) after warm-up, at the end
@@ -600,7 +608,8 @@ def main():
                     status, body = http_get(d.http, "/metrics")
                     ok = status == 200
                     if ok:
-                        last_data_kib = data_bytes(body.decode()) // 1024
+                        last_data_kib = {name: value // 1024
+                                         for name, value in data_bytes(body.decode()).items()}
                 except (OSError, http.client.HTTPException):
                     ok = False
                 scrapes += 1
@@ -632,7 +641,9 @@ def main():
                        "clients_cpu_s": round(sum(c.sample_cpu() for c in clients), 2),
                        "load1": round(os.getloadavg()[0], 2), "scrapes": scrapes,
                        "scrape_failures": scrape_failures, "hups": hups,
-                       "data_kib": last_data_kib, "other_kib": status["VmRSS"] - last_data_kib}
+                       "data_kib": sum(last_data_kib.values()),
+                       "other_kib": status["VmRSS"] - sum(last_data_kib.values())}
+                row.update({COLUMN[name]: value for name, value in last_data_kib.items()})
                 last_cpu, last_t = cpu, now
                 samples.append(row)
                 if now - t0 <= seconds + 0.5:
