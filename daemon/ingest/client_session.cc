@@ -410,28 +410,30 @@ ClientView ClientSession::View(const PercentileSet& set) const {
   v.counters = t.counters;
   v.exact = t.distribution != nullptr;
   v.last_report_unix_ms = t.last_report_unix_ms;
-  if (v.exact) FillPercentiles(t, set, &v.percentiles);
+  if (v.exact) v.percentiles = Percentiles(t, set);
   return v;
 }
 
-void ClientSession::FillPercentiles(const ClientTotals::Snapshot& totals, const PercentileSet& set,
-                                    LatencySnapshot* out) const {
+std::shared_ptr<const LatencySnapshot> ClientSession::Percentiles(
+    const ClientTotals::Snapshot& totals, const PercentileSet& set) const {
   {
     MutexLock lock(memo_mu_);
     if (memo_.distribution_version == totals.distribution_version && memo_.method == set.method() &&
         memo_.percents == set.percents()) {
-      *out = memo_.percentiles;
-      return;
+      return memo_.percentiles;
     }
   }
-  totals.distribution->Fill(set, out);  // no lock held
+  auto filled = std::make_shared<LatencySnapshot>();
+  totals.distribution->Fill(set, filled.get());  // no lock held
   MutexLock lock(memo_mu_);
   // A concurrent View may have stored a newer distribution's: keep the newest.
-  if (totals.distribution_version < memo_.distribution_version) return;
-  memo_.distribution_version = totals.distribution_version;
-  memo_.percents = set.percents();
-  memo_.method = set.method();
-  memo_.percentiles = *out;
+  if (totals.distribution_version >= memo_.distribution_version) {
+    memo_.distribution_version = totals.distribution_version;
+    memo_.percents = set.percents();
+    memo_.method = set.method();
+    memo_.percentiles = filled;
+  }
+  return filled;
 }
 
 }  // namespace perld::ingest

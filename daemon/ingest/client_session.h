@@ -284,12 +284,13 @@ class ClientSession {
     uint64_t distribution_version = 0;  // 0: none yet
     std::vector<double> percents;
     PercentileMethod method = PercentileMethod::kSbk;
-    LatencySnapshot percentiles;
+    // Shared with the views that read them (never written once stored).
+    std::shared_ptr<const LatencySnapshot> percentiles;
   };
   // View's percentiles of `totals`' distribution for `set`, from memo_ when
   // it holds them.
-  void FillPercentiles(const ClientTotals::Snapshot& totals, const PercentileSet& set,
-                       LatencySnapshot* out) const;
+  std::shared_ptr<const LatencySnapshot> Percentiles(const ClientTotals::Snapshot& totals,
+                                                     const PercentileSet& set) const;
   // Held only to compare or copy memo_ (never while searching).
   mutable Mutex memo_mu_;
   mutable PercentileMemo memo_ ABSL_GUARDED_BY(memo_mu_);

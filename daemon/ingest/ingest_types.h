@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,7 +88,9 @@ struct ClientView {
   LatencyCounters counters;
   bool exact = false;  // the client's own distribution is kept (windows)
   int64_t last_report_unix_ms = 0;
-  LatencySnapshot percentiles;  // when exact: the requested set
+  // When exact: the requested set (shared with the client's memo, never
+  // written); null otherwise.
+  std::shared_ptr<const LatencySnapshot> percentiles;
 };
 
 // Streams attached now and distinct clients that ever joined a run

@@ -14,6 +14,7 @@
 #include "daemon/core/run_total.h"
 #include "daemon/runs/range_percentiles.h"
 #include "daemon/service/change_pump.h"
+#include "daemon/service/clients_answer.h"
 #include "daemon/service/grpc_status.h"
 #include "daemon/service/request_limits.h"
 #include "daemon/service/run_proto.h"
@@ -198,8 +199,8 @@ grpc::ServerUnaryReactor* QueryService::GetDistribution(grpc::CallbackServerCont
 }
 
 grpc::ServerUnaryReactor* QueryService::GetClients(grpc::CallbackServerContext* context,
-                                                   const v1::GetClientsRequest* request,
-                                                   v1::GetClientsResponse* response) {
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) {
   return Reply(context, [&] { return DoGetClients(*request, response); });
 }
 
@@ -533,10 +534,16 @@ grpc::Status QueryService::DoGetWindowHistory(const v1::GetWindowHistoryRequest&
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::DoGetClients(const v1::GetClientsRequest& request,
-                                        v1::GetClientsResponse* response) {
+grpc::Status QueryService::DoGetClients(const grpc::ByteBuffer& request_bytes,
+                                        grpc::ByteBuffer* response) {
   if (ingest_runs_ == nullptr) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no remote runs in this server");
+  }
+  v1::GetClientsRequest request;
+  if (grpc::Slice bytes; !request_bytes.DumpToSingleSlice(&bytes).ok() ||
+                         !request.ParseFromArray(bytes.begin(), static_cast<int>(bytes.size()))) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "GetClientsRequest: not a valid perld.v1.GetClientsRequest message");
   }
   absl::StatusOr<runs::RunId> id = registry_.Resolve(request.run());
   if (!id.ok()) return ToGrpcStatus(id.status());
@@ -560,10 +567,15 @@ grpc::Status QueryService::DoGetClients(const v1::GetClientsRequest& request,
   }
   absl::StatusOr<std::vector<ingest::ClientView>> clients = ingest_runs_->Clients(*id, *set);
   if (!clients.ok()) return ToGrpcStatus(clients.status());
-  for (const ingest::ClientView& c : *clients) ToProto(c, response->add_clients());
-  response->set_run_id(*id);
-  response->set_breakdown_bytes(ingest_runs_->breakdown_budget().used());
-  response->set_breakdown_limit_bytes(ingest_runs_->breakdown_budget().limit());
+  // The answer's bytes go to gRPC as they are: the slice frees them.
+  auto wire = std::make_unique<std::string>();
+  ClientsAnswer().Serialize(*id, *clients, ingest_runs_->breakdown_budget().used(),
+                            ingest_runs_->breakdown_budget().limit(), wire.get());
+  std::string* bytes = wire.release();  // the slice's from here on: it deletes them
+  grpc::Slice slice(
+      bytes->data(), bytes->size(), [](void* owner) { delete static_cast<std::string*>(owner); },
+      bytes);
+  *response = grpc::ByteBuffer(&slice, 1);
   return grpc::Status::OK;
 }
 

@@ -2,18 +2,17 @@
 // Every call reads published snapshots; none touches the recorder.
 //
 // The unary methods answer on the gRPC thread that delivered the request
-// (context->DefaultReactor()); GetClients' messages live on an arena
-// (ArenaMessageAllocator). WatchRun is a reactor (Watch), not a thread:
-// it subscribes to its run in the registry (RunRegistry::Subscribe) and
-// writes one event at a time -- the next once the previous write completed
-// and the registry has it -- then the run's final total, and finishes OK
-// when the run has ended. No thread waits for a watcher and nothing polls:
-// a registry change (published on the run manager's dispatcher thread) only
-// arms a gRPC alarm when the watcher is idle; the alarm's callback (a gRPC
-// thread) reads the events and starts the write. At most
-// limits.maxWatchers watches at once (RESOURCE_EXHAUSTED beyond); a
-// cancelled watch finishes CANCELLED, an evicted run NOT_FOUND, and
-// CancelWatches() finishes every open watch UNAVAILABLE and refuses new ones.
+// (context->DefaultReactor()). GetClients is a raw method: its request is
+// parsed here and its answer serialized by ClientsAnswer, not built as
+// protobuf objects (thousands of sub-messages for a large run). WatchRun is a reactor (Watch), not
+// a thread: it subscribes to its run in the registry (RunRegistry::Subscribe) and writes one event
+// at a time -- the next once the previous write completed and the registry has it -- then the run's
+// final total, and finishes OK when the run has ended. No thread waits for a watcher and nothing
+// polls: a registry change (published on the run manager's dispatcher thread) only arms a gRPC
+// alarm when the watcher is idle; the alarm's callback (a gRPC thread) reads the events and starts
+// the write. At most limits.maxWatchers watches at once (RESOURCE_EXHAUSTED beyond); a cancelled
+// watch finishes CANCELLED, an evicted run NOT_FOUND, and CancelWatches() finishes every open watch
+// UNAVAILABLE and refuses new ones.
 //
 // Threads: gRPC's callback threads run the handlers and reactions;
 // registry notifications arrive on the registry writer's thread;
@@ -31,14 +30,14 @@
 #include "daemon/ingest/run_table.h"
 #include "daemon/runs/range_percentiles.h"
 #include "daemon/runs/run_registry.h"
-#include "daemon/service/arena_message_allocator.h"
 #include "daemon/service/call_auth.h"
 #include "daemon/state/state_store.h"
 #include "perld/v1/perld.grpc.pb.h"
 
 namespace perld::service {
 
-class QueryService final : public v1::Query::CallbackService {
+class QueryService final
+    : public v1::Query::WithRawCallbackMethod_GetClients<v1::Query::CallbackService> {
  public:
   // `ingest_runs` answers GetClients (null: UNIMPLEMENTED).
   // Every call needs Access::kRead from `auth`. REQUIRES: the registry
@@ -52,9 +51,7 @@ class QueryService final : public v1::Query::CallbackService {
         config_(config),
         auth_(auth),
         ingest_runs_(ingest_runs),
-        store_(store) {
-    SetMessageAllocatorFor_GetClients(&clients_allocator_);
-  }
+        store_(store) {}
 
   // Finishes every open watch UNAVAILABLE ("perld is shutting down") and
   // refuses new ones from now on (shutdown after the drain).
@@ -77,9 +74,10 @@ class QueryService final : public v1::Query::CallbackService {
   grpc::ServerUnaryReactor* GetDistribution(grpc::CallbackServerContext* context,
                                             const v1::GetDistributionRequest* request,
                                             v1::GetDistributionResponse* response) override;
+  // Raw: a serialized GetClientsRequest in, a serialized GetClientsResponse out.
   grpc::ServerUnaryReactor* GetClients(grpc::CallbackServerContext* context,
-                                       const v1::GetClientsRequest* request,
-                                       v1::GetClientsResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerWriteReactor<v1::WatchRunResponse>* WatchRun(
       grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) override;
 
@@ -103,7 +101,7 @@ class QueryService final : public v1::Query::CallbackService {
                                 v1::GetPercentilesResponse* response);
   grpc::Status DoGetWindowHistory(const v1::GetWindowHistoryRequest& request,
                                   v1::GetWindowHistoryResponse* response);
-  grpc::Status DoGetClients(const v1::GetClientsRequest& request, v1::GetClientsResponse* response);
+  grpc::Status DoGetClients(const grpc::ByteBuffer& request, grpc::ByteBuffer* response);
   grpc::Status DoGetDistribution(const v1::GetDistributionRequest& request,
                                  v1::GetDistributionResponse* response);
   // The call's reactor, finished with auth's verdict, else with what
@@ -117,10 +115,6 @@ class QueryService final : public v1::Query::CallbackService {
   const CallAuth& auth_;
   const ingest::RunTable* const ingest_runs_;
   const state::StateStore* const store_;
-  // GetClients' request and response (a row and its percentiles per client)
-  // on an arena in a reused 256 KiB block.
-  ArenaMessageAllocator<v1::GetClientsRequest, v1::GetClientsResponse> clients_allocator_{
-      size_t{256} << 10, 2};
   std::atomic<int> watchers_{0};  // watches_.size(), readable without watches_mu_
   Mutex watches_mu_;
   std::set<Watch*> watches_ ABSL_GUARDED_BY(watches_mu_);  // open, until their OnDone

@@ -372,7 +372,7 @@ absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions
   return o;
 }
 
-void ToProto(const ingest::ClientView& c, v1::RemoteClient* out) {
+void ToProtoRow(const ingest::ClientView& c, v1::RemoteClient* out) {
   out->set_client_id(c.id);
   out->set_client_name(c.name);
   out->set_clock(c.clock);
@@ -394,7 +394,6 @@ void ToProto(const ingest::ClientView& c, v1::RemoteClient* out) {
   out->set_total_latency(k.total_latency);
   out->set_exact(c.exact);
   out->set_last_report_unix_ms(c.last_report_unix_ms);
-  if (c.exact) AddPercentiles(c.percentiles, out->mutable_percentiles());
 }
 
 }  // namespace perld::service

@@ -37,7 +37,8 @@ absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions
                                                           const config::DaemonConfig& config,
                                                           int64_t* reporting_interval_ms);
 
-// A client's breakdown row (ingest::RunTable::Clients).
-void ToProto(const ingest::ClientView& c, v1::RemoteClient* out);
+// A client's breakdown row (ingest::RunTable::Clients): every field but its
+// percentiles (ClientsAnswer writes those; AddPercentiles builds them).
+void ToProtoRow(const ingest::ClientView& c, v1::RemoteClient* out);
 
 }  // namespace perld::service

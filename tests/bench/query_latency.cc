@@ -7,18 +7,27 @@
 //   query_latency --target 127.0.0.1:9717 --run 3 --calls 5000 [--p 50,99,99.9]
 //                 [--scope total|latest] [--slow-us US]
 //                 [--method percentiles|clients] [--wait-ms MS] [--json true]
+//                 [--arena true|false]
 //
 // GetClients asks the run's own percentiles unless --p is given.
+//
+// --arena (default true): each response is parsed onto a protobuf arena
+// whose first block is one buffer reused by every call, as a client that
+// asks often would; a 200-client GetClients answer is ~6,000 messages, and
+// parsing them onto the heap (false, the stub's default) costs the client
+// about as much as the daemon's whole answer (tests/bench/DAEMON.md).
 //
 // --wait-ms: retry the first call (untimed) until it succeeds, up to MS (the
 // run may not exist yet). --json true: print the latencies of the calls, in
 // ms, as one JSON list (tests/bench/stream_goals.py --probe).
+#include <google/protobuf/arena.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +42,7 @@ int main(int argc, char** argv) {
   bool percents_given = false;
   bool clients = false;
   bool json = false;
+  bool arena = true;
   int wait_ms = 0;
   int calls = 5000;
   double slow_us = 0;  // > 0: print each call slower than this (ms since the first call)
@@ -58,6 +68,8 @@ int main(int argc, char** argv) {
       wait_ms = std::atoi(value.c_str());
     } else if (flag == "--json") {
       json = value == "true";
+    } else if (flag == "--arena") {
+      arena = value == "true";
     } else {
       std::fprintf(stderr, "query_latency: unknown flag %s\n", flag.c_str());
       return 2;
@@ -83,18 +95,28 @@ int main(int argc, char** argv) {
   // One call; `distinct`: the run's valid records (GetPercentiles) or its
   // clients (GetClients).
   int64_t distinct = 0;
+  std::vector<char> first_block(arena ? 1 << 20 : 0);
   auto call = [&]() {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    google::protobuf::ArenaOptions options;
+    options.initial_block = first_block.data();
+    options.initial_block_size = first_block.size();
+    std::optional<google::protobuf::Arena> on;  // null: parse onto the heap
+    if (arena) on.emplace(options);
+    google::protobuf::Arena* where = arena ? &*on : nullptr;
     if (clients) {
-      perld::v1::GetClientsResponse response;
-      grpc::Status status = stub->GetClients(&context, clients_request, &response);
-      distinct = response.clients_size();
+      auto* response = google::protobuf::Arena::CreateMessage<perld::v1::GetClientsResponse>(where);
+      grpc::Status status = stub->GetClients(&context, clients_request, response);
+      distinct = response->clients_size();
+      if (where == nullptr) delete response;
       return status;
     }
-    perld::v1::GetPercentilesResponse response;
-    grpc::Status status = stub->GetPercentiles(&context, request, &response);
-    distinct = response.valid_latency_records();
+    auto* response =
+        google::protobuf::Arena::CreateMessage<perld::v1::GetPercentilesResponse>(where);
+    grpc::Status status = stub->GetPercentiles(&context, request, response);
+    distinct = response->valid_latency_records();
+    if (where == nullptr) delete response;
     return status;
   };
   const auto wait_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);

@@ -137,6 +137,22 @@ def main():
             check(code == grpc.StatusCode.INVALID_ARGUMENT and "ingest.maxMemoryBytes" in detail,
                   f"a window over the global memory limit: INVALID_ARGUMENT, final ({detail[:90]})")
 
+            # GetClients parses its own request (a raw method): a malformed
+            # message is INVALID_ARGUMENT, the daemon goes on.
+            raw_clients = channel.unary_unary("/perld.v1.Query/GetClients",
+                                              request_serializer=lambda b: b,
+                                              response_deserializer=lambda b: b)
+            for name, junk in (("a length past the end", b"\x0a\xff\xff\xff\xff\x0f"),
+                               ("a truncated varint", b"\x18\xff"),
+                               ("an invalid wire type", b"\x0f")):
+                try:
+                    raw_clients(junk, timeout=10)
+                    code, detail = grpc.StatusCode.OK, ""
+                except grpc.RpcError as e:
+                    code, detail = e.code(), e.details() or ""
+                check(code == grpc.StatusCode.INVALID_ARGUMENT and "GetClientsRequest" in detail,
+                      f"GetClients with {name}: INVALID_ARGUMENT ({detail})")
+
             # --- a good client keeps streaming through everything below ----------
             good = IngestStream(stub, ipb, opener("good", "g", mode=ipb.IngestOpen.MODE_RAW), 600)
             good.recv()

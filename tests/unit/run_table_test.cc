@@ -562,7 +562,7 @@ TEST_F(RunTableTest, ParkedMessagesResumeInOrderAndTheTotalsAreExact) {
         EXPECT_EQ(row.counters.records, static_cast<int64_t>(row.acked_sequence)) << row.id;
         EXPECT_TRUE(row.exact) << row.id;
         if (row.acked_sequence > 0) {  // window seq's one record is 100 + seq
-          EXPECT_EQ(row.percentiles.values.back(), 100 + static_cast<int64_t>(row.acked_sequence));
+          EXPECT_EQ(row.percentiles->values.back(), 100 + static_cast<int64_t>(row.acked_sequence));
         }
         EXPECT_GE(row.acked_sequence, acked_seen[row.id]) << row.id;
         acked_seen[row.id] = row.acked_sequence;
@@ -608,7 +608,7 @@ TEST_F(RunTableTest, ABusyClientsRowIsOneMomentAndHoldsEverythingOnceItLeaves) {
   EXPECT_EQ(busy.reports, static_cast<int64_t>(busy.acked_sequence));
   EXPECT_EQ(busy.counters.records, 10 * static_cast<int64_t>(busy.acked_sequence));
   ASSERT_TRUE(busy.exact);
-  EXPECT_EQ(busy.percentiles.values.back(), 100 + static_cast<int64_t>(busy.acked_sequence));
+  EXPECT_EQ(busy.percentiles->values.back(), 100 + static_cast<int64_t>(busy.acked_sequence));
 
   table_->Leave(*s);  // no close: detached, may come back
   rows = table_->Clients(run_id, set);
@@ -618,7 +618,7 @@ TEST_F(RunTableTest, ABusyClientsRowIsOneMomentAndHoldsEverythingOnceItLeaves) {
   EXPECT_EQ(left.acked_sequence, 5u);
   EXPECT_EQ(left.reports, 5);
   EXPECT_EQ(left.counters.records, 50);
-  EXPECT_EQ(left.percentiles.values.back(), 105);  // window 5's latency
+  EXPECT_EQ(left.percentiles->values.back(), 105);  // window 5's latency
 }
 
 // A client's percentiles are those of the set asked, whichever set was
@@ -641,7 +641,7 @@ TEST_F(RunTableTest, EachPercentileSetOfOneDistributionIsAnsweredExactly) {
       absl::StatusOr<std::vector<ClientView>> rows = table_->Clients(s->run_id, sets[i]);
       ASSERT_TRUE(rows.ok()) << rows.status();
       ASSERT_EQ(rows->size(), 1u);
-      const LatencySnapshot& got = rows->front().percentiles;
+      const LatencySnapshot& got = *rows->front().percentiles;
       EXPECT_EQ(got.percents, sets[i].percents()) << i;
       EXPECT_EQ(got.values, want[i].values) << i;
       EXPECT_EQ(got.counts, want[i].counts) << i;
@@ -674,7 +674,7 @@ TEST_F(RunTableTest, AQuietClientsRowCatchesUpWithoutAnotherMessage) {
   EXPECT_EQ(row.reports, 5);
   EXPECT_EQ(row.counters.records, 50);
   ASSERT_TRUE(row.exact);
-  EXPECT_EQ(row.percentiles.values.back(), 105);  // window 5's latency
+  EXPECT_EQ(row.percentiles->values.back(), 105);  // window 5's latency
   table_->Leave(*s);
 }
 
