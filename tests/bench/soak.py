@@ -543,6 +543,9 @@ def parse_args():
 
 def main():
     args = parse_args()
+    # SIGTERM (a soak stopped by hand or by a job's timeout) unwinds like an
+    # error, so the clients, the bench and perld are stopped, not left running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     perld = os.path.join(args.build, "daemon/bench/perld")
     perlctl = os.path.join(args.build, "client/perlctl/perlctl")
     seconds = int(args.seconds)

@@ -19,6 +19,7 @@ the GetClients calls from a process of their own: Python's grpcio, or with
 """
 import argparse
 import asyncio
+import faulthandler
 import importlib
 import json
 import os
@@ -26,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -172,6 +174,21 @@ def probe_clients(target, calls, percentiles):
     return 0
 
 
+# The daemon and probe processes of this round, for stop_hung_round.
+CHILDREN = []
+
+
+def stop_hung_round(limit):
+    """--max-seconds passed: say where every thread waits, kill the children, exit 3."""
+    print(f"stream_goals.py: the round took over {limit:g} s; stopped. Threads:",
+          file=sys.stderr, flush=True)
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    for child in CHILDREN:
+        if child.poll() is None:
+            child.kill()
+    os._exit(3)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--perld")
@@ -202,6 +219,10 @@ def main():
     ap.add_argument("--probe-slice", type=int, default=0, metavar="NS",
                     help="experiment: the same for the GetClients probe's process")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: the script still works")
+    ap.add_argument("--max-seconds", type=float, default=600,
+                    help="a round that takes longer is stopped: the threads' stacks printed, "
+                         "the daemon and the probe killed, exit 3 (Debian's grpcio client has "
+                         "hung a round twice)")
     ap.add_argument("--probe-clients", metavar="TARGET", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.probe_clients:
@@ -211,10 +232,11 @@ def main():
     if args.smoke:
         args.idle, args.parked, args.windows, args.pairs = 40, 8, 5, 256
         args.calls, args.probes = 20, 5
-        # It takes seconds; if it ever hangs (once in CI, not reproduced),
-        # say where each thread waits before CTest's timeout kills it.
-        import faulthandler
-        faulthandler.dump_traceback_later(150, exit=True)
+        # It takes seconds: a hang is stopped well before CTest's timeout.
+        args.max_seconds = min(args.max_seconds, 150)
+    watchdog = threading.Timer(args.max_seconds, stop_hung_round, args=(args.max_seconds,))
+    watchdog.daemon = True
+    watchdog.start()
     tmp = tempfile.mkdtemp(prefix="perld-stream-goal-")
     pb, rpc, _ = perld_it.load_stubs(tmp)
     ipb = importlib.import_module("perld.v1.ingest_pb2")
@@ -228,6 +250,7 @@ def main():
                 f"  maxStreams: {args.idle + args.parked + 16}\n"
                 f"  maxMemoryBytes: {max(1 << 20, window_bytes_estimate * 4)}\n")
     d = Daemon(args.perld, os.path.join(tmp, "state"), config)
+    CHILDREN.append(d.proc)
     base_threads = d.threads()
     def threads_named(prefix):
         return [int(tid) for tid, (name, _) in thread_cpu(d.proc.pid).items()
@@ -295,6 +318,7 @@ def main():
                       (["--percentiles", asked] if args.percentiles else [])
         probe = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
                                  preexec_fn=lambda: normal_priority(args.probe_slice))
+        CHILDREN.append(probe)
         while probe.poll() is None:
             parked_seen.append(d.parked())
             time.sleep(0.05)
