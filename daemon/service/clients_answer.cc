@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <vector>
 
 #include "daemon/service/run_proto.h"
 
@@ -69,28 +70,31 @@ uint8_t* Grow(std::string* out, size_t bytes) {
 
 }  // namespace
 
-void ClientsAnswer::Serialize(uint64_t run_id, std::span<const ingest::ClientView> clients,
-                              int64_t breakdown_bytes, int64_t breakdown_limit_bytes,
-                              std::string* out) {
+void SerializeClientsAnswer(uint64_t run_id, std::span<const ingest::ClientView> clients,
+                            int64_t breakdown_bytes, int64_t breakdown_limit_bytes,
+                            std::string* out) {
   PutInt64Field(kRunIdTag, static_cast<int64_t>(run_id),
                 Grow(out, Int64FieldSize(kRunIdTag, static_cast<int64_t>(run_id))));
+  v1::RemoteClient row;        // every client's: its strings keep their capacity
+  std::vector<size_t> bodies;  // the current client's percentile sizes
   for (const ingest::ClientView& c : clients) {
-    row_.Clear();
-    ToProtoRow(c, &row_);
-    const size_t row_size = row_.ByteSizeLong();
-    static const LatencySnapshot kNone;
-    const LatencySnapshot& s = c.exact && c.percentiles != nullptr ? *c.percentiles : kNone;
-    const size_t n = std::min({s.percents.size(), s.values.size(), s.counts.size()});
-    size_t size = row_size;
-    for (size_t i = 0; i < n; ++i) {
-      const size_t body = PercentileSize(s.percents[i], s.values[i], s.counts[i]);
-      size += VarintSize(kPercentilesTag) + VarintSize(body) + body;
+    row.Clear();
+    ToProtoRow(c, &row);
+    bodies.clear();
+    size_t size = row.ByteSizeLong();
+    if (c.exact && c.percentiles != nullptr) {
+      const LatencySnapshot& s = *c.percentiles;
+      const size_t n = std::min({s.percents.size(), s.values.size(), s.counts.size()});
+      for (size_t i = 0; i < n; ++i) {
+        bodies.push_back(PercentileSize(s.percents[i], s.values[i], s.counts[i]));
+        size += VarintSize(kPercentilesTag) + VarintSize(bodies.back()) + bodies.back();
+      }
     }
     uint8_t* p = Grow(out, VarintSize(kClientsTag) + VarintSize(size) + size);
-    p = row_.SerializeWithCachedSizesToArray(PutVarint(size, PutVarint(kClientsTag, p)));
-    for (size_t i = 0; i < n; ++i) {
-      p = PutVarint(kPercentilesTag, p);
-      p = PutVarint(PercentileSize(s.percents[i], s.values[i], s.counts[i]), p);
+    p = row.SerializeWithCachedSizesToArray(PutVarint(size, PutVarint(kClientsTag, p)));
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      const LatencySnapshot& s = *c.percentiles;
+      p = PutVarint(bodies[i], PutVarint(kPercentilesTag, p));
       p = PutPercentile(s.percents[i], s.values[i], s.counts[i], p);
     }
   }

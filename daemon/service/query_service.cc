@@ -569,8 +569,8 @@ grpc::Status QueryService::DoGetClients(const grpc::ByteBuffer& request_bytes,
   if (!clients.ok()) return ToGrpcStatus(clients.status());
   // The answer's bytes go to gRPC as they are: the slice frees them.
   auto wire = std::make_unique<std::string>();
-  ClientsAnswer().Serialize(*id, *clients, ingest_runs_->breakdown_budget().used(),
-                            ingest_runs_->breakdown_budget().limit(), wire.get());
+  SerializeClientsAnswer(*id, *clients, ingest_runs_->breakdown_budget().used(),
+                         ingest_runs_->breakdown_budget().limit(), wire.get());
   std::string* bytes = wire.release();  // the slice's from here on: it deletes them
   grpc::Slice slice(
       bytes->data(), bytes->size(), [](void* owner) { delete static_cast<std::string*>(owner); },

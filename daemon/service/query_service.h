@@ -3,7 +3,7 @@
 //
 // The unary methods answer on the gRPC thread that delivered the request
 // (context->DefaultReactor()). GetClients is a raw method: its request is
-// parsed here and its answer serialized by ClientsAnswer, not built as
+// parsed here and its answer serialized by SerializeClientsAnswer, not built as
 // protobuf objects (thousands of sub-messages for a large run). WatchRun is a reactor (Watch), not
 // a thread: it subscribes to its run in the registry (RunRegistry::Subscribe) and writes one event
 // at a time -- the next once the previous write completed and the registry has it -- then the run's

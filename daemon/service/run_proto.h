@@ -38,7 +38,7 @@ absl::StatusOr<bench::BenchOptions> BenchOptionsFromProto(const v1::BenchOptions
                                                           int64_t* reporting_interval_ms);
 
 // A client's breakdown row (ingest::RunTable::Clients): every field but its
-// percentiles (ClientsAnswer writes those; AddPercentiles builds them).
+// percentiles (SerializeClientsAnswer writes those; AddPercentiles builds them).
 void ToProtoRow(const ingest::ClientView& c, v1::RemoteClient* out);
 
 }  // namespace perld::service

@@ -1,9 +1,9 @@
 // The daemon's cost of one GetClients answer's bytes: N clients, each with a
-// row and the default 28 percentiles (+ p0... as asked by perlctl: 29),
-// serialized two ways -- BM_ClientsAnswerMessages builds the protobuf
+// row and 26 percentiles (0, 5, 10 ... 95, 99.5, 99.9, 99.95, 99.99,
+// 99.999, 100), serialized two ways -- BM_ClientsAnswerMessages builds the protobuf
 // objects on an arena reused from call to call (ToProtoRow + AddPercentiles,
 // as the daemon did up to 2026-12-07) and serializes them; BM_ClientsAnswer
-// writes the same answer with ClientsAnswer (what the daemon does). Both
+// writes the same answer with SerializeClientsAnswer (what the daemon does). Both
 // start from the same ClientViews (RunTable::Clients' output), so neither
 // counts the views' copies; both check once that they produce a message
 // that parses to the same answer.
@@ -76,7 +76,7 @@ std::string ViaMessages(const std::vector<ingest::ClientView>& views,
 
 std::string ViaAnswer(const std::vector<ingest::ClientView>& views) {
   std::string wire;
-  ClientsAnswer().Serialize(3, views, 1 << 20, 64 << 20, &wire);
+  SerializeClientsAnswer(3, views, 1 << 20, 64 << 20, &wire);
   return wire;
 }
 

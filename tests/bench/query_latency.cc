@@ -27,7 +27,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -95,28 +94,28 @@ int main(int argc, char** argv) {
   // One call; `distinct`: the run's valid records (GetPercentiles) or its
   // clients (GetClients).
   int64_t distinct = 0;
-  std::vector<char> first_block(arena ? 1 << 20 : 0);
+  std::vector<char> first_block(1 << 20);
   auto call = [&]() {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     google::protobuf::ArenaOptions options;
     options.initial_block = first_block.data();
     options.initial_block_size = first_block.size();
-    std::optional<google::protobuf::Arena> on;  // null: parse onto the heap
-    if (arena) on.emplace(options);
-    google::protobuf::Arena* where = arena ? &*on : nullptr;
+    google::protobuf::Arena on_arena(options);  // unused with --arena false
+    using google::protobuf::Arena;
     if (clients) {
-      auto* response = google::protobuf::Arena::CreateMessage<perld::v1::GetClientsResponse>(where);
+      perld::v1::GetClientsResponse on_heap;
+      auto* response =
+          arena ? Arena::CreateMessage<perld::v1::GetClientsResponse>(&on_arena) : &on_heap;
       grpc::Status status = stub->GetClients(&context, clients_request, response);
       distinct = response->clients_size();
-      if (where == nullptr) delete response;
       return status;
     }
+    perld::v1::GetPercentilesResponse on_heap;
     auto* response =
-        google::protobuf::Arena::CreateMessage<perld::v1::GetPercentilesResponse>(where);
+        arena ? Arena::CreateMessage<perld::v1::GetPercentilesResponse>(&on_arena) : &on_heap;
     grpc::Status status = stub->GetPercentiles(&context, request, response);
     distinct = response->valid_latency_records();
-    if (where == nullptr) delete response;
     return status;
   };
   const auto wait_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);

@@ -1,4 +1,4 @@
-// ClientsAnswer writes GetClients' answer straight to the wire; a reader
+// SerializeClientsAnswer writes GetClients' answer straight to the wire; a reader
 // must parse exactly the message a generated serializer would have written
 // from protobuf objects (ToProtoRow + AddPercentiles), whatever the values:
 // zeros (proto3 leaves them out), negative and extreme latencies, -0.0,
@@ -36,7 +36,7 @@ v1::GetClientsResponse FromObjects(uint64_t run_id, const std::vector<ingest::Cl
 void ExpectSameAnswer(uint64_t run_id, const std::vector<ingest::ClientView>& clients,
                       int64_t bytes, int64_t limit) {
   std::string wire = "prefix";  // Serialize appends
-  ClientsAnswer().Serialize(run_id, clients, bytes, limit, &wire);
+  SerializeClientsAnswer(run_id, clients, bytes, limit, &wire);
   ASSERT_EQ(wire.substr(0, 6), "prefix");
   v1::GetClientsResponse parsed;
   ASSERT_TRUE(parsed.ParseFromString(wire.substr(6)));
